@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The test command: sets everything up on a fresh machine, then runs lint, type checks and every test tier
+# (unit, integration on a real kube-apiserver, e2e on the full local cluster with kwok nodes).
+# Extra arguments go to pytest, e.g. `hack/test.sh -m unit` or `hack/test.sh -k hostfile`.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+started=$SECONDS
+
+bash hack/setup.sh --no-control-plane
+
+echo "== ruff"
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+echo "== mypy"
+.venv/bin/mypy
+
+echo "== control plane"
+bin_dir=$(bash hack/build-control-plane.sh)
+echo "binaries: $bin_dir"
+
+echo "== pytest"
+export KUBEBUILDER_ASSETS="$bin_dir"
+.venv/bin/pytest "$@"
+echo "== all checks passed in $((SECONDS - started))s"

@@ -1,0 +1,341 @@
+"""A real local Kubernetes control plane for tests, benchmarks and the demo.
+
+Tiers:
+- ``apiserver``: etcd + kube-apiserver (envtest's model; tests play kubelet and controllers).
+- ``full``: + kube-controller-manager, kube-scheduler and kwok managing fake nodes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from mpioperator.testing import components, pki
+from mpioperator.testing.binaries import Binaries, find_binaries
+from mpioperator.testing.nodes import NodeShape, fake_node, node_ready
+from mpioperator.testing.ports import free_port
+from mpioperator.testing.process import ManagedProcess, pid_alive
+from mpioperator.testing.rest import RestClient, RestError
+from mpioperator.testing.wait import ProbeAborted, wait_for
+
+Tier = Literal["apiserver", "full"]
+NamespaceFactory = Callable[["LocalCluster"], str]
+
+# The apiserver serves watches from its watch cache, whose window, not etcd's compaction, decides when an
+# old resourceVersion expires. With the cache off for one core resource that nothing else uses, tests can
+# reach etcd's compaction directly: a watch on PodTemplates from a compacted revision gets 410 Expired.
+UNCACHED_RESOURCE = "podtemplates"
+_WORKDIR_PREFIX = "mpioperator-cluster-"
+
+
+class ClusterStartError(RuntimeError):
+    pass
+
+
+class ComponentDied(ClusterStartError, ProbeAborted):
+    pass
+
+
+class LocalCluster:
+    def __init__(
+        self,
+        tier: Tier = "apiserver",
+        *,
+        nodes: int = 2,
+        node_shape: NodeShape | None = None,
+        binaries: Binaries | None = None,
+        apiserver_args: Sequence[str] = (),
+        workdir: Path | None = None,
+    ):
+        self.tier: Tier = tier
+        self._initial_nodes = nodes
+        self._node_shape = node_shape or NodeShape()
+        self._binaries = binaries
+        self._apiserver_args = tuple(apiserver_args)
+        self._workdir = workdir
+        self.layout: components.Layout | None = None
+        self.token = ""
+        self.api_port = 0
+        self.etcd_port = 0
+        self._procs: dict[str, ManagedProcess] = {}
+        self._rest: RestClient | None = None
+        self._node_count = 0
+        self._started_at = 0.0
+        self.startup_seconds = 0.0
+
+    # -- public surface -------------------------------------------------------------------------------
+
+    @property
+    def binaries(self) -> Binaries:
+        if self._binaries is None:
+            self._binaries = find_binaries()
+        return self._binaries
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.api_port}"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self._layout().admin_kubeconfig
+
+    @property
+    def ca_file(self) -> Path:
+        return self._layout().serving_cert
+
+    @property
+    def rest(self) -> RestClient:
+        if self._rest is None:
+            raise ClusterStartError("cluster not started")
+        return self._rest
+
+    @property
+    def etcd_url(self) -> str:
+        return f"http://127.0.0.1:{self.etcd_port}"
+
+    def component_pid(self, name: str) -> int | None:
+        proc = self._procs.get(name)
+        return proc.pid if proc else None
+
+    def dead_components(self) -> dict[str, str]:
+        """Components that exited on their own, with the tail of their logs."""
+        return {name: p.tail() for name, p in self._procs.items() if not p.running()}
+
+    def pids(self) -> list[int]:
+        return [p.pid for p in self._procs.values() if p.pid is not None]
+
+    def ports(self) -> list[int]:
+        return [p for p in (self.api_port, self.etcd_port) if p]
+
+    def env(self) -> dict[str, str]:
+        """Environment for a subprocess (kubectl, the operator) that should talk to this cluster as admin."""
+        env = dict(os.environ)
+        env["KUBECONFIG"] = str(self.kubeconfig)
+        env["PATH"] = f"{self.binaries.directory}{os.pathsep}{env.get('PATH', '')}"
+        return env
+
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [self.binaries.path("kubectl"), f"--kubeconfig={self.kubeconfig}", *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        if check and result.returncode != 0:
+            raise subprocess.CalledProcessError(result.returncode, result.args, result.stdout, result.stderr)
+        return result
+
+    def __enter__(self) -> LocalCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        started = time.monotonic()
+        bins = self.binaries
+        _sweep_abandoned_workdirs()
+        root = self._workdir or Path(tempfile.mkdtemp(prefix=_WORKDIR_PREFIX))
+        (root / "owner.pid").write_text(str(os.getpid()))
+        layout = components.Layout(root)
+        self.layout = layout
+        for directory in (layout.pki, layout.logs, layout.home):
+            directory.mkdir(parents=True, exist_ok=True)
+        atexit.register(self.stop)
+        try:
+            pki.write_service_account_key(layout.sa_key)
+            self.token = pki.write_admin_token(layout.tokens)
+            self._start_etcd(bins, layout)
+            self._start_apiserver(bins, layout)
+            if self.tier == "full":
+                self._start_full_tier(bins, layout)
+        except BaseException:
+            tails = self.logs_tail()
+            self.stop()
+            if tails:
+                raise ClusterStartError(f"local cluster failed to start; component logs:\n{tails}") from None
+            raise
+        self.startup_seconds = time.monotonic() - started
+
+    def stop(self) -> None:
+        """Stop every component in reverse start order and remove the working directory."""
+        for proc in reversed(list(self._procs.values())):
+            proc.stop()
+        self._procs.clear()
+        atexit.unregister(self.stop)
+        if (
+            self.layout is not None
+            and self._workdir is None
+            and not os.environ.get("MPIOPERATOR_KEEP_CLUSTER")
+        ):
+            shutil.rmtree(self.layout.root, ignore_errors=True)
+        self._rest = None
+
+    def logs_tail(self, lines: int = 25) -> str:
+        parts = []
+        for name, proc in self._procs.items():
+            tail = proc.tail(lines)
+            if tail:
+                parts.append(f"----- {name} ({proc.log_path}) -----\n{tail}")
+        return "\n".join(parts)
+
+    def restart_apiserver(self, *, crash: bool = False) -> None:
+        """Stop kube-apiserver (SIGKILL when `crash`) and start it again on the same port and storage."""
+        proc = self._procs["kube-apiserver"]
+        proc.kill() if crash else proc.stop()
+        proc.start()
+        self._wait_apiserver_ready(proc)
+
+    def etcd_revision(self) -> int:
+        reply = self._etcd_call("/v3/kv/range", {"key": base64.b64encode(b"/").decode(), "limit": 1})
+        return int(reply["header"]["revision"])
+
+    def compact_etcd(self) -> int:
+        """Compact etcd to its current revision, so watches from any older resourceVersion expire."""
+        revision = self.etcd_revision()
+        self._etcd_call("/v3/kv/compaction", {"revision": str(revision), "physical": True})
+        return revision
+
+    def add_nodes(
+        self, count: int, shape: NodeShape | None = None, *, prefix: str = "kwok-node"
+    ) -> list[str]:
+        """Create `count` kwok-managed nodes and wait until each is Ready."""
+        names = []
+        for _ in range(count):
+            name = f"{prefix}-{self._node_count}"
+            self._node_count += 1
+            self.rest.create("/api/v1/nodes", fake_node(name, shape or self._node_shape))
+            names.append(name)
+        for name in names:
+            self._wait_node_ready(name)
+        return names
+
+    def _wait_node_ready(self, name: str) -> None:
+        def ready() -> bool:
+            return node_ready(self.rest.get(f"/api/v1/nodes/{name}"))
+
+        wait_for(ready, timeout=60, what=f"node {name} to become Ready")
+
+    # -- start-up steps ----------------------------------------------------------------------------
+
+    def _layout(self) -> components.Layout:
+        if self.layout is None:
+            raise ClusterStartError("cluster not started")
+        return self.layout
+
+    def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> ManagedProcess:
+        proc = ManagedProcess(name, argv, self._layout().logs / f"{name}.log", env=env)
+        self._procs[name] = proc
+        proc.start()
+        return proc
+
+    def _start_etcd(self, bins: Binaries, layout: components.Layout) -> None:
+        self.etcd_port = free_port()
+        peer_port = free_port()
+        proc = self._spawn(
+            "etcd", components.etcd_argv(bins, layout, client_port=self.etcd_port, peer_port=peer_port)
+        )
+
+        def healthy() -> bool:
+            self._require_running(proc)
+            with urllib.request.urlopen(f"{self.etcd_url}/health", timeout=2) as response:
+                return bool(json.loads(response.read()).get("health") == "true")
+
+        wait_for(healthy, timeout=30, what="etcd /health")
+
+    def _start_apiserver(self, bins: Binaries, layout: components.Layout) -> None:
+        self.api_port = free_port()
+        argv = components.apiserver_argv(
+            bins,
+            layout,
+            port=self.api_port,
+            etcd_port=self.etcd_port,
+            with_controller_manager=self.tier == "full",
+            extra=(f"--watch-cache-sizes={UNCACHED_RESOURCE}#0", *self._apiserver_args),
+        )
+        proc = self._spawn("kube-apiserver", argv)
+        self._wait_apiserver_ready(proc)
+        pki.write_kubeconfig(
+            layout.admin_kubeconfig, server=self.server, ca_file=layout.serving_cert, token=self.token
+        )
+
+    def _wait_apiserver_ready(self, proc: ManagedProcess) -> None:
+        layout = self._layout()
+
+        def ready() -> bool:
+            self._require_running(proc)
+            if not layout.serving_cert.exists():
+                return False
+            self._rest = RestClient(self.server, token=self.token, ca_file=layout.serving_cert)
+            return bool(self._rest.request("GET", "/readyz", timeout=5) == "ok")
+
+        wait_for(ready, timeout=90, interval=0.2, what="kube-apiserver /readyz")
+
+    def _start_full_tier(self, bins: Binaries, layout: components.Layout) -> None:
+        self._spawn("kube-controller-manager", components.controller_manager_argv(bins, layout))
+        self._spawn("kube-scheduler", components.scheduler_argv(bins, layout))
+        stages = resources.files("mpioperator.testing").joinpath("kwok/stages.yaml")
+        with resources.as_file(stages) as stages_path:
+            kwok_env = dict(os.environ, HOME=str(layout.home))
+            self._spawn("kwok", components.kwok_argv(bins, layout, stages=stages_path), env=kwok_env)
+        # The ServiceAccount admission plugin rejects pods until kcm has created the namespace's `default` SA.
+        wait_for(
+            lambda: self._service_account_exists("default"),
+            timeout=60,
+            what="kube-controller-manager to create the default ServiceAccount",
+        )
+        if self._initial_nodes:
+            self.add_nodes(self._initial_nodes)
+
+    def _service_account_exists(self, namespace: str) -> bool:
+        for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
+            self._require_running(self._procs[name])
+        try:
+            self.rest.get(f"/api/v1/namespaces/{namespace}/serviceaccounts/default")
+        except RestError as err:
+            if err.status == 404:
+                return False
+            raise
+        return True
+
+    def _require_running(self, proc: ManagedProcess) -> None:
+        if not proc.running():
+            raise ComponentDied(f"{proc.name} exited with {proc.returncode()}:\n{proc.tail()}")
+
+    def _etcd_call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        request = urllib.request.Request(
+            self.etcd_url + path,
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            reply: dict[str, Any] = json.loads(response.read())
+            return reply
+
+
+def _sweep_abandoned_workdirs() -> None:
+    """Remove work dirs of clusters whose owning process was killed before it could clean up."""
+    for directory in Path(tempfile.gettempdir()).glob(f"{_WORKDIR_PREFIX}*"):
+        try:
+            owner = int((directory / "owner.pid").read_text())
+        except (OSError, ValueError):
+            continue
+        if not pid_alive(owner):
+            shutil.rmtree(directory, ignore_errors=True)

@@ -1,0 +1,122 @@
+"""Child processes that cannot outlive the test run: own session, parent-death signal, logs in a file."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+
+# Every pid this process ever spawned, so a test session can prove that teardown left nothing behind.
+_spawned: list[int] = []
+
+
+def spawned_pids() -> list[int]:
+    return list(_spawned)
+
+
+def _die_with_parent() -> None:
+    # Runs in the child between fork and exec: the kernel SIGKILLs the child when our process dies,
+    # so even a SIGKILLed pytest leaves no etcd or apiserver behind.
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+class ManagedProcess:
+    """One control-plane component; its output goes to `log_path`, whose tail explains failures."""
+
+    def __init__(self, name: str, argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None):
+        self.name = name
+        self.argv = list(argv)
+        self.log_path = log_path
+        self.env = env
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def start(self) -> None:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns the descriptor after fork
+        try:
+            self._proc = subprocess.Popen(
+                self.argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+                env=self.env,
+            )
+        finally:
+            log.close()
+        _spawned.append(self._proc.pid)
+
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def returncode(self) -> int | None:
+        return self._proc.poll() if self._proc else None
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM, wait, then SIGKILL the whole process group; reaps the child."""
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        self._proc = None
+
+    def kill(self) -> None:
+        """SIGKILL without grace, as a crash would."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        self._proc = None
+
+    def tail(self, lines: int = 40) -> str:
+        try:
+            content = self.log_path.read_text(errors="replace").splitlines()
+        except FileNotFoundError:
+            return ""
+        return "\n".join(content[-lines:])
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie still answers kill(0); it is gone for our purposes once its state is Z.
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def wait_pids_gone(pids: Sequence[int], timeout: float = 10.0) -> list[int]:
+    """Return the pids still alive after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    alive = [p for p in pids if pid_alive(p)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = [p for p in alive if pid_alive(p)]
+    return alive

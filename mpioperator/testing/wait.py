@@ -1,0 +1,79 @@
+"""Wait for a condition instead of sleeping; on timeout, say what was last seen."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+class WaitTimeout(AssertionError):
+    pass
+
+
+class ProbeAborted(Exception):
+    """Raised by a probe when waiting longer cannot help (e.g. the process it polls has died)."""
+
+
+def _describe(last: object, error: BaseException | None) -> str:
+    if error is not None:
+        return f"last attempt raised {type(error).__name__}: {error}"
+    return f"last seen: {last!r}"
+
+
+def wait_for(
+    probe: Callable[[], T],
+    *,
+    timeout: float,
+    what: str,
+    interval: float = 0.1,
+    done: Callable[[T], bool] = bool,
+) -> T:
+    """Call `probe` until `done(result)`; exceptions from the probe count as 'not yet'."""
+    deadline = time.monotonic() + timeout
+    last: object = None
+    error: BaseException | None = None
+    while True:
+        try:
+            value = probe()
+            error = None
+            if done(value):
+                return value
+            last = value
+        except ProbeAborted:
+            raise
+        except Exception as exc:  # a probe failing is one more 'not yet'
+            error = exc
+        if time.monotonic() >= deadline:
+            raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {what}; {_describe(last, error)}")
+        time.sleep(interval)
+
+
+async def async_wait_for(
+    probe: Callable[[], Awaitable[T]],
+    *,
+    timeout: float,
+    what: str,
+    interval: float = 0.1,
+    done: Callable[[T], bool] = bool,
+) -> T:
+    deadline = time.monotonic() + timeout
+    last: object = None
+    error: BaseException | None = None
+    while True:
+        try:
+            value = await probe()
+            error = None
+            if done(value):
+                return value
+            last = value
+        except ProbeAborted:
+            raise
+        except Exception as exc:
+            error = exc
+        if time.monotonic() >= deadline:
+            raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {what}; {_describe(last, error)}")
+        await asyncio.sleep(interval)

@@ -1,0 +1,65 @@
+"""Teardown leaves no process, port or directory behind, even when the owning process is SIGKILLed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.ports import port_in_use
+from mpioperator.testing.process import pid_alive, wait_pids_gone
+
+pytestmark = pytest.mark.integration
+
+
+def test_stop_leaves_no_process_port_or_directory() -> None:
+    cluster = LocalCluster("apiserver")
+    cluster.start()
+    pids, ports = cluster.pids(), cluster.ports()
+    assert cluster.layout is not None
+    workdir = cluster.layout.root
+    assert len(pids) == 2
+    assert all(pid_alive(p) for p in pids)
+    assert all(port_in_use(p) for p in ports)
+
+    cluster.stop()
+
+    assert wait_pids_gone(pids, timeout=10) == []
+    assert not any(port_in_use(p) for p in ports)
+    assert not workdir.exists()
+
+
+_OWNER = """
+import json, sys, time
+from mpioperator.testing.cluster import LocalCluster
+cluster = LocalCluster("apiserver")
+cluster.start()
+state = {"pids": cluster.pids(), "ports": cluster.ports(), "dir": str(cluster.layout.root)}
+print(json.dumps(state), flush=True)
+time.sleep(600)
+"""
+
+
+def test_components_die_with_a_sigkilled_owner() -> None:
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _OWNER], stdout=subprocess.PIPE, text=True, env=dict(os.environ)
+    )
+    try:
+        assert owner.stdout is not None
+        started = json.loads(owner.stdout.readline())
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+    assert len(started["pids"]) == 2
+
+    assert wait_pids_gone(started["pids"], timeout=10) == [], "etcd and apiserver died with their owner"
+    assert not any(port_in_use(p) for p in started["ports"])
+
+    # The next cluster to start sweeps the directory the killed owner could not remove.
+    with LocalCluster("apiserver"):
+        assert not os.path.exists(started["dir"])
