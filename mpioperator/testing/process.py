@@ -98,18 +98,25 @@ class ManagedProcess:
 
 
 def pid_alive(pid: int) -> bool:
+    """True while any thread of the process still runs.
+
+    A zombie still answers kill(0), and in a multi-threaded (Go) process the group leader can already be a
+    zombie while other threads are exiting and still hold its sockets; so every thread is checked.
+    """
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    # A zombie still answers kill(0); it is gone for our purposes once its state is Z.
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            state = stat.read_text().rsplit(")", 1)[-1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("Z", "X"):
+            return True
+    return False
 
 
 def wait_pids_gone(pids: Sequence[int], timeout: float = 10.0) -> list[int]:
