@@ -1,0 +1,187 @@
+"""Command-line flags, compatible with upstream's Go `flag` set (-flag, --flag, -flag=value, bare booleans).
+
+Every upstream flag keeps its name and default so an existing Deployment's args work unchanged; klog flags
+are accepted and mapped onto our logging. Our own flags are additions with upstream-compatible defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field
+
+GANG_SCHEDULERS_BUILTIN = ("volcano",)  # any other non-empty value names a scheduler-plugins scheduler
+
+
+class OptionsError(ValueError):
+    """A flag value that cannot work; the message is the one-line error shown to the user."""
+
+
+@dataclass(frozen=True)
+class Options:
+    master: str = ""
+    kubeconfig: str = ""
+    namespaces: tuple[str, ...] = ()
+    threadiness: int = 2
+    version: bool = False
+    monitoring_port: int = 0
+    health_port: int = 8080
+    gang_scheduling: str = ""
+    lock_namespace: str = "mpi-operator"
+    leader_elect: bool = True
+    lease_duration: float = 15.0
+    renew_deadline: float = 5.0
+    retry_period: float = 3.0
+    kube_api_qps: float = 5.0
+    kube_api_burst: int = 10
+    controller_queue_rate_limit: int = 10
+    controller_queue_burst: int = 100
+    cluster_domain: str = ""
+    log_format: str = "auto"
+    verbosity: int = 0
+    shutdown_timeout: float = 10.0
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def cluster_scoped(self) -> bool:
+        return not self.namespaces
+
+
+def _bool(value: str) -> bool:
+    lowered = value.lower()
+    if lowered in ("1", "t", "true"):
+        return True
+    if lowered in ("0", "f", "false"):
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean value {value!r}")
+
+
+def _flag(parser: argparse.ArgumentParser, name: str, **kwargs: object) -> None:
+    # Go's flag package accepts one or two dashes for every flag.
+    parser.add_argument(f"-{name}", f"--{name}", **kwargs)  # type: ignore[arg-type]
+
+
+def _bool_flag(parser: argparse.ArgumentParser, name: str, default: bool, help: str) -> None:
+    _flag(parser, name, type=_bool, nargs="?", const=True, default=default, help=help)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mpi-operator",
+        description="Kubernetes operator for MPIJobs (kubeflow.org/v2beta1).",
+        allow_abbrev=False,
+    )
+    _flag(parser, "master", default="", help="API server URL; overrides the kubeconfig (out of cluster only)")
+    _flag(parser, "kubeConfig", dest="kubeconfig", default="", help="kubeconfig path; env KUBECONFIG wins")
+    _flag(
+        parser,
+        "namespace",
+        default=None,
+        help="watch only this namespace, or a comma-separated list (default: env KUBEFLOW_NAMESPACE, or all)",
+    )
+    _flag(parser, "threadiness", type=int, default=2, help="number of reconcile workers")
+    _bool_flag(parser, "version", False, "print version information and exit")
+    _flag(
+        parser,
+        "monitoring-port",
+        type=int,
+        default=0,
+        help="port for /metrics; 0 serves it on the health port",
+    )
+    _flag(parser, "health-port", type=int, default=8080, help="port for /healthz and /readyz")
+    _flag(
+        parser,
+        "gang-scheduling",
+        default="",
+        help="'volcano', or a scheduler-plugins scheduler's name; empty disables gang scheduling",
+    )
+    _flag(parser, "lock-namespace", default="mpi-operator", help="namespace of the leader-election Lease")
+    _bool_flag(parser, "leader-elect", True, "run leader election (turn off only for a single replica)")
+    _flag(parser, "leader-elect-lease-duration", type=float, default=15.0, help="seconds")
+    _flag(parser, "leader-elect-renew-deadline", type=float, default=5.0, help="seconds")
+    _flag(parser, "leader-elect-retry-period", type=float, default=3.0, help="seconds")
+    _flag(parser, "kube-api-qps", type=float, default=5.0, help="client-side QPS limit for API calls")
+    _flag(parser, "kube-api-burst", type=int, default=10, help="client-side burst for API calls")
+    _flag(parser, "controller-queue-rate-limit", type=int, default=10, help="work-queue token-bucket rate")
+    _flag(parser, "controller-queue-burst", type=int, default=100, help="work-queue token-bucket burst")
+    _flag(
+        parser, "cluster-domain", default="", help="append .<domain> to hostfile FQDNs (e.g. cluster.local)"
+    )
+    _flag(
+        parser,
+        "log-format",
+        choices=["auto", "json", "console"],
+        default="auto",
+        help="auto: console on a TTY",
+    )
+    _flag(parser, "shutdown-timeout", type=float, default=10.0, help="seconds to drain the queue on SIGTERM")
+    # klog flags upstream Deployments pass; -v sets verbosity, the rest are accepted for compatibility.
+    _flag(parser, "v", type=int, default=0, help="log verbosity (4: per-object debug)")
+    for name in ("logtostderr", "alsologtostderr"):
+        _bool_flag(parser, name, False, argparse.SUPPRESS)
+    for name in ("log_dir", "stderrthreshold", "vmodule", "log_file"):
+        _flag(parser, name, default=None, help=argparse.SUPPRESS)
+    return parser
+
+
+def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> Options:
+    """Parse flags (raises SystemExit on syntax errors, OptionsError on values that cannot work)."""
+    env = dict(os.environ if environ is None else environ)
+    ns = build_parser().parse_args(argv)
+    namespace_arg = ns.namespace if ns.namespace is not None else env.get("KUBEFLOW_NAMESPACE", "")
+    namespaces = tuple(sorted({n.strip() for n in namespace_arg.split(",") if n.strip()}))
+    options = Options(
+        master=ns.master,
+        kubeconfig=env.get("KUBECONFIG") or ns.kubeconfig,
+        namespaces=namespaces,
+        threadiness=ns.threadiness,
+        version=ns.version,
+        monitoring_port=ns.monitoring_port,
+        health_port=ns.health_port,
+        gang_scheduling=ns.gang_scheduling,
+        lock_namespace=ns.lock_namespace,
+        leader_elect=ns.leader_elect,
+        lease_duration=ns.leader_elect_lease_duration,
+        renew_deadline=ns.leader_elect_renew_deadline,
+        retry_period=ns.leader_elect_retry_period,
+        kube_api_qps=ns.kube_api_qps,
+        kube_api_burst=ns.kube_api_burst,
+        controller_queue_rate_limit=ns.controller_queue_rate_limit,
+        controller_queue_burst=ns.controller_queue_burst,
+        cluster_domain=ns.cluster_domain,
+        log_format=ns.log_format,
+        verbosity=ns.v,
+        shutdown_timeout=ns.shutdown_timeout,
+    )
+    validate(options)
+    return options
+
+
+def validate(options: Options) -> None:
+    def fail(flag: str, message: str) -> None:
+        raise OptionsError(f"invalid value for --{flag}: {message}")
+
+    if options.threadiness < 1:
+        fail("threadiness", f"{options.threadiness} (must be >= 1)")
+    for flag, port in (("monitoring-port", options.monitoring_port), ("health-port", options.health_port)):
+        if not 0 <= port <= 65535:
+            fail(flag, f"{port} (must be a port number 0-65535)")
+    if options.kube_api_qps <= 0:
+        fail("kube-api-qps", f"{options.kube_api_qps} (must be > 0)")
+    if options.kube_api_burst < 1:
+        fail("kube-api-burst", f"{options.kube_api_burst} (must be >= 1)")
+    if options.controller_queue_rate_limit < 1:
+        fail("controller-queue-rate-limit", f"{options.controller_queue_rate_limit} (must be >= 1)")
+    if options.controller_queue_burst < 1:
+        fail("controller-queue-burst", f"{options.controller_queue_burst} (must be >= 1)")
+    if options.leader_elect:
+        if not options.lease_duration > options.renew_deadline:
+            fail("leader-elect-lease-duration", "must be greater than --leader-elect-renew-deadline")
+        if not options.renew_deadline > options.retry_period * 1.2:
+            fail("leader-elect-renew-deadline", "must be greater than 1.2 x --leader-elect-retry-period")
+        if options.retry_period <= 0:
+            fail("leader-elect-retry-period", "must be > 0")
+        if not options.lock_namespace:
+            fail("lock-namespace", "must not be empty when leader election is on")
+    if options.shutdown_timeout < 0:
+        fail("shutdown-timeout", "must be >= 0")

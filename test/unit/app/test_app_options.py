@@ -1,0 +1,78 @@
+"""Flags keep upstream's names, spellings and defaults; bad values fail with a one-line message."""
+
+from __future__ import annotations
+
+import pytest
+
+from mpioperator.app.options import Options, OptionsError, parse
+
+pytestmark = pytest.mark.unit
+
+
+def test_defaults_match_upstream() -> None:
+    options = parse([], environ={})
+    assert options.threadiness == 2
+    assert options.monitoring_port == 0
+    assert options.lock_namespace == "mpi-operator"
+    assert (options.kube_api_qps, options.kube_api_burst) == (5.0, 10)
+    assert (options.controller_queue_rate_limit, options.controller_queue_burst) == (10, 100)
+    assert options.gang_scheduling == ""
+    assert options.cluster_domain == ""
+    assert options.cluster_scoped
+    assert (options.lease_duration, options.renew_deadline, options.retry_period) == (15.0, 5.0, 3.0)
+
+
+def test_go_style_single_dash_and_equals_forms_are_accepted() -> None:
+    options = parse(
+        ["-alsologtostderr", "-threadiness=4", "--lock-namespace", "kubeflow", "-kubeConfig=/k", "-v=4"],
+        environ={},
+    )
+    assert options.threadiness == 4
+    assert options.lock_namespace == "kubeflow"
+    assert options.kubeconfig == "/k"
+    assert options.verbosity == 4
+
+
+def test_kubeconfig_env_overrides_the_flag_as_upstream() -> None:
+    assert parse(["--kubeConfig=/flag"], environ={"KUBECONFIG": "/env"}).kubeconfig == "/env"
+
+
+def test_namespace_defaults_to_kubeflow_namespace_env() -> None:
+    assert parse([], environ={"KUBEFLOW_NAMESPACE": "team-a"}).namespaces == ("team-a",)
+    assert parse(["--namespace=team-b"], environ={"KUBEFLOW_NAMESPACE": "team-a"}).namespaces == ("team-b",)
+
+
+def test_several_namespaces_may_be_watched() -> None:
+    options: Options = parse(["--namespace=b, a,b"], environ={})
+    assert options.namespaces == ("a", "b")
+    assert not options.cluster_scoped
+
+
+def test_bare_boolean_and_explicit_false() -> None:
+    assert parse(["-version"], environ={}).version is True
+    assert parse(["--leader-elect=false"], environ={}).leader_elect is False
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--threadiness=0"], "invalid value for --threadiness: 0 (must be >= 1)"),
+        (["--monitoring-port=70000"], "invalid value for --monitoring-port"),
+        (["--kube-api-qps=0"], "invalid value for --kube-api-qps"),
+        (["--controller-queue-burst=0"], "invalid value for --controller-queue-burst"),
+        (["--leader-elect-lease-duration=4"], "must be greater than --leader-elect-renew-deadline"),
+        (["--leader-elect-retry-period=5"], "must be greater than 1.2 x --leader-elect-retry-period"),
+        (["--lock-namespace="], "invalid value for --lock-namespace"),
+    ],
+)
+def test_values_that_cannot_work_are_refused_with_a_one_line_message(argv: list[str], message: str) -> None:
+    with pytest.raises(OptionsError) as err:
+        parse(argv, environ={})
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_unknown_flags_are_a_usage_error() -> None:
+    with pytest.raises(SystemExit) as exit_:
+        parse(["--no-such-flag"], environ={})
+    assert exit_.value.code == 2
