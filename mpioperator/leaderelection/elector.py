@@ -1,0 +1,197 @@
+"""Lease-based leader election on asyncio, with client-go's timing rules.
+
+Only the leader runs the controller. A leader that cannot renew within the renew deadline stops leading
+(the caller exits non-zero, so a crash-looping pod never keeps working on a lease it lost). Cancelling the
+elector (SIGTERM) stops the leading work and releases the lease so a standby takes over at its next retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any, Protocol
+
+from mpioperator.leaderelection.record import (
+    LeaderRecord,
+    held_by_other,
+    lease_spec,
+    new_lease,
+    next_record,
+    record_from_lease,
+    released,
+)
+
+JITTER_FACTOR = 1.2
+# Upstream's healthz watchdog tolerates this long past the lease duration without a renewal.
+WATCHDOG_SLACK_SECONDS = 20.0
+
+
+class LeaseConflict(Exception):
+    """Another writer got there first (AlreadyExists on create, Conflict on update)."""
+
+
+class LeaseClient(Protocol):
+    async def get(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    async def create(self, lease: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def update(self, lease: dict[str, Any]) -> dict[str, Any]: ...
+
+
+class ElectionClock(Protocol):
+    def now(self) -> float: ...
+
+    def utcnow(self) -> datetime: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class LeadershipLost(Exception):
+    pass
+
+
+class LeaderElector:
+    def __init__(
+        self,
+        client: LeaseClient,
+        *,
+        name: str,
+        namespace: str,
+        identity: str,
+        clock: ElectionClock,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 5.0,
+        retry_period: float = 3.0,
+        on_new_leader: Callable[[str], None] | None = None,
+        on_error: Callable[[BaseException], None] | None = None,
+        rand: Callable[[], float] = random.random,
+    ):
+        self.client = client
+        self.name = name
+        self.namespace = namespace
+        self.identity = identity
+        self.clock = clock
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self._on_new_leader = on_new_leader
+        self._on_error = on_error
+        self._rand = rand
+        self.is_leader = False
+        self.leader = ""
+        self._observed: LeaderRecord | None = None
+        self._observed_at = 0.0
+        self._last_renew = 0.0
+
+    def healthz(self) -> str | None:
+        """Watchdog for /healthz: a leader that has not renewed for too long is unhealthy."""
+        if (
+            self.is_leader
+            and self.clock.now() - self._last_renew > self.lease_duration + WATCHDOG_SLACK_SECONDS
+        ):
+            return f"failed election to renew leadership on lease {self.name}"
+        return None
+
+    async def run(self, lead: Callable[[], Awaitable[None]]) -> None:
+        """Wait to become leader, then run `lead()` while renewing.
+
+        Returns when `lead()` returns (after releasing the lease); raises LeadershipLost when renewal fails.
+        """
+        await self._acquire()
+        self.is_leader = True
+        lead_task = asyncio.ensure_future(lead())
+        renew_task = asyncio.ensure_future(self._renew_until_lost())
+        try:
+            done, _ = await asyncio.wait({lead_task, renew_task}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            await _cancel(lead_task, renew_task)
+            await self._release()
+            raise
+        if renew_task in done:
+            await _cancel(lead_task)
+            self.is_leader = False
+            renew_task.result()
+            raise LeadershipLost(f"lost the lease {self.namespace}/{self.name}")
+        await _cancel(renew_task)
+        await self._release()
+        lead_task.result()
+
+    async def _acquire(self) -> None:
+        while not await self._try_acquire_or_renew():
+            await self.clock.sleep(self.retry_period * (1 + self._rand() * (JITTER_FACTOR - 1)))
+
+    async def _renew_until_lost(self) -> None:
+        while True:
+            await self.clock.sleep(self.retry_period)
+            deadline = self.clock.now() + self.renew_deadline
+            while not await self._try_acquire_or_renew():
+                if self.clock.now() + self.retry_period > deadline:
+                    return
+                await self.clock.sleep(self.retry_period)
+
+    async def _try_acquire_or_renew(self) -> bool:
+        try:
+            return await asyncio.wait_for(self._attempt(), timeout=self.renew_deadline)
+        except LeaseConflict:
+            return False
+        except Exception as exc:  # API errors and timeouts are retried like client-go does
+            if self._on_error:
+                self._on_error(exc)
+            return False
+
+    async def _attempt(self) -> bool:
+        now = self.clock.now()
+        lease = await self.client.get(self.namespace, self.name)
+        if lease is None:
+            record = next_record(
+                None, self.identity, lease_duration=self.lease_duration, wall_now=self.clock.utcnow()
+            )
+            created = await self.client.create(new_lease(self.name, self.namespace, record))
+            self._observe(record_from_lease(created), now)
+            self._last_renew = now
+            return True
+        current = record_from_lease(lease)
+        self._observe(current, now)
+        if held_by_other(current, self.identity, observed_at=self._observed_at, now=now):
+            return False
+        record = next_record(
+            current, self.identity, lease_duration=self.lease_duration, wall_now=self.clock.utcnow()
+        )
+        updated = await self.client.update({**lease, "spec": lease_spec(record)})
+        self._observe(record_from_lease(updated), now)
+        self._last_renew = now
+        return True
+
+    def _observe(self, record: LeaderRecord, now: float) -> None:
+        if record != self._observed:
+            self._observed = record
+            self._observed_at = now
+        if record.holder and record.holder != self.leader:
+            self.leader = record.holder
+            if self._on_new_leader:
+                self._on_new_leader(record.holder)
+
+    async def _release(self) -> None:
+        if not self.is_leader:
+            return
+        self.is_leader = False
+        with contextlib.suppress(Exception):
+            lease = await asyncio.wait_for(
+                self.client.get(self.namespace, self.name), timeout=self.renew_deadline
+            )
+            if lease is not None and record_from_lease(lease).holder == self.identity:
+                record = released(record_from_lease(lease), self.clock.utcnow())
+                await asyncio.wait_for(
+                    self.client.update({**lease, "spec": lease_spec(record)}), timeout=self.renew_deadline
+                )
+
+
+async def _cancel(*tasks: asyncio.Future[Any]) -> None:
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
