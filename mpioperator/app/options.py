@@ -7,6 +7,7 @@ are accepted and mapped onto our logging. Our own flags are additions with upstr
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from dataclasses import dataclass, field
 
@@ -45,6 +46,10 @@ class Options:
     @property
     def cluster_scoped(self) -> bool:
         return not self.namespaces
+
+    def describe(self) -> dict[str, object]:
+        """The options for the start-up log line, without anything secret-looking."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "extra"}
 
 
 def _bool(value: str) -> bool:

@@ -37,6 +37,7 @@ class ManagedProcess:
         self.log_path = log_path
         self.env = env
         self._proc: subprocess.Popen[bytes] | None = None
+        self.last_returncode: int | None = None
 
     @property
     def pid(self) -> int | None:
@@ -78,6 +79,7 @@ class ManagedProcess:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+        self.last_returncode = proc.returncode
         self._proc = None
 
     def kill(self) -> None:
@@ -87,6 +89,8 @@ class ManagedProcess:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        if proc is not None:
+            self.last_returncode = proc.returncode
         self._proc = None
 
     def tail(self, lines: int = 40) -> str:

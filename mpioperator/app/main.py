@@ -1,0 +1,146 @@
+"""`mpi-operator`: parse flags, check the cluster, elect a leader, run the controller until told to stop."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import sys
+import uuid
+
+import structlog
+from prometheus_client import REGISTRY
+
+from mpioperator import __version__
+from mpioperator.app import logsetup, options as opts
+from mpioperator.app.leases import KubeLeaseClient
+from mpioperator.app.server import HealthServer
+from mpioperator.app.startup import StartupError, check_cluster, make_client
+from mpioperator.clock import RealClock
+from mpioperator.controller.controller import ControllerSettings, MPIJobController
+from mpioperator.controller.metrics import JobMetrics
+from mpioperator.leaderelection.elector import LeaderElector, LeadershipLost
+
+log = structlog.get_logger("mpi-operator")
+
+LOCK_NAME = "mpi-operator"
+
+
+def version_lines() -> list[str]:
+    return [
+        "API Version: v2",
+        f"Version: {__version__}",
+        "Git SHA: Not provided.",
+        "Built: Not provided.",
+        f"Python Version: {sys.version.split()[0]}",
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        options = opts.parse(argv)
+    except opts.OptionsError as exc:
+        print(f"mpi-operator: {exc}", file=sys.stderr)
+        return 2
+    if options.version:
+        print("\n".join(version_lines()))
+        return 0
+    logsetup.configure(log_format=options.log_format, verbosity=options.verbosity)
+    try:
+        return asyncio.run(run(options))
+    except StartupError as exc:
+        print(f"mpi-operator: {exc}", file=sys.stderr)
+        return 1
+    except LeadershipLost as exc:
+        log.error("leader election lost", error=str(exc))
+        return 1
+
+
+async def run(options: opts.Options) -> int:
+    scope = "cluster" if options.cluster_scoped else ",".join(options.namespaces)
+    log.info("starting", version=__version__, scope=scope, options=options.describe())
+    stop = asyncio.Event()
+    _install_signal_handlers(stop)
+    metrics = JobMetrics(REGISTRY)
+    client = make_client(options)
+    try:
+        await check_cluster(client, options)
+        clock = RealClock()
+        controller = MPIJobController(
+            client,
+            metrics,
+            settings=ControllerSettings.from_options(options),
+            clock=clock,
+        )
+        server = HealthServer(
+            port=options.health_port, registry=REGISTRY, serve_metrics=False
+        )
+        server.add_ready_check("informers-synced", controller.ready_check)
+        metrics_server = None
+        if options.monitoring_port:
+            metrics_server = HealthServer(port=options.monitoring_port, registry=REGISTRY, serve_metrics=True)
+            await metrics_server.start()
+        identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+
+        async def lead() -> None:
+            metrics.is_leader.set(1)
+            log.info("became leader", identity=identity)
+            await controller.run(options.threadiness, stop, drain_timeout=options.shutdown_timeout)
+
+        if options.leader_elect:
+            elector = LeaderElector(
+                KubeLeaseClient(client),
+                name=LOCK_NAME,
+                namespace=options.lock_namespace,
+                identity=identity,
+                clock=clock,
+                lease_duration=options.lease_duration,
+                renew_deadline=options.renew_deadline,
+                retry_period=options.retry_period,
+                on_new_leader=lambda who: log.info("new leader elected", leader=who),
+            )
+            server.add_health_check("leaderElection", elector.healthz)
+            await server.start()
+            election = asyncio.ensure_future(elector.run(lead))
+            stopper = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({election, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if not election.done():
+                # Not leading yet: stopping is just leaving the election.
+                if not elector.is_leader:
+                    election.cancel()
+                await asyncio.gather(election, return_exceptions=True)
+            else:
+                stopper.cancel()
+            metrics.is_leader.set(0)
+            if election.done() and not election.cancelled() and election.exception() is not None:
+                exc = election.exception()
+                assert exc is not None
+                raise exc
+        else:
+            await server.start()
+            await lead()
+        await server.stop()
+        if metrics_server is not None:
+            await metrics_server.stop()
+        log.info("stopped")
+        return 0
+    finally:
+        await client.close()
+
+
+def _install_signal_handlers(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+
+    def first_signal() -> None:
+        if stop.is_set():
+            # A second signal means "now": skip the graceful drain, as apiserver-style handlers do.
+            sys.exit(1)
+        log.info("shutdown requested")
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, first_signal)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

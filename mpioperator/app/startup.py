@@ -1,0 +1,80 @@
+"""Start-up: build the API client from flags, and fail fast with one line when the cluster cannot work."""
+
+from __future__ import annotations
+
+import structlog
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential
+
+from mpioperator import __version__
+from mpioperator.app.options import Options
+from mpioperator.kube import errors
+from mpioperator.kube.client import KubeClient
+from mpioperator.kube.resources import CONFIG_MAPS, JOBS, MPIJOBS, PODS, SECRETS, SERVICES, Resource
+
+log = structlog.get_logger(__name__)
+
+USER_AGENT = f"mpi-operator/{__version__}"
+# What the controller lists and watches; a Forbidden on any of them would only show up later as a
+# silent, never-syncing cache, so it is checked before leader election.
+WATCHED: tuple[Resource, ...] = (MPIJOBS, PODS, JOBS, CONFIG_MAPS, SECRETS, SERVICES)
+_PROBE_DEADLINE = 30.0
+
+
+class StartupError(RuntimeError):
+    """A condition under which the operator cannot do its job; the message is printed as one line."""
+
+
+def make_client(options: Options) -> KubeClient:
+    common = {
+        "qps": float(options.kube_api_qps),
+        "burst": int(options.kube_api_burst),
+        "user_agent": USER_AGENT,
+        "pool_size": max(16, options.threadiness * 2 + 12),
+    }
+    try:
+        if options.master and not options.kubeconfig:
+            return KubeClient.explicit(options.master, **common)
+        if options.kubeconfig:
+            client = KubeClient.from_kubeconfig(options.kubeconfig, **common)
+            if options.master:
+                client.override_host(options.master)
+            return client
+        return KubeClient.in_cluster(**common)
+    except Exception as exc:
+        raise StartupError(f"cannot build an API client: {exc}") from exc
+
+
+def _transient(exc: BaseException) -> bool:
+    return isinstance(exc, errors.ApiError) and (exc.status == 0 or exc.status >= 500 or exc.status == 429)
+
+
+async def check_cluster(client: KubeClient, options: Options) -> None:
+    """The MPIJob CRD is served and every watched resource may be listed, in every namespace we serve."""
+    scopes: tuple[str | None, ...] = options.namespaces or (None,)
+    for res in WATCHED:
+        for namespace in scopes:
+            try:
+                async for attempt in AsyncRetrying(
+                    retry=retry_if_exception(_transient),
+                    stop=stop_after_delay(_PROBE_DEADLINE),
+                    wait=wait_exponential(multiplier=0.2, max=5),
+                    reraise=True,
+                ):
+                    with attempt:
+                        await client.list(res, namespace, limit=1)
+            except errors.NotFound as exc:
+                if res is MPIJOBS:
+                    raise StartupError(
+                        "the MPIJob CRD (mpijobs.kubeflow.org/v2beta1) is not served by the API server; "
+                        "apply manifests/base first"
+                    ) from exc
+                raise StartupError(f"{res.plural}.{res.group or 'core'} is not served: {exc.message}") from exc
+            except (errors.Forbidden, errors.Unauthorized) as exc:
+                where = f"in namespace {namespace}" if namespace else "cluster-wide"
+                raise StartupError(
+                    f"not allowed to list {res.plural}{'.' + res.group if res.group else ''} {where}: "
+                    f"{exc.message or exc.reason}; check the operator's RBAC"
+                ) from exc
+            except errors.ApiError as exc:
+                raise StartupError(f"cannot reach the API server: {exc}") from exc
+    log.info("cluster checks passed", scope=options.namespaces or "cluster")

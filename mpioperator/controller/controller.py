@@ -1,0 +1,209 @@
+"""The MPIJob controller: informers feed one rate-limited queue; workers run the sync handler.
+
+Shape of sample-controller: event handlers only compute keys and enqueue (plain `add`, D4);
+failures go back through the rate limiter; a successful sync forgets the key's backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from mpioperator.app.options import Options
+from mpioperator.cache.factory import SharedInformerFactory
+from mpioperator.cache.informer import SharedInformer
+from mpioperator.cache.keys import DeletedFinalStateUnknown
+from mpioperator.clock import Clock
+from mpioperator.controller.enqueue import owning_mpijob_key
+from mpioperator.controller.events import EventRecorder
+from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
+from mpioperator.controller.metrics import JobMetrics
+from mpioperator.controller.ports import Writer
+from mpioperator.controller.sync import JobSyncer, Listers, SyncSettings
+from mpioperator.kube.client import KubeClient
+from mpioperator.kube.resources import CONFIG_MAPS, JOBS, MPIJOBS, PODS, SECRETS, SERVICES, Resource
+from mpioperator.workqueue.rate_limiters import default_controller_rate_limiter
+from mpioperator.workqueue.rate_limiting import RateLimitingQueue
+
+log = structlog.get_logger(__name__)
+
+QUEUE_NAME = "MPIJob"
+CHILD_RESOURCES: tuple[Resource, ...] = (PODS, JOBS, CONFIG_MAPS, SECRETS, SERVICES)
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerSettings:
+    namespaces: tuple[str, ...] = ()
+    cluster_domain: str = ""
+    queue_qps: float = 10.0
+    queue_burst: int = 100
+    cache_sync_timeout: float = 120.0
+
+    @classmethod
+    def from_options(cls, options: Options) -> ControllerSettings:
+        return cls(
+            namespaces=options.namespaces,
+            cluster_domain=options.cluster_domain,
+            queue_qps=float(options.controller_queue_rate_limit),
+            queue_burst=options.controller_queue_burst,
+        )
+
+
+def _key(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata", {})
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+class MPIJobController:
+    def __init__(
+        self,
+        client: KubeClient,
+        metrics: JobMetrics,
+        *,
+        settings: ControllerSettings,
+        clock: Clock,
+        writer: Writer | None = None,
+    ) -> None:
+        self._settings = settings
+        self._clock = clock
+        self._metrics = metrics
+        self.factory = SharedInformerFactory(client, clock=clock)
+        scopes: tuple[str | None, ...] = settings.namespaces or (None,)
+        self._informers: dict[Resource, list[SharedInformer]] = {
+            res: [
+                self.factory.informer(res, ns, indexers={JOB_NAME_INDEX: job_name_index} if res is PODS else None)
+                for ns in scopes
+            ]
+            for res in (MPIJOBS, *CHILD_RESOURCES)
+        }
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(
+            default_controller_rate_limiter(qps=settings.queue_qps, burst=settings.queue_burst),
+            clock=clock,
+            name=QUEUE_NAME,
+        )
+        self.recorder = EventRecorder(
+            writer or client,
+            component="mpi-job-controller",
+            kind="MPIJob",
+            api_version="kubeflow.org/v2beta1",
+            utcnow=clock.utcnow,
+        )
+        listers = Listers(
+            mpijobs=StoreLister(self._informers[MPIJOBS]),
+            pods=StoreLister(self._informers[PODS]),
+            jobs=StoreLister(self._informers[JOBS]),
+            config_maps=StoreLister(self._informers[CONFIG_MAPS]),
+            secrets=StoreLister(self._informers[SECRETS]),
+            services=StoreLister(self._informers[SERVICES]),
+        )
+        self._jobs = listers.jobs
+        self.syncer = JobSyncer(
+            listers,
+            writer or client,
+            self.recorder,
+            metrics,
+            utcnow=clock.utcnow,
+            settings=SyncSettings(cluster_domain=settings.cluster_domain),
+        )
+        for informer in self._informers[MPIJOBS]:
+            informer.add_event_handler(
+                on_add=self._on_job_add, on_update=self._on_job_update, on_delete=self._on_job_delete
+            )
+        for res in CHILD_RESOURCES:
+            for informer in self._informers[res]:
+                informer.add_event_handler(
+                    on_add=self._on_child, on_update=self._on_child_update, on_delete=self._on_child
+                )
+        self._synced = False
+
+    def ready_check(self) -> str | None:
+        return None if self._synced else "informer caches have not synced yet"
+
+    # Event handlers: compute a key, enqueue with a plain add (D4).
+    def _on_job_add(self, obj: dict[str, Any]) -> None:
+        # Upstream also defaults the cached object here; each sync defaults its own copy instead, so
+        # the cache keeps exactly what the API server said.
+        self.queue.add(_key(obj))
+
+    def _on_job_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        self.queue.add(_key(new))
+
+    def _on_job_delete(self, obj: Any) -> None:
+        if isinstance(obj, DeletedFinalStateUnknown):
+            obj = obj.obj
+        meta = obj.get("metadata", {})
+        self._metrics.forget_job(meta.get("namespace", ""), meta.get("name", ""))
+
+    def _on_child(self, obj: Any) -> None:
+        if isinstance(obj, DeletedFinalStateUnknown):
+            obj = obj.obj
+        key = owning_mpijob_key(obj, self._jobs.get)
+        if key is not None and self._mpijob_cached(key):
+            self.queue.add(key)
+
+    def _on_child_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        if old.get("metadata", {}).get("resourceVersion") == new.get("metadata", {}).get("resourceVersion"):
+            return
+        self._on_child(new)
+
+    def _mpijob_cached(self, key: str) -> bool:
+        namespace, _, name = key.partition("/")
+        return self.syncer.has_job(namespace, name)
+
+    async def run(self, workers: int, stop: asyncio.Event, *, drain_timeout: float = 10.0) -> None:
+        """Start informers, wait for caches, run `workers` workers until `stop` is set, then drain."""
+        self.recorder.start()
+        self.factory.start()
+        try:
+            if not await self.factory.wait_for_cache_sync(timeout=self._settings.cache_sync_timeout):
+                raise RuntimeError("failed to wait for caches to sync")
+            self._synced = True
+            log.info("caches synced; starting workers", workers=workers)
+            tasks = [asyncio.ensure_future(self._worker(i)) for i in range(workers)]
+            await stop.wait()
+            log.info("draining the work queue", timeout=drain_timeout)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.queue.shut_down_with_drain(), drain_timeout)
+            self.queue.shut_down()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            self._synced = False
+            await self.factory.shutdown()
+            await self.recorder.stop()
+
+    async def _worker(self, index: int) -> None:
+        while True:
+            key, shutdown = await self.queue.get()
+            if shutdown:
+                return
+            try:
+                await self._process(key)
+            finally:
+                self.queue.done(key)
+
+    async def _process(self, key: str) -> None:
+        started = time.monotonic()
+        bound = log.bind(job=key)
+        try:
+            with structlog.contextvars.bound_contextvars(job=key):
+                result = await self.syncer.sync(key)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._metrics.reconcile_errors.inc()
+            self._metrics.reconcile_duration.labels(result="error").observe(time.monotonic() - started)
+            self.queue.add_rate_limited(key)
+            bound.warning("error syncing", error=str(exc), requeues=self.queue.num_requeues(key))
+            return
+        self.queue.forget(key)
+        if result.requeue_after is not None:
+            self.queue.add_after(key, result.requeue_after)
+        self._metrics.reconcile_duration.labels(result="success").observe(time.monotonic() - started)
+        bound.debug("synced", seconds=round(time.monotonic() - started, 4))

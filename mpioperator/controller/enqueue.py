@@ -1,0 +1,59 @@
+"""Which MPIJob a change to a child object concerns (upstream's handleObject, as pure functions)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mpioperator.api import constants as api
+
+Obj = dict[str, Any]
+
+
+def controller_ref(obj: Obj) -> Obj | None:
+    for ref in obj.get("metadata", {}).get("ownerReferences") or ():
+        if ref.get("controller"):
+            return dict(ref)
+    return None
+
+
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0]
+
+
+def _version(api_version: str) -> str:
+    return api_version.rpartition("/")[2]
+
+
+def owning_mpijob_key(obj: Obj, get_job: Callable[[str, str], Obj | None]) -> str | None:
+    """The `<ns>/<name>` of the MPIJob controlling `obj`, directly or through its launcher Job.
+
+    `get_job(namespace, name)` reads the batch Job cache; a launcher pod's owner is its Job, whose own
+    controller is the MPIJob. Objects controlled by anything else yield None.
+    """
+    ref = controller_ref(obj)
+    if ref is None:
+        return None
+    namespace = obj.get("metadata", {}).get("namespace", "")
+    api_version = str(ref.get("apiVersion", ""))
+    if _group(api_version) == "batch" and ref.get("kind") == "Job":
+        job = get_job(namespace, str(ref.get("name", "")))
+        if job is None:
+            return None
+        ref = controller_ref(job)
+        if ref is None:
+            return None
+        api_version = str(ref.get("apiVersion", ""))
+    if ref.get("kind") != api.KIND or _group(api_version) != api.GROUP or _version(api_version) != api.VERSION:
+        return None
+    return f"{namespace}/{ref.get('name', '')}"
+
+
+def split_key(key: str) -> tuple[str, str] | None:
+    """`ns/name` → (ns, name); None for a malformed key (which upstream drops without retry)."""
+    parts = key.split("/")
+    if len(parts) == 1 and parts[0]:
+        return "", parts[0]
+    if len(parts) == 2 and parts[1]:
+        return parts[0], parts[1]
+    return None

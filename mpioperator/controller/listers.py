@@ -1,0 +1,60 @@
+"""Read-only views over informer stores, in the shape the sync handler asks questions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from mpioperator.api import constants as api
+from mpioperator.cache.informer import SharedInformer
+from mpioperator.cache.store import CONTROLLER_OWNER_INDEX, NAMESPACE_INDEX
+from mpioperator.controller.ports import Obj
+
+JOB_NAME_INDEX = "mpijob-name"
+
+
+def job_name_index(obj: Obj) -> list[str]:
+    """`<ns>/<job>` from the job-name label, so a job's pods are found without scanning its namespace."""
+    meta = obj.get("metadata") or {}
+    job = (meta.get("labels") or {}).get(api.LABEL_JOB_NAME)
+    return [f"{meta.get('namespace', '')}/{job}"] if job else []
+
+
+def matches(obj: Obj, labels: Mapping[str, str]) -> bool:
+    have = (obj.get("metadata") or {}).get("labels") or {}
+    return all(have.get(k) == v for k, v in labels.items())
+
+
+class StoreLister:
+    """One resource across the informers of every watched namespace."""
+
+    def __init__(self, informers: Sequence[SharedInformer]) -> None:
+        self._informers = list(informers)
+
+    def get(self, namespace: str, name: str) -> Obj | None:
+        for informer in self._informers:
+            if informer.namespace in (None, namespace):
+                found = informer.get(namespace, name)
+                if found is not None:
+                    return found
+        return None
+
+    def select(self, namespace: str, labels: Mapping[str, str]) -> list[Obj]:
+        job = labels.get(api.LABEL_JOB_NAME)
+        found: list[Obj] = []
+        for informer in self._informers:
+            if informer.namespace not in (None, namespace):
+                continue
+            if job is not None and JOB_NAME_INDEX in informer.store.index_names():
+                candidates = informer.by_index(JOB_NAME_INDEX, f"{namespace}/{job}")
+            else:
+                candidates = informer.by_index(NAMESPACE_INDEX, namespace)
+            found.extend(obj for obj in candidates if matches(obj, labels))
+        return found
+
+    def owned_by(self, uid: str) -> list[Obj]:
+        if not uid:
+            return []
+        found: list[Obj] = []
+        for informer in self._informers:
+            found.extend(informer.by_index(CONTROLLER_OWNER_INDEX, uid))
+        return found

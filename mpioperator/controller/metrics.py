@@ -1,0 +1,61 @@
+"""Prometheus series about MPIJobs: upstream's names and help texts, plus durations we add.
+
+One instance per registry, so tests use a private registry and the process uses the default one.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+
+_DURATION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
+_RECONCILE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+
+
+class JobMetrics:
+    def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
+        self.created = Counter(
+            "mpi_operator_jobs_created", "Counts number of MPI jobs created", registry=registry
+        )
+        self.successful = Counter(
+            "mpi_operator_jobs_successful", "Counts number of MPI jobs successful", registry=registry
+        )
+        self.failed = Counter("mpi_operator_jobs_failed", "Counts number of MPI jobs failed", registry=registry)
+        self.job_info = Gauge(
+            "mpi_operator_job_info", "Information about MPIJob", ["launcher", "namespace"], registry=registry
+        )
+        self.is_leader = Gauge(
+            "mpi_operator_is_leader",
+            "Is this client the leader of this mpi-operator client set?",
+            registry=registry,
+        )
+        self.job_duration = Histogram(
+            "mpi_operator_job_duration_seconds",
+            "Time from an MPIJob's start to its completion, by namespace and result",
+            ["namespace", "result"],
+            buckets=_DURATION_BUCKETS,
+            registry=registry,
+        )
+        self.time_to_running = Histogram(
+            "mpi_operator_job_time_to_running_seconds",
+            "Time from an MPIJob's creation until its Running condition first became True",
+            ["namespace"],
+            buckets=_DURATION_BUCKETS,
+            registry=registry,
+        )
+        self.reconcile_duration = Histogram(
+            "mpi_operator_reconcile_duration_seconds",
+            "Time spent in one sync of an MPIJob, by result",
+            ["result"],
+            buckets=_RECONCILE_BUCKETS,
+            registry=registry,
+        )
+        self.reconcile_errors = Counter(
+            "mpi_operator_reconcile_errors", "Syncs of an MPIJob that ended in an error", registry=registry
+        )
+
+    def forget_job(self, namespace: str, name: str) -> None:
+        """Drop the per-job series of a deleted MPIJob (D5 #9: upstream never removes them)."""
+        try:
+            self.job_info.remove(f"{name}-launcher", namespace)
+        except KeyError:
+            pass

@@ -1,0 +1,46 @@
+"""The seams the sync handler talks through: read-only caches and the API writer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from mpioperator.kube.resources import Resource
+
+Obj = dict[str, Any]
+
+
+class Lister(Protocol):
+    """A read-only view of one informer's store. Returned objects must not be mutated."""
+
+    def get(self, namespace: str, name: str) -> Obj | None: ...
+
+    def select(self, namespace: str, labels: Mapping[str, str]) -> list[Obj]: ...
+
+    def owned_by(self, uid: str) -> list[Obj]: ...
+
+
+class Writer(Protocol):
+    """The API writes a sync issues; KubeClient satisfies it."""
+
+    async def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj: ...
+
+    async def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj: ...
+
+    async def update(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj: ...
+
+    async def update_status(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj: ...
+
+    async def delete(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: str | None = "Background",
+        preconditions: Obj | None = None,
+    ) -> Obj: ...
+
+
+class Recorder(Protocol):
+    def record(self, obj: Obj, event_type: str, reason: str, message: str) -> None: ...

@@ -1,0 +1,241 @@
+"""One reconcile of one MPIJob, in upstream's order (§2.5), with our deliberate fixes (D5).
+
+The handler reads only from caches and writes only what differs from them, so a converged job
+costs no API request. A returned `SyncResult.requeue_after` asks for a timed revisit (the TTL).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import structlog
+
+from mpioperator.api import constants as api
+from mpioperator.api.defaults import set_defaults
+from mpioperator.api.validation import aggregate_message, validate_mpijob
+from mpioperator.controller import children, conditions, status_writer
+from mpioperator.controller.children import SyncError
+from mpioperator.controller.enqueue import split_key
+from mpioperator.controller.events import NORMAL, WARNING, format_time
+from mpioperator.controller.metrics import JobMetrics
+from mpioperator.controller.ports import Lister, Obj, Recorder, Writer
+from mpioperator.controller.status import compute_status
+from mpioperator.kube import errors
+from mpioperator.kube.resources import MPIJOBS
+
+log = structlog.get_logger(__name__)
+
+INVALID_CONDITION = "Invalid"
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    requeue_after: float | None = None
+
+
+@dataclass(slots=True)
+class Listers:
+    mpijobs: Lister
+    pods: Lister
+    jobs: Lister
+    config_maps: Lister
+    secrets: Lister
+    services: Lister
+
+
+@dataclass(slots=True)
+class SyncSettings:
+    cluster_domain: str = ""
+
+
+@dataclass(slots=True)
+class _Once:
+    """Remembers which jobs already had a one-shot event, so retries do not repeat it (D5 #8)."""
+
+    seen: dict[tuple[str, str], None] = field(default_factory=dict)
+    limit: int = 20000
+
+    def first(self, uid: str, what: str) -> bool:
+        key = (uid, what)
+        if key in self.seen:
+            return False
+        self.seen[key] = None
+        if len(self.seen) > self.limit:
+            self.seen.pop(next(iter(self.seen)))
+        return True
+
+
+class JobSyncer:
+    def __init__(
+        self,
+        listers: Listers,
+        writer: Writer,
+        recorder: Recorder,
+        metrics: JobMetrics,
+        *,
+        utcnow: Callable[[], dt.datetime],
+        settings: SyncSettings | None = None,
+    ) -> None:
+        self._l = listers
+        self._w = writer
+        self._rec = recorder
+        self._metrics = metrics
+        self._utcnow = utcnow
+        self._settings = settings or SyncSettings()
+        self._once = _Once()
+        self._children = children.ChildReconciler(listers, writer, recorder, self._settings.cluster_domain)
+
+    def has_job(self, namespace: str, name: str) -> bool:
+        return self._l.mpijobs.get(namespace, name) is not None
+
+    async def sync(self, key: str) -> SyncResult:
+        parts = split_key(key)
+        if parts is None:
+            log.error("invalid resource key", key=key)
+            return SyncResult()
+        namespace, name = parts
+        cached = self._l.mpijobs.get(namespace, name)
+        if cached is None:
+            return SyncResult()
+        job = set_defaults(cached)
+        managed_by = job.get("spec", {}).get("runPolicy", {}).get("managedBy")
+        if managed_by is not None and managed_by != api.KUBEFLOW_JOB_CONTROLLER:
+            log.debug("skipping MPIJob managed by a custom controller", key=key, managed_by=managed_by)
+            return SyncResult()
+        if job["metadata"].get("deletionTimestamp"):
+            return SyncResult()
+        if not await self._validate(cached, job):
+            return SyncResult()
+        return await self._sync_valid(cached, job)
+
+    async def _validate(self, cached: Obj, job: Obj) -> bool:
+        problems = validate_mpijob(job)
+        if not problems:
+            if conditions.get(job, INVALID_CONDITION) is not None:
+                # The user fixed the spec: drop our condition so the job reads like any other.
+                job["status"]["conditions"] = [
+                    c for c in job["status"]["conditions"] if c.get("type") != INVALID_CONDITION
+                ]
+            return True
+        message = f"Found validation errors: {aggregate_message(problems)}"
+        now = self._utcnow()
+        status = job.setdefault("status", {})
+        changed = conditions.set_condition(
+            status,
+            conditions.new_condition(INVALID_CONDITION, "True", api.REASON_VALIDATION_ERROR, message, now),
+        )
+        if changed or conditions.get(job, INVALID_CONDITION, "message") != message:
+            self._rec.record(job, WARNING, api.REASON_VALIDATION_ERROR, message[:1024])
+            await status_writer.write_if_changed(self._w, cached, status)
+        return False
+
+    async def _sync_valid(self, cached: Obj, job: Obj) -> SyncResult:
+        ns, name = job["metadata"].get("namespace", ""), job["metadata"]["name"]
+        uid = job["metadata"].get("uid", "")
+        status: Obj = job.setdefault("status", {})
+        now = self._utcnow()
+        if not status.get("conditions"):
+            message = f"MPIJob {ns}/{name} is created."
+            status["conditions"] = [conditions.new_condition(api.COND_CREATED, "True", api.REASON_CREATED, message, now)]
+            if self._once.first(uid, "created"):
+                self._rec.record(job, NORMAL, api.REASON_CREATED, message)
+                self._metrics.created.inc()
+
+        if conditions.is_finished(status) and status.get("completionTime"):
+            return await self._sync_finished(cached, job)
+
+        suspended = bool(job["spec"].get("runPolicy", {}).get("suspend"))
+        if not status.get("startTime") and not suspended:
+            status["startTime"] = format_time(now)
+
+        launcher = self._children.launcher(job)
+        done = launcher is not None and children.launcher_done(launcher)
+        workers: list[Obj] = []
+        if not done:
+            await self._children.service(job)
+            await self._children.config_map(job)
+            await self._children.ssh_secret(job)
+            if not suspended:
+                workers = await self._children.workers(job)
+            if launcher is None and children.may_create_launcher(job, workers):
+                launcher = await self._children.create_launcher(job)
+            elif launcher is None:
+                log.debug("waiting for workers to be ready", job=f"{ns}/{name}")
+        if launcher is not None:
+            launcher = await self._children.sync_launcher_suspension(job, launcher, suspended)
+        if suspended:
+            await self._children.clean_up_workers(job, status)
+
+        launcher_pods = self._l.pods.owned_by(launcher["metadata"].get("uid", "")) if launcher else []
+        result = compute_status(
+            job,
+            launcher=launcher,
+            launcher_pods=launcher_pods,
+            workers=workers,
+            now=now,
+        )
+        for event in result.events:
+            if event.once and not self._once.first(uid, f"{event.reason}:{event.message}"):
+                continue
+            self._rec.record(job, event.type, event.reason, event.message)
+        self._observe(job, cached, result.status, launcher)
+        await status_writer.write_if_changed(self._w, cached, result.status)
+        return SyncResult()
+
+    async def _sync_finished(self, cached: Obj, job: Obj) -> SyncResult:
+        status = job["status"]
+        policy = job["spec"].get("runPolicy", {}).get("cleanPodPolicy")
+        if policy in (api.CLEAN_POD_POLICY_ALL, api.CLEAN_POD_POLICY_RUNNING):
+            await self._children.clean_up_workers(job, status)
+            if policy == api.CLEAN_POD_POLICY_ALL:
+                await self._children.delete_running_launcher_pods(job)
+            await status_writer.write_if_changed(self._w, cached, status)
+        return await self._expire(job)
+
+    async def _expire(self, job: Obj) -> SyncResult:
+        """D5 #12: after ttlSecondsAfterFinished the MPIJob itself goes, not only its launcher."""
+        ttl = job["spec"].get("runPolicy", {}).get("ttlSecondsAfterFinished")
+        finished = conditions.parse_time(job["status"].get("completionTime"))
+        if ttl is None or finished is None:
+            return SyncResult()
+        remaining = (finished + dt.timedelta(seconds=int(ttl)) - self._utcnow()).total_seconds()
+        if remaining > 0:
+            return SyncResult(requeue_after=remaining)
+        meta = job["metadata"]
+        try:
+            await self._w.delete(
+                MPIJOBS,
+                meta["name"],
+                meta.get("namespace"),
+                preconditions={"uid": meta.get("uid")} if meta.get("uid") else None,
+            )
+        except errors.NotFound:
+            pass
+        return SyncResult()
+
+    def _observe(self, job: Obj, cached: Obj, new_status: Obj, launcher: Obj | None) -> None:
+        ns, name = job["metadata"].get("namespace", ""), job["metadata"]["name"]
+        if launcher is not None:
+            self._metrics.job_info.labels(launcher=f"{name}-launcher", namespace=ns).set(1)
+        old = cached.get("status") or {}
+        start = conditions.parse_time(new_status.get("startTime"))
+        for cond_type, result in ((api.COND_SUCCEEDED, "succeeded"), (api.COND_FAILED, "failed")):
+            if conditions.is_true(new_status, cond_type) and not conditions.is_true(old, cond_type):
+                if cond_type == api.COND_SUCCEEDED:
+                    self._metrics.successful.inc()
+                elif conditions.get({"status": new_status}, api.COND_FAILED, "reason") != api.REASON_EVICTED:
+                    self._metrics.failed.inc()
+                end = conditions.parse_time(new_status.get("completionTime")) or self._utcnow()
+                if start is not None:
+                    self._metrics.job_duration.labels(namespace=ns, result=result).observe(
+                        max(0.0, (end - start).total_seconds())
+                    )
+        if conditions.is_true(new_status, api.COND_RUNNING) and not conditions.is_true(old, api.COND_RUNNING):
+            created = conditions.parse_time(job["metadata"].get("creationTimestamp"))
+            if created is not None:
+                self._metrics.time_to_running.labels(namespace=ns).observe(
+                    max(0.0, (self._utcnow() - created).total_seconds())
+                )
+

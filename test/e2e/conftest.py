@@ -1,0 +1,49 @@
+"""The operator installed as users install it: manifests applied with kubectl, the process run with the
+manifests' ServiceAccount token (kwok runs no containers, so the Deployment is scaled to zero and the
+same command runs here as a local process instead)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.operator import OperatorProcess
+from mpioperator.testing.wait import wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+OVERLAY = REPO / "manifests" / "overlays" / "standalone"
+OPERATOR_NAMESPACE = "mpi-operator"
+
+
+def install_manifests(cluster: LocalCluster) -> None:
+    cluster.kubectl("apply", "--server-side", "-k", str(OVERLAY))
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/mpijobs.kubeflow.org")
+    cluster.kubectl("-n", OPERATOR_NAMESPACE, "scale", "deployment/mpi-operator", "--replicas=0")
+    wait_for(
+        lambda: cluster.rest.get(f"/api/v1/namespaces/{OPERATOR_NAMESPACE}/serviceaccounts/mpi-operator"),
+        timeout=30,
+        what="the operator's ServiceAccount",
+    )
+
+
+@pytest.fixture(scope="session")
+def installed_cluster(full_cluster: LocalCluster) -> LocalCluster:
+    install_manifests(full_cluster)
+    return full_cluster
+
+
+@pytest.fixture(scope="session")
+def operator(installed_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
+    """One operator replica for the session, leader-elected like in production."""
+    proc = OperatorProcess(
+        installed_cluster,
+        args=(f"--lock-namespace={OPERATOR_NAMESPACE}", "--threadiness=4", "--kube-api-qps=100", "--kube-api-burst=200"),
+        workdir=tmp_path_factory.mktemp("operator"),
+    )
+    proc.start()
+    proc.wait_ready(timeout=90)
+    yield proc
+    proc.terminate()

@@ -1,0 +1,194 @@
+"""What kubelet and the Job controller would do, done by hand (there is no kcm on the apiserver tier)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.rest import RestError
+from mpioperator.testing.wait import async_wait_for
+
+T = TypeVar("T")
+TIMEOUT = 30.0
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Actors:
+    def __init__(self, cluster: LocalCluster, namespace: str) -> None:
+        self.cluster = cluster
+        self.ns = namespace
+        self.rest = cluster.rest
+
+    # --- reading -------------------------------------------------------------------------------
+    def path(self, kind: str, name: str | None = None) -> str:
+        roots = {
+            "mpijobs": "/apis/kubeflow.org/v2beta1",
+            "jobs": "/apis/batch/v1",
+            "pods": "/api/v1",
+            "services": "/api/v1",
+            "configmaps": "/api/v1",
+            "secrets": "/api/v1",
+            "events": "/api/v1",
+        }
+        base = f"{roots[kind]}/namespaces/{self.ns}/{kind}"
+        return f"{base}/{name}" if name else base
+
+    def get(self, kind: str, name: str) -> dict[str, Any] | None:
+        try:
+            found: dict[str, Any] = self.rest.get(self.path(kind, name))
+            return found
+        except RestError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def items(self, kind: str, selector: str = "") -> list[dict[str, Any]]:
+        query = f"?labelSelector={selector}" if selector else ""
+        listed: list[dict[str, Any]] = self.rest.get(self.path(kind) + query)["items"]
+        return listed
+
+    def worker_pods(self, job: str) -> list[dict[str, Any]]:
+        selector = (
+            "training.kubeflow.org/job-role=worker,training.kubeflow.org/job-name=" + job
+        )
+        return sorted(
+            (p for p in self.items("pods", selector) if not p["metadata"].get("deletionTimestamp")),
+            key=lambda p: p["metadata"]["name"],
+        )
+
+    def events(self, job: str) -> list[dict[str, Any]]:
+        events = [
+            e
+            for e in self.items("events")
+            if e["involvedObject"].get("name") == job and e["involvedObject"].get("kind") == "MPIJob"
+        ]
+        return sorted(events, key=lambda e: (e.get("firstTimestamp") or "", e["metadata"]["name"]))
+
+    def event_reasons(self, job: str) -> list[str]:
+        return [e["reason"] for e in self.events(job)]
+
+    def status(self, job: str) -> dict[str, Any]:
+        found = self.get("mpijobs", job)
+        return (found or {}).get("status") or {}
+
+    def condition(self, job: str, cond_type: str) -> dict[str, Any] | None:
+        for cond in self.status(job).get("conditions") or ():
+            if cond["type"] == cond_type:
+                return dict(cond)
+        return None
+
+    async def until(self, probe: Callable[[], T], what: str, timeout: float = TIMEOUT) -> T:
+        async def call() -> T:
+            return probe()
+
+        return await async_wait_for(call, timeout=timeout, what=what)
+
+    async def until_true(self, probe: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
+        await self.until(probe, what, timeout)
+
+    # --- writing, as users and other controllers would ------------------------------------------
+    def submit(self, body: dict[str, Any]) -> dict[str, Any]:
+        created: dict[str, Any] = self.rest.create(self.path("mpijobs"), body)
+        return created
+
+    def patch_spec(self, job: str, patch: dict[str, Any]) -> None:
+        self.rest.merge_patch(self.path("mpijobs", job), patch)
+
+    def set_pod(self, name: str, phase: str, *, ready: bool | None = None, reason: str | None = None) -> None:
+        status: dict[str, Any] = {"phase": phase}
+        if ready is not None:
+            status["conditions"] = [
+                {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": now()}
+            ]
+        if reason is not None:
+            status["reason"] = reason
+            status["message"] = f"pod {reason.lower()}"
+        self.rest.merge_patch(self.path("pods", name) + "/status", {"status": status})
+
+    def set_workers(self, job: str, phase: str, *, ready: bool | None = None) -> None:
+        for pod in self.worker_pods(job):
+            self.set_pod(pod["metadata"]["name"], phase, ready=ready)
+
+    def launcher_job(self, job: str) -> dict[str, Any] | None:
+        return self.get("jobs", f"{job}-launcher")
+
+    def create_launcher_pod(self, job: str, suffix: str = "abcde", phase: str = "Running") -> str:
+        """A pod as the Job controller would make it: the Job's template, selector labels and owner."""
+        launcher = self.launcher_job(job)
+        assert launcher is not None, "launcher Job must exist"
+        template = launcher["spec"]["template"]
+        labels = dict(template["metadata"].get("labels") or {})
+        labels.update(launcher["spec"]["selector"]["matchLabels"])
+        name = f"{job}-launcher-{suffix}"
+        pod = {
+            "metadata": {
+                "name": name,
+                "labels": labels,
+                "annotations": template["metadata"].get("annotations") or {},
+                "ownerReferences": [
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "name": launcher["metadata"]["name"],
+                        "uid": launcher["metadata"]["uid"],
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": template["spec"],
+        }
+        self.rest.create(self.path("pods"), pod)
+        self.set_pod(name, phase)
+        return name
+
+    def set_launcher_job(self, job: str, outcome: str, *, reason: str = "", message: str = "", failed: int = 0) -> None:
+        """Finish the launcher Job the way the Job controller does (the terminal condition after its target)."""
+        launcher = self.launcher_job(job)
+        assert launcher is not None
+        stamp = now()
+        status = dict(launcher.get("status") or {})
+        status.setdefault("startTime", stamp)
+        if outcome == "Complete":
+            status["conditions"] = [
+                {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": stamp, "lastProbeTime": stamp},
+                {"type": "Complete", "status": "True", "lastTransitionTime": stamp, "lastProbeTime": stamp},
+            ]
+            status["completionTime"] = stamp
+            status["succeeded"] = 1
+        elif outcome == "Failed":
+            status["conditions"] = [
+                {
+                    "type": "FailureTarget",
+                    "status": "True",
+                    "reason": reason or "FailedForTest",
+                    "message": message or "failed for the test",
+                    "lastTransitionTime": stamp,
+                    "lastProbeTime": stamp,
+                },
+                {
+                    "type": "Failed",
+                    "status": "True",
+                    "reason": reason or "FailedForTest",
+                    "message": message or "failed for the test",
+                    "lastTransitionTime": stamp,
+                    "lastProbeTime": stamp,
+                },
+            ]
+        if failed:
+            status["failed"] = failed
+        launcher["status"] = status
+        self.rest.request("PUT", self.path("jobs", f"{job}-launcher") + "/status", launcher)
+
+    def set_launcher_failed_count(self, job: str, failed: int) -> None:
+        launcher = self.launcher_job(job)
+        assert launcher is not None
+        launcher.setdefault("status", {})["failed"] = failed
+        launcher["status"].setdefault("startTime", now())
+        self.rest.request("PUT", self.path("jobs", f"{job}-launcher") + "/status", launcher)
+

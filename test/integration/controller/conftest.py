@@ -1,0 +1,101 @@
+"""The controller in-process against a real API server; the test plays kubelet and the Job controller."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from prometheus_client import CollectorRegistry
+
+from mpioperator.clock import RealClock
+from mpioperator.controller.controller import ControllerSettings, MPIJobController
+from mpioperator.controller.metrics import JobMetrics
+from mpioperator.kube.client import KubeClient
+from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.wait import wait_for
+
+CRD_FILE = Path(__file__).resolve().parents[3] / "manifests" / "base" / "kubeflow.org_mpijobs.yaml"
+
+
+@pytest.fixture(scope="session")
+def mpijob_crd(apiserver_cluster: LocalCluster) -> LocalCluster:
+    apiserver_cluster.kubectl("apply", "--server-side", "-f", str(CRD_FILE))
+    apiserver_cluster.kubectl(
+        "wait", "--for=condition=Established", "--timeout=60s", "crd/mpijobs.kubeflow.org"
+    )
+    wait_for(
+        lambda: apiserver_cluster.rest.get("/apis/kubeflow.org/v2beta1/mpijobs"),
+        timeout=30,
+        what="mpijobs served",
+    )
+    return apiserver_cluster
+
+
+@dataclass
+class CountingWriter:
+    """Passes API calls through to the client and counts the writes, to prove a sync was a no-op."""
+
+    client: KubeClient
+    writes: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self.client, name)
+        if name not in ("create", "update", "update_status", "patch", "delete"):
+            return target
+
+        async def counted(res: Any, *args: Any, **kwargs: Any) -> Any:
+            first = args[0] if args else ""
+            label = first if isinstance(first, str) else first.get("metadata", {}).get("name", "")
+            self.writes.append((name, res.plural, label))
+            return await target(res, *args, **kwargs)
+
+        return counted
+
+
+@dataclass
+class Harness:
+    cluster: LocalCluster
+    namespace: str
+    controller: MPIJobController
+    writer: CountingWriter
+    metrics: JobMetrics
+    registry: CollectorRegistry
+
+
+@pytest_asyncio.fixture
+async def harness(mpijob_crd: LocalCluster, make_namespace: Any) -> AsyncIterator[Harness]:
+    namespace = make_namespace(mpijob_crd)
+    client = KubeClient.from_kubeconfig(mpijob_crd.kubeconfig, qps=200, burst=400)
+    writer = CountingWriter(client)
+    registry = CollectorRegistry()
+    metrics = JobMetrics(registry)
+    controller = MPIJobController(
+        client,
+        metrics,
+        settings=ControllerSettings(namespaces=(namespace,)),
+        clock=RealClock(),
+        writer=writer,
+    )
+    stop = asyncio.Event()
+    task = asyncio.ensure_future(controller.run(1, stop, drain_timeout=5))
+    try:
+        await asyncio.wait_for(_synced(controller, task), 60)
+        yield Harness(mpijob_crd, namespace, controller, writer, metrics, registry)
+    finally:
+        stop.set()
+        await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 30)
+        await client.close()
+
+
+async def _synced(controller: MPIJobController, task: asyncio.Future[None]) -> None:
+    while controller.ready_check() is not None:
+        if task.done():
+            task.result()
+            raise RuntimeError("controller stopped before its caches synced")
+        await asyncio.sleep(0.05)
+

@@ -1,0 +1,297 @@
+"""Upstream's integration scenarios (§6.4) on a real API server, controller in-process."""
+
+from __future__ import annotations
+
+import pytest
+
+from mpioperator.testing.mpijobs import mpijob
+from test.integration.controller.actors import Actors
+from test.integration.controller.conftest import Harness
+
+pytestmark = pytest.mark.integration
+
+
+def _actors(h: Harness) -> Actors:
+    return Actors(h.cluster, h.namespace)
+
+
+async def test_success_creates_children_then_follows_workers_and_launcher_to_succeeded(harness: Harness) -> None:
+    a = _actors(harness)
+    a.submit(mpijob("pi", workers=2, run_policy={"cleanPodPolicy": "Running"}))
+
+    await a.until(lambda: a.get("jobs", "pi-launcher"), "launcher Job")
+    service = a.get("services", "pi")
+    assert service is not None
+    assert service["spec"]["selector"] == {
+        "training.kubeflow.org/operator-name": "mpi-operator",
+        "training.kubeflow.org/job-name": "pi",
+    }
+    config = a.get("configmaps", "pi-config")
+    assert config is not None and set(config["data"]) == {"hostfile", "discover_hosts.sh"}
+    assert config["data"]["hostfile"] == "pi-worker-0.pi.{ns}.svc slots=1\npi-worker-1.pi.{ns}.svc slots=1\n".format(
+        ns=harness.namespace
+    )
+    secret = a.get("secrets", "pi-ssh")
+    assert secret is not None and secret["type"] == "kubernetes.io/ssh-auth"
+    assert [p["metadata"]["name"] for p in a.worker_pods("pi")] == ["pi-worker-0", "pi-worker-1"]
+    for pod in a.worker_pods("pi"):
+        assert {"name": "ssh-auth", "mountPath": "/root/.ssh"} in pod["spec"]["containers"][0]["volumeMounts"]
+    launcher = a.launcher_job("pi")
+    assert launcher is not None
+    volumes = {v["name"] for v in launcher["spec"]["template"]["spec"]["volumes"]}
+    assert volumes == {"ssh-auth", "mpi-job-config"}
+    await a.until_true(
+        lambda: a.status("pi").get("replicaStatuses") == {"Launcher": {}, "Worker": {}},
+        "empty replica statuses",
+    )
+    created = a.condition("pi", "Created")
+    assert created is not None and created["status"] == "True" and created["reason"] == "MPIJobCreated"
+
+    a.set_workers("pi", "Running", ready=True)
+    await a.until_true(
+        lambda: a.status("pi")["replicaStatuses"].get("Worker") == {"active": 2}, "two active workers"
+    )
+    a.create_launcher_pod("pi")
+    await a.until_true(lambda: "MPIJobRunning" in a.event_reasons("pi"), "MPIJobRunning event")
+    assert a.status("pi")["replicaStatuses"]["Launcher"] == {"active": 1}
+    running = a.condition("pi", "Running")
+    assert running is not None and running["status"] == "True"
+
+    a.set_launcher_job("pi", "Complete")
+    await a.until_true(lambda: "MPIJobSucceeded" in a.event_reasons("pi"), "MPIJobSucceeded event")
+    await a.until_true(lambda: a.worker_pods("pi") == [], "workers deleted by cleanPodPolicy Running")
+    status = a.status("pi")
+    assert status["replicaStatuses"] == {"Launcher": {"succeeded": 1}, "Worker": {}}
+    succeeded = a.condition("pi", "Succeeded")
+    assert succeeded is not None and succeeded["status"] == "True"
+    assert status.get("completionTime")
+    assert a.event_reasons("pi") == ["MPIJobCreated", "MPIJobRunning", "MPIJobSucceeded"]
+
+
+async def test_converged_job_sync_makes_no_api_write(harness: Harness) -> None:
+    a = _actors(harness)
+    a.submit(mpijob("quiet", workers=3))
+    await a.until(lambda: a.get("jobs", "quiet-launcher"), "launcher Job")
+    a.set_workers("quiet", "Running", ready=True)
+    a.create_launcher_pod("quiet")
+    await a.until_true(lambda: a.condition("quiet", "Running") is not None, "Running condition")
+    await a.until_true(
+        lambda: harness.controller.queue_idle(), "the work queue to drain", timeout=30
+    )
+    await harness.controller.recorder.flush()
+
+    harness.writer.writes.clear()
+    await harness.controller.syncer.sync(f"{harness.namespace}/quiet")
+    await harness.controller.recorder.flush()
+    assert harness.writer.writes == []
+
+
+async def test_finished_job_sync_makes_no_api_write(harness: Harness) -> None:
+    a = _actors(harness)
+    a.submit(mpijob("done", workers=1, run_policy={"cleanPodPolicy": "Running"}))
+    await a.until(lambda: a.get("jobs", "done-launcher"), "launcher Job")
+    a.set_launcher_job("done", "Complete")
+    await a.until_true(lambda: a.condition("done", "Succeeded") is not None, "Succeeded")
+    await a.until_true(lambda: a.worker_pods("done") == [], "cleanup")
+    await a.until_true(lambda: harness.controller.queue_idle(), "the work queue to drain")
+    await harness.controller.recorder.flush()
+
+    harness.writer.writes.clear()
+    for _ in range(3):
+        await harness.controller.syncer.sync(f"{harness.namespace}/done")
+    await harness.controller.recorder.flush()
+    assert harness.writer.writes == []
+    assert a.event_reasons("done").count("MPIJobSucceeded") == 1
+
+
+async def test_wait_for_workers_ready_creates_launcher_only_when_every_worker_is_ready(harness: Harness) -> None:
+    a = _actors(harness)
+    a.submit(mpijob("wait", workers=2, spec={"launcherCreationPolicy": "WaitForWorkersReady"}))
+    await a.until_true(lambda: len(a.worker_pods("wait")) == 2, "two workers")
+    await a.until_true(lambda: "Worker" in a.status("wait").get("replicaStatuses", {}), "worker status")
+    assert "Launcher" not in a.status("wait")["replicaStatuses"]
+
+    a.set_workers("wait", "Running", ready=False)
+    await a.until_true(
+        lambda: a.status("wait")["replicaStatuses"]["Worker"] == {"active": 2}, "workers counted active"
+    )
+    assert a.launcher_job("wait") is None
+
+    a.set_workers("wait", "Running", ready=True)
+    await a.until(lambda: a.launcher_job("wait"), "launcher Job after workers are Ready")
+    await a.until_true(
+        lambda: a.status("wait")["replicaStatuses"] == {"Launcher": {}, "Worker": {"active": 2}},
+        "launcher status initialised",
+    )
+    a.create_launcher_pod("wait")
+    await a.until_true(lambda: "MPIJobRunning" in a.event_reasons("wait"), "MPIJobRunning event")
+
+
+async def test_suspend_and_resume_propagate_scheduling_directives_to_the_launcher(harness: Harness) -> None:
+    a = _actors(harness)
+    a.submit(mpijob("sus", workers=2, run_policy={"suspend": True}))
+    await a.until(lambda: a.launcher_job("sus"), "suspended launcher Job")
+    launcher = a.launcher_job("sus")
+    assert launcher is not None and launcher["spec"]["suspend"] is True
+    await a.until_true(
+        lambda: a.event_reasons("sus") == ["MPIJobCreated", "MPIJobSuspended"], "Created and Suspended events"
+    )
+    assert a.worker_pods("sus") == []
+    assert "startTime" not in a.status("sus")
+    assert [c["type"] for c in a.status("sus")["conditions"]] == ["Created", "Suspended", "Running"]
+
+    a.patch_spec(
+        "sus",
+        {
+            "spec": {
+                "runPolicy": {"suspend": False},
+                "mpiReplicaSpecs": {
+                    "Launcher": {
+                        "template": {
+                            "metadata": {"labels": {"foo": "bar"}, "annotations": {"kueue": "yes"}},
+                            "spec": {
+                                "nodeSelector": {"model": "example-model"},
+                                "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                                "schedulingGates": [{"name": "example.com/gate"}],
+                            },
+                        }
+                    }
+                },
+            }
+        },
+    )
+    await a.until_true(lambda: "MPIJobResumed" in a.event_reasons("sus"), "MPIJobResumed event")
+    await a.until_true(lambda: len(a.worker_pods("sus")) == 2, "workers created on resume")
+    await a.until_true(lambda: not (a.launcher_job("sus") or {}).get("spec", {}).get("suspend"), "launcher resumed")
+    template = (a.launcher_job("sus") or {})["spec"]["template"]
+    assert template["metadata"]["labels"]["foo"] == "bar"
+    assert template["metadata"]["annotations"]["kueue"] == "yes"
+    assert template["spec"]["nodeSelector"] == {"model": "example-model"}
+    assert template["spec"]["tolerations"][0]["key"] == "gpu"
+    assert template["spec"]["schedulingGates"] == [{"name": "example.com/gate"}]
+    assert a.status("sus").get("startTime")
+    suspended = a.condition("sus", "Suspended")
+    assert suspended is not None and suspended["status"] == "False" and suspended["reason"] == "MPIJobResumed"
+
+    a.set_workers("sus", "Running", ready=True)
+    a.patch_spec("sus", {"spec": {"runPolicy": {"suspend": True}}})
+    await a.until_true(lambda: a.worker_pods("sus") == [], "workers deleted on suspend")
+    await a.until_true(lambda: (a.launcher_job("sus") or {}).get("spec", {}).get("suspend") is True, "suspended")
+    await a.until_true(
+        lambda: (a.condition("sus", "Suspended") or {}).get("status") == "True", "Suspended condition True"
+    )
+    running = a.condition("sus", "Running")
+    assert running is not None and running["status"] == "False" and running["reason"] == "MPIJobSuspended"
+
+    a.patch_spec(
+        "sus",
+        {
+            "spec": {
+                "runPolicy": {"suspend": False},
+                "mpiReplicaSpecs": {
+                    "Launcher": {
+                        "template": {
+                            "metadata": {"labels": {"foo": "baz"}},
+                            "spec": {"nodeSelector": {"model": "example-model-v2"}},
+                        }
+                    }
+                },
+            }
+        },
+    )
+    await a.until_true(
+        lambda: (a.launcher_job("sus") or {})["spec"]["template"]["spec"].get("nodeSelector")
+        == {"model": "example-model-v2"},
+        "new nodeSelector on the launcher",
+    )
+    assert (a.launcher_job("sus") or {})["spec"]["template"]["metadata"]["labels"]["foo"] == "baz"
+
+
+async def test_failed_launcher_pod_alone_does_not_fail_the_job_but_a_failed_launcher_job_does(
+    harness: Harness,
+) -> None:
+    a = _actors(harness)
+    a.submit(mpijob("fail", workers=2, run_policy={"cleanPodPolicy": "Running"}))
+    await a.until(lambda: a.launcher_job("fail"), "launcher Job")
+    a.set_workers("fail", "Running", ready=True)
+    a.create_launcher_pod("fail", suffix="one", phase="Failed")
+    a.set_launcher_failed_count("fail", 1)
+    await a.until_true(
+        lambda: a.status("fail").get("replicaStatuses")
+        == {"Launcher": {"failed": 1}, "Worker": {"active": 2}},
+        "launcher failed 1, workers active",
+    )
+    assert a.condition("fail", "Failed") is None
+
+    a.set_launcher_job("fail", "Failed", reason="", message="", failed=2)
+    await a.until_true(lambda: (a.condition("fail", "Failed") or {}).get("status") == "True", "Failed")
+    await a.until_true(lambda: a.worker_pods("fail") == [], "workers cleaned up")
+    await a.until_true(
+        lambda: a.status("fail")["replicaStatuses"] == {"Launcher": {"failed": 2}, "Worker": {}},
+        "final replica statuses",
+    )
+    warnings = [e for e in a.events("fail") if e["type"] == "Warning"]
+    assert warnings and warnings[-1]["source"]["component"] == "mpi-job-controller"
+
+
+async def test_job_managed_by_multikueue_is_left_untouched(harness: Harness) -> None:
+    a = _actors(harness)
+    a.submit(mpijob("remote", workers=1, run_policy={"managedBy": "kueue.x-k8s.io/multikueue"}))
+    a.submit(mpijob("local", workers=1))
+    # The second job proves the controller has processed the queue past the first one.
+    await a.until(lambda: a.launcher_job("local"), "launcher Job of the local job")
+    await a.until_true(lambda: harness.controller.queue_idle(), "the work queue to drain")
+    assert a.status("remote") == {}
+    assert a.launcher_job("remote") is None
+    assert a.get("services", "remote") is None
+    assert a.get("secrets", "remote-ssh") is None
+    assert a.worker_pods("remote") == []
+    assert a.events("remote") == []
+
+
+async def test_children_owned_by_someone_else_are_not_adopted_and_reported(harness: Harness) -> None:
+    a = _actors(harness)
+    harness.cluster.rest.create(
+        a.path("configmaps"), {"metadata": {"name": "taken-config"}, "data": {"hostfile": "mine"}}
+    )
+    a.submit(mpijob("taken", workers=1))
+    await a.until_true(lambda: "ErrResourceExists" in a.event_reasons("taken"), "ErrResourceExists event")
+    event = next(e for e in a.events("taken") if e["reason"] == "ErrResourceExists")
+    assert 'Resource "taken-config"' in event["message"] and event["type"] == "Warning"
+    config = a.get("configmaps", "taken-config")
+    assert config is not None and config["data"] == {"hostfile": "mine"}
+    assert not config["metadata"].get("ownerReferences")
+    assert a.launcher_job("taken") is None
+
+
+async def test_workers_scale_up_and_down_with_the_hostfile(harness: Harness) -> None:
+    a = _actors(harness)
+    a.submit(mpijob("scale", workers=2))
+    await a.until_true(lambda: len(a.worker_pods("scale")) == 2, "two workers")
+    a.patch_spec("scale", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 4}}}})
+    await a.until_true(lambda: len(a.worker_pods("scale")) == 4, "four workers")
+    await a.until_true(
+        lambda: (a.get("configmaps", "scale-config") or {})["data"]["hostfile"].count("\n") == 4, "4-line hostfile"
+    )
+    a.patch_spec("scale", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1}}}})
+    await a.until_true(
+        lambda: [p["metadata"]["name"] for p in a.worker_pods("scale")] == ["scale-worker-0"], "one worker left"
+    )
+    await a.until_true(
+        lambda: (a.get("configmaps", "scale-config") or {})["data"]["hostfile"].count("\n") == 1, "1-line hostfile"
+    )
+
+
+async def test_evicted_worker_fails_the_job_with_completion_time_and_cleans_up(harness: Harness) -> None:
+    a = _actors(harness)
+    a.submit(mpijob("evict", workers=2, run_policy={"cleanPodPolicy": "Running"}))
+    await a.until(lambda: a.launcher_job("evict"), "launcher Job")
+    a.set_workers("evict", "Running", ready=True)
+    a.set_pod("evict-worker-1", "Failed", reason="Evicted")
+    await a.until_true(lambda: (a.condition("evict", "Failed") or {}).get("reason") == "MPIJobEvicted", "evicted")
+    status = a.status("evict")
+    assert status.get("completionTime"), "D5 #7: eviction is a finished job"
+    await a.until_true(
+        lambda: [p["metadata"]["name"] for p in a.worker_pods("evict")] == ["evict-worker-1"],
+        "the running worker is cleaned up, the failed one kept (policy Running)",
+    )
