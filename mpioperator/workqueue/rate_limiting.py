@@ -1,0 +1,37 @@
+"""The controller's queue: delaying, de-duplicating, and rate limited for retries."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import TypeVar
+
+from mpioperator.clock import Clock
+from mpioperator.workqueue.delaying import DelayingQueue
+from mpioperator.workqueue.metrics import NoMetrics, QueueMetrics
+from mpioperator.workqueue.rate_limiters import RateLimiter
+
+T = TypeVar("T", bound=Hashable)
+
+
+class RateLimitingQueue(DelayingQueue[T]):
+    def __init__(
+        self,
+        rate_limiter: RateLimiter,
+        *,
+        clock: Clock | None = None,
+        name: str = "",
+        metrics: QueueMetrics | None = None,
+    ) -> None:
+        super().__init__(clock=clock, metrics=metrics or NoMetrics())
+        self.name = name
+        self.rate_limiter = rate_limiter
+
+    def add_rate_limited(self, item: T) -> None:
+        self._metrics.retried()
+        self.add_after(item, self.rate_limiter.when(item))
+
+    def forget(self, item: T) -> None:
+        self.rate_limiter.forget(item)
+
+    def num_requeues(self, item: T) -> int:
+        return self.rate_limiter.num_requeues(item)
