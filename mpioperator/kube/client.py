@@ -1,0 +1,251 @@
+"""The operator's only door to the API server: async calls, plain dicts, typed errors, client-side QPS.
+
+Unary calls run on a bounded thread pool (the official client is blocking); watches read on threads
+of their own. Nothing here retries: retry policy belongs to the callers that know what a retry means.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import os
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
+
+from mpioperator import __version__
+from mpioperator.kube.ratelimit import TokenBucket
+from mpioperator.kube.resources import Resource
+from mpioperator.kube.transport import CONTENT_TYPES, Transport, decode, load_configuration
+from mpioperator.kube.watch import stream_events
+
+Obj = dict[str, Any]
+DEFAULT_USER_AGENT = f"mpi-operator/{__version__} (python)"
+
+
+class RequestMetrics(Protocol):
+    def observe(self, verb: str, resource: str, code: int, seconds: float) -> None: ...
+
+
+class NoRequestMetrics:
+    def observe(self, verb: str, resource: str, code: int, seconds: float) -> None:
+        pass
+
+
+def stamp_kind(res: Resource) -> Any:
+    def stamp(obj: Obj) -> None:
+        obj.setdefault("kind", res.kind)
+        obj.setdefault("apiVersion", res.api_version)
+
+    return stamp
+
+
+class KubeClient:
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        qps: float = 5.0,
+        burst: int = 10,
+        request_timeout: float = 30.0,
+        workers: int | None = None,
+        metrics: RequestMetrics | None = None,
+    ) -> None:
+        self._t = transport
+        self._bucket = TokenBucket(qps, burst)
+        self._timeout = request_timeout
+        pool = transport.cfg.connection_pool_maxsize or 16
+        self._executor = ThreadPoolExecutor(max_workers=workers or pool, thread_name_prefix="kube")
+        self._metrics = metrics or NoRequestMetrics()
+
+    # -- construction ------------------------------------------------------------------------------
+    @classmethod
+    def from_kubeconfig(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        context: str | None = None,
+        user_agent: str = DEFAULT_USER_AGENT,
+        pool_size: int = 16,
+        **opts: Any,
+    ) -> KubeClient:
+        cfg = load_configuration(kubeconfig=path, context=context, pool_size=pool_size)
+        return cls(Transport(cfg, user_agent), **opts)
+
+    @classmethod
+    def in_cluster(
+        cls, *, user_agent: str = DEFAULT_USER_AGENT, pool_size: int = 16, **opts: Any
+    ) -> KubeClient:
+        cfg = load_configuration(in_cluster=True, pool_size=pool_size)
+        return cls(Transport(cfg, user_agent), **opts)
+
+    @classmethod
+    def explicit(
+        cls,
+        host: str,
+        *,
+        token: str | None = None,
+        ca_file: str | None = None,
+        user_agent: str = DEFAULT_USER_AGENT,
+        pool_size: int = 16,
+        **opts: Any,
+    ) -> KubeClient:
+        cfg = load_configuration(host=host, token=token, ca_file=ca_file, pool_size=pool_size)
+        return cls(Transport(cfg, user_agent), **opts)
+
+    def override_host(self, host: str) -> None:
+        self._t.override_host(host)
+
+    # -- plumbing ------------------------------------------------------------------------------------
+    async def _call(
+        self,
+        verb: str,
+        res: Resource,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+    ) -> Obj:
+        await self._bucket.acquire()
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        code = 0
+        try:
+            answer = await loop.run_in_executor(
+                self._executor,
+                lambda: self._t.request(
+                    method, path, query=query, body=body, content_type=content_type, timeout=self._timeout
+                ),
+            )
+            code = answer.status
+            return decode(answer)
+        finally:
+            self._metrics.observe(verb, res.plural, code, loop.time() - started)
+
+    # -- verbs ---------------------------------------------------------------------------------------
+    async def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj:
+        obj = await self._call("get", res, "GET", res.path(namespace, name))
+        stamp_kind(res)(obj)
+        return obj
+
+    async def list(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        resource_version_match: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+    ) -> Obj:
+        query = {
+            "labelSelector": label_selector,
+            "fieldSelector": field_selector,
+            "resourceVersion": resource_version,
+            "resourceVersionMatch": resource_version_match,
+            "limit": limit,
+            "continue": continue_token,
+        }
+        listed = await self._call("list", res, "GET", res.path(namespace), query=query)
+        stamp = stamp_kind(res)
+        for item in listed.get("items") or ():
+            stamp(item)
+        return listed
+
+    async def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
+        ns = namespace if namespace is not None else body.get("metadata", {}).get("namespace")
+        return await self._call("create", res, "POST", res.path(ns), body=body)
+
+    async def update(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
+        meta = body["metadata"]
+        ns = namespace if namespace is not None else meta.get("namespace")
+        return await self._call("update", res, "PUT", res.path(ns, meta["name"]), body=body)
+
+    async def update_status(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
+        meta = body["metadata"]
+        ns = namespace if namespace is not None else meta.get("namespace")
+        return await self._call("update", res, "PUT", res.path(ns, meta["name"], "status"), body=body)
+
+    async def patch(
+        self,
+        res: Resource,
+        name: str,
+        body: Obj | builtins.list[Any],
+        namespace: str | None = None,
+        *,
+        patch_type: str = "merge",
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        force: bool = False,
+    ) -> Obj:
+        query: dict[str, Any] = {"fieldManager": field_manager}
+        if patch_type == "apply":
+            query["fieldManager"] = field_manager or "mpi-operator"
+            query["force"] = "true" if force else None
+        return await self._call(
+            "patch",
+            res,
+            "PATCH",
+            res.path(namespace, name, subresource),
+            query=query,
+            body=body,
+            content_type=CONTENT_TYPES[patch_type],
+        )
+
+    async def delete(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: str | None = "Background",
+        preconditions: Obj | None = None,
+    ) -> Obj:
+        options: Obj = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if propagation_policy:
+            options["propagationPolicy"] = propagation_policy
+        if preconditions:
+            options["preconditions"] = preconditions
+        return await self._call("delete", res, "DELETE", res.path(namespace, name), body=options)
+
+    def watch(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str,
+        timeout_seconds: int,
+        allow_bookmarks: bool = True,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        inactivity_timeout: float | None = None,
+    ) -> AsyncIterator[Obj]:
+        query = {
+            "watch": "true",
+            "resourceVersion": resource_version or None,
+            "timeoutSeconds": timeout_seconds,
+            "allowWatchBookmarks": "true" if allow_bookmarks else None,
+            "labelSelector": label_selector,
+            "fieldSelector": field_selector,
+        }
+        # No read deadline given: the server closes after timeoutSeconds, so allow that plus slack.
+        read_timeout = inactivity_timeout or (timeout_seconds + 30.0)
+        path = res.path(namespace)
+
+        def open_stream() -> Any:
+            return self._t.open("GET", path, query=query, timeout=(10.0, read_timeout))
+
+        return self._watch(open_stream, res)
+
+    async def _watch(self, open_stream: Any, res: Resource) -> AsyncIterator[Obj]:
+        await self._bucket.acquire()
+        async for event in stream_events(open_stream, stamp_kind(res)):
+            yield event
+
+    async def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._t.close()

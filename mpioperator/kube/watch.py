@@ -1,0 +1,99 @@
+"""A watch stream read on its own thread and handed to the event loop, event by event.
+
+The socket read timeout is the inactivity deadline: a connection that delivers nothing (not even a
+bookmark) for that long is presumed dead and reported as WatchInactive, never left hanging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import urllib3
+
+from mpioperator.kube import errors
+from mpioperator.kube.transport import error_of
+
+_END = object()
+
+
+class _Failure:
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+def _reader(
+    response: urllib3.BaseHTTPResponse,
+    deliver: Callable[[object], None],
+    stopped: threading.Event,
+) -> None:
+    try:
+        if response.status != 200:
+            deliver(_Failure(error_of(response.status, dict(response.headers), response.data)))
+            return
+        for line in response:
+            if stopped.is_set():
+                return
+            if line.strip():
+                deliver(line)
+        deliver(_END)
+    except (urllib3.exceptions.ReadTimeoutError, TimeoutError) as exc:
+        if not stopped.is_set():
+            deliver(_Failure(errors.WatchInactive(str(exc))))
+    except Exception as exc:
+        if not stopped.is_set():
+            deliver(_Failure(errors.ApiError(0, "", f"watch stream broken: {type(exc).__name__}: {exc}")))
+    finally:
+        with contextlib.suppress(Exception):
+            response.release_conn()
+
+
+def _event(line: bytes, stamp: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    event: dict[str, Any] = json.loads(line)
+    if event.get("type") == "ERROR":
+        status = event.get("object") or {}
+        raise errors.error_from_status(int(status.get("code") or 500), status)
+    obj = event.get("object")
+    if isinstance(obj, dict) and event.get("type") != "BOOKMARK":
+        stamp(obj)
+    return event
+
+
+async def stream_events(
+    open_response: Callable[[], urllib3.BaseHTTPResponse],
+    stamp: Callable[[dict[str, Any]], None],
+) -> AsyncIterator[dict[str, Any]]:
+    loop = asyncio.get_running_loop()
+    response = await loop.run_in_executor(None, open_response)
+    queue: asyncio.Queue[object] = asyncio.Queue()
+    stopped = threading.Event()
+
+    def deliver(item: object) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop may be closing
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    thread = threading.Thread(
+        target=_reader, args=(response, deliver, stopped), name="watch-reader", daemon=True
+    )
+    thread.start()
+    try:
+        while True:
+            item = await queue.get()
+            if item is _END:
+                return
+            if isinstance(item, _Failure):
+                raise item.exc
+            assert isinstance(item, bytes)
+            yield _event(item, stamp)
+    finally:
+        stopped.set()
+        # Interrupts a read blocked in the reader thread so it exits now, not at the next event.
+        with contextlib.suppress(Exception):
+            response.shutdown()
+        with contextlib.suppress(Exception):
+            response.close()
+        await loop.run_in_executor(None, thread.join, 5.0)
