@@ -12,7 +12,8 @@ import structlog
 from prometheus_client import REGISTRY
 
 from mpioperator import __version__
-from mpioperator.app import logsetup, options as opts
+from mpioperator.app import logsetup
+from mpioperator.app import options as opts
 from mpioperator.app.leases import KubeLeaseClient
 from mpioperator.app.server import HealthServer
 from mpioperator.app.startup import StartupError, check_cluster, make_client
@@ -72,9 +73,7 @@ async def run(options: opts.Options) -> int:
             settings=ControllerSettings.from_options(options),
             clock=clock,
         )
-        server = HealthServer(
-            port=options.health_port, registry=REGISTRY, serve_metrics=False
-        )
+        server = HealthServer(port=options.health_port, registry=REGISTRY, serve_metrics=False)
         server.add_ready_check("informers-synced", controller.ready_check)
         metrics_server = None
         if options.monitoring_port:

@@ -25,21 +25,21 @@ class StartupError(RuntimeError):
 
 
 def make_client(options: Options) -> KubeClient:
-    common = {
-        "qps": float(options.kube_api_qps),
-        "burst": int(options.kube_api_burst),
-        "user_agent": USER_AGENT,
-        "pool_size": max(16, options.threadiness * 2 + 12),
-    }
+    qps, burst = float(options.kube_api_qps), int(options.kube_api_burst)
+    pool = max(16, options.threadiness * 2 + 12)
     try:
         if options.master and not options.kubeconfig:
-            return KubeClient.explicit(options.master, **common)
+            return KubeClient.explicit(
+                options.master, user_agent=USER_AGENT, pool_size=pool, qps=qps, burst=burst
+            )
         if options.kubeconfig:
-            client = KubeClient.from_kubeconfig(options.kubeconfig, **common)
+            client = KubeClient.from_kubeconfig(
+                options.kubeconfig, user_agent=USER_AGENT, pool_size=pool, qps=qps, burst=burst
+            )
             if options.master:
                 client.override_host(options.master)
             return client
-        return KubeClient.in_cluster(**common)
+        return KubeClient.in_cluster(user_agent=USER_AGENT, pool_size=pool, qps=qps, burst=burst)
     except Exception as exc:
         raise StartupError(f"cannot build an API client: {exc}") from exc
 
@@ -68,7 +68,9 @@ async def check_cluster(client: KubeClient, options: Options) -> None:
                         "the MPIJob CRD (mpijobs.kubeflow.org/v2beta1) is not served by the API server; "
                         "apply manifests/base first"
                     ) from exc
-                raise StartupError(f"{res.plural}.{res.group or 'core'} is not served: {exc.message}") from exc
+                raise StartupError(
+                    f"{res.plural}.{res.group or 'core'} is not served: {exc.message}"
+                ) from exc
             except (errors.Forbidden, errors.Unauthorized) as exc:
                 where = f"in namespace {namespace}" if namespace else "cluster-wide"
                 raise StartupError(

@@ -12,7 +12,7 @@ from mpioperator.api import constants as api
 from mpioperator.controller.builders import configmap, launcher_job, names, secret, service, worker_pod
 from mpioperator.controller.builders.ownership import is_controlled_by
 from mpioperator.controller.events import WARNING
-from mpioperator.controller.ports import Obj, Recorder, Writer
+from mpioperator.controller.ports import Listers, Obj, Recorder, Writer
 from mpioperator.kube import errors
 from mpioperator.kube.resources import CONFIG_MAPS, JOBS, PODS, SECRETS, SERVICES, Resource
 
@@ -66,7 +66,7 @@ def not_managed_message(name: str, kind: str) -> str:
 
 
 class ChildReconciler:
-    def __init__(self, listers: Any, writer: Writer, recorder: Recorder, cluster_domain: str) -> None:
+    def __init__(self, listers: Listers, writer: Writer, recorder: Recorder, cluster_domain: str) -> None:
         self._l = listers
         self._w = writer
         self._rec = recorder
@@ -110,7 +110,8 @@ class ChildReconciler:
 
     async def _read(self, res: Resource, name: str, namespace: str, what: str) -> Obj:
         try:
-            return await self._w.get(res, name, namespace)
+            found: Obj = await self._w.get(res, name, namespace)
+            return found
         except errors.ApiError as exc:
             raise SyncError(f"{what}: {exc}") from exc
 
@@ -129,11 +130,15 @@ class ChildReconciler:
     async def config_map(self, job: Obj) -> Obj:
         ns = job["metadata"]["namespace"]
         running = [
-            p for p in self._l.pods.select(ns, worker_selector(job)) if p.get("status", {}).get("phase") == "Running"
+            p
+            for p in self._l.pods.select(ns, worker_selector(job))
+            if p.get("status", {}).get("phase") == "Running"
         ]
         desired = configmap.new_config_map(job, running, self._domain)
         cached = self._l.config_maps.get(ns, desired["metadata"]["name"])
-        return await self._upsert(job, CONFIG_MAPS, cached, desired, ["data"], "getting or creating ConfigMap")
+        return await self._upsert(
+            job, CONFIG_MAPS, cached, desired, ["data"], "getting or creating ConfigMap"
+        )
 
     async def ssh_secret(self, job: Obj) -> Obj:
         ns = job["metadata"]["namespace"]
@@ -151,7 +156,9 @@ class ChildReconciler:
             return []
         ns = job["metadata"]["namespace"]
         await self._scale_down(job, replicas)
-        existing: list[Obj | None] = [self._l.pods.get(ns, names.worker_name(job, i)) for i in range(replicas)]
+        existing: list[Obj | None] = [
+            self._l.pods.get(ns, names.worker_name(job, i)) for i in range(replicas)
+        ]
         gate = asyncio.Semaphore(_CREATE_CONCURRENCY)
 
         async def create(i: int) -> Obj:

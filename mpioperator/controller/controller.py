@@ -23,8 +23,8 @@ from mpioperator.controller.enqueue import owning_mpijob_key
 from mpioperator.controller.events import EventRecorder
 from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
 from mpioperator.controller.metrics import JobMetrics
-from mpioperator.controller.ports import Writer
-from mpioperator.controller.sync import JobSyncer, Listers, SyncSettings
+from mpioperator.controller.ports import Listers, Writer
+from mpioperator.controller.sync import JobSyncer, SyncSettings
 from mpioperator.kube.client import KubeClient
 from mpioperator.kube.resources import CONFIG_MAPS, JOBS, MPIJOBS, PODS, SECRETS, SERVICES, Resource
 from mpioperator.workqueue.rate_limiters import default_controller_rate_limiter
@@ -76,7 +76,9 @@ class MPIJobController:
         scopes: tuple[str | None, ...] = settings.namespaces or (None,)
         self._informers: dict[Resource, list[SharedInformer]] = {
             res: [
-                self.factory.informer(res, ns, indexers={JOB_NAME_INDEX: job_name_index} if res is PODS else None)
+                self.factory.informer(
+                    res, ns, indexers={JOB_NAME_INDEX: job_name_index} if res is PODS else None
+                )
                 for ns in scopes
             ]
             for res in (MPIJOBS, *CHILD_RESOURCES)
@@ -120,6 +122,10 @@ class MPIJobController:
                     on_add=self._on_child, on_update=self._on_child_update, on_delete=self._on_child
                 )
         self._synced = False
+
+    def queue_idle(self) -> bool:
+        """Nothing queued, delayed or in process: every known change has been reconciled."""
+        return len(self.queue) == 0 and self.queue.processing == 0 and self.queue.waiting == 0
 
     def ready_check(self) -> str | None:
         return None if self._synced else "informer caches have not synced yet"
@@ -181,7 +187,7 @@ class MPIJobController:
     async def _worker(self, index: int) -> None:
         while True:
             key, shutdown = await self.queue.get()
-            if shutdown:
+            if shutdown or key is None:
                 return
             try:
                 await self._process(key)

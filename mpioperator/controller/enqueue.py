@@ -44,7 +44,11 @@ def owning_mpijob_key(obj: Obj, get_job: Callable[[str, str], Obj | None]) -> st
         if ref is None:
             return None
         api_version = str(ref.get("apiVersion", ""))
-    if ref.get("kind") != api.KIND or _group(api_version) != api.GROUP or _version(api_version) != api.VERSION:
+    if (
+        ref.get("kind") != api.KIND
+        or _group(api_version) != api.GROUP
+        or _version(api_version) != api.VERSION
+    ):
         return None
     return f"{namespace}/{ref.get('name', '')}"
 

@@ -31,7 +31,9 @@ log = structlog.get_logger(__name__)
 
 
 class EventWriter(Protocol):
-    async def create(self, res: Resource, body: dict[str, Any], namespace: str | None = None) -> dict[str, Any]: ...
+    async def create(
+        self, res: Resource, body: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]: ...
 
     async def patch(
         self,
@@ -107,7 +109,10 @@ def new_event(
     return {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": f"{involved.get('name', '')}.{unique}", "namespace": involved.get("namespace", "")},
+        "metadata": {
+            "name": f"{involved.get('name', '')}.{unique}",
+            "namespace": involved.get("namespace", ""),
+        },
         "involvedObject": involved,
         "reason": key.reason,
         "message": key.message,

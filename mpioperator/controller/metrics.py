@@ -5,6 +5,8 @@ One instance per registry, so tests use a private registry and the process uses 
 
 from __future__ import annotations
 
+import contextlib
+
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
 _DURATION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
@@ -19,7 +21,9 @@ class JobMetrics:
         self.successful = Counter(
             "mpi_operator_jobs_successful", "Counts number of MPI jobs successful", registry=registry
         )
-        self.failed = Counter("mpi_operator_jobs_failed", "Counts number of MPI jobs failed", registry=registry)
+        self.failed = Counter(
+            "mpi_operator_jobs_failed", "Counts number of MPI jobs failed", registry=registry
+        )
         self.job_info = Gauge(
             "mpi_operator_job_info", "Information about MPIJob", ["launcher", "namespace"], registry=registry
         )
@@ -55,7 +59,5 @@ class JobMetrics:
 
     def forget_job(self, namespace: str, name: str) -> None:
         """Drop the per-job series of a deleted MPIJob (D5 #9: upstream never removes them)."""
-        try:
+        with contextlib.suppress(KeyError):
             self.job_info.remove(f"{name}-launcher", namespace)
-        except KeyError:
-            pass

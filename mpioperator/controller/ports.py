@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mpioperator.kube.resources import Resource
@@ -20,6 +21,16 @@ class Lister(Protocol):
     def owned_by(self, uid: str) -> list[Obj]: ...
 
 
+@dataclass(slots=True)
+class Listers:
+    mpijobs: Lister
+    pods: Lister
+    jobs: Lister
+    config_maps: Lister
+    secrets: Lister
+    services: Lister
+
+
 class Writer(Protocol):
     """The API writes a sync issues; KubeClient satisfies it."""
 
@@ -30,6 +41,19 @@ class Writer(Protocol):
     async def update(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj: ...
 
     async def update_status(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj: ...
+
+    async def patch(
+        self,
+        res: Resource,
+        name: str,
+        body: Obj | list[Any],
+        namespace: str | None = None,
+        *,
+        patch_type: str = "merge",
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        force: bool = False,
+    ) -> Obj: ...
 
     async def delete(
         self,

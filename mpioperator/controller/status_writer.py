@@ -7,7 +7,7 @@ import copy
 import structlog
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from mpioperator.controller.children import SyncError, same
+from mpioperator.controller.children import SyncError
 from mpioperator.controller.ports import Obj, Writer
 from mpioperator.kube import errors
 from mpioperator.kube.resources import MPIJOBS
@@ -23,7 +23,7 @@ async def write_if_changed(writer: Writer, cached: Obj, status: Obj) -> bool:
     A Conflict means our cache is behind; the status we computed still describes the children we
     saw, so it is re-applied to a fresh read of the object instead of failing the whole sync.
     """
-    if same(cached.get("status") or {}, status):
+    if (cached.get("status") or {}) == status:
         return False
     target = copy.deepcopy(cached)
     target["status"] = status
@@ -40,7 +40,7 @@ async def write_if_changed(writer: Writer, cached: Obj, status: Obj) -> bool:
                     fresh = await writer.get(MPIJOBS, meta["name"], meta.get("namespace"))
                     if fresh["metadata"].get("uid") != meta.get("uid"):
                         return False
-                    if same(fresh.get("status") or {}, status):
+                    if (fresh.get("status") or {}) == status:
                         return False
                     fresh["status"] = status
                     target = fresh

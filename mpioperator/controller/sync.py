@@ -6,6 +6,7 @@ costs no API request. A returned `SyncResult.requeue_after` asks for a timed rev
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,11 +17,10 @@ from mpioperator.api import constants as api
 from mpioperator.api.defaults import set_defaults
 from mpioperator.api.validation import aggregate_message, validate_mpijob
 from mpioperator.controller import children, conditions, status_writer
-from mpioperator.controller.children import SyncError
 from mpioperator.controller.enqueue import split_key
 from mpioperator.controller.events import NORMAL, WARNING, format_time
 from mpioperator.controller.metrics import JobMetrics
-from mpioperator.controller.ports import Lister, Obj, Recorder, Writer
+from mpioperator.controller.ports import Listers, Obj, Recorder, Writer
 from mpioperator.controller.status import compute_status
 from mpioperator.kube import errors
 from mpioperator.kube.resources import MPIJOBS
@@ -33,16 +33,6 @@ INVALID_CONDITION = "Invalid"
 @dataclass(frozen=True, slots=True)
 class SyncResult:
     requeue_after: float | None = None
-
-
-@dataclass(slots=True)
-class Listers:
-    mpijobs: Lister
-    pods: Lister
-    jobs: Lister
-    config_maps: Lister
-    secrets: Lister
-    services: Lister
 
 
 @dataclass(slots=True)
@@ -113,7 +103,7 @@ class JobSyncer:
     async def _validate(self, cached: Obj, job: Obj) -> bool:
         problems = validate_mpijob(job)
         if not problems:
-            if conditions.get(job, INVALID_CONDITION) is not None:
+            if conditions.find(job.get("status") or {}, INVALID_CONDITION) is not None:
                 # The user fixed the spec: drop our condition so the job reads like any other.
                 job["status"]["conditions"] = [
                     c for c in job["status"]["conditions"] if c.get("type") != INVALID_CONDITION
@@ -126,7 +116,7 @@ class JobSyncer:
             status,
             conditions.new_condition(INVALID_CONDITION, "True", api.REASON_VALIDATION_ERROR, message, now),
         )
-        if changed or conditions.get(job, INVALID_CONDITION, "message") != message:
+        if changed or (conditions.find(status, INVALID_CONDITION) or {}).get("message") != message:
             self._rec.record(job, WARNING, api.REASON_VALIDATION_ERROR, message[:1024])
             await status_writer.write_if_changed(self._w, cached, status)
         return False
@@ -138,7 +128,9 @@ class JobSyncer:
         now = self._utcnow()
         if not status.get("conditions"):
             message = f"MPIJob {ns}/{name} is created."
-            status["conditions"] = [conditions.new_condition(api.COND_CREATED, "True", api.REASON_CREATED, message, now)]
+            status["conditions"] = [
+                conditions.new_condition(api.COND_CREATED, "True", api.REASON_CREATED, message, now)
+            ]
             if self._once.first(uid, "created"):
                 self._rec.record(job, NORMAL, api.REASON_CREATED, message)
                 self._metrics.created.inc()
@@ -177,8 +169,6 @@ class JobSyncer:
             now=now,
         )
         for event in result.events:
-            if event.once and not self._once.first(uid, f"{event.reason}:{event.message}"):
-                continue
             self._rec.record(job, event.type, event.reason, event.message)
         self._observe(job, cached, result.status, launcher)
         await status_writer.write_if_changed(self._w, cached, result.status)
@@ -204,15 +194,13 @@ class JobSyncer:
         if remaining > 0:
             return SyncResult(requeue_after=remaining)
         meta = job["metadata"]
-        try:
+        with contextlib.suppress(errors.NotFound):
             await self._w.delete(
                 MPIJOBS,
                 meta["name"],
                 meta.get("namespace"),
                 preconditions={"uid": meta.get("uid")} if meta.get("uid") else None,
             )
-        except errors.NotFound:
-            pass
         return SyncResult()
 
     def _observe(self, job: Obj, cached: Obj, new_status: Obj, launcher: Obj | None) -> None:
@@ -225,7 +213,7 @@ class JobSyncer:
             if conditions.is_true(new_status, cond_type) and not conditions.is_true(old, cond_type):
                 if cond_type == api.COND_SUCCEEDED:
                     self._metrics.successful.inc()
-                elif conditions.get({"status": new_status}, api.COND_FAILED, "reason") != api.REASON_EVICTED:
+                elif (conditions.find(new_status, api.COND_FAILED) or {}).get("reason") != api.REASON_EVICTED:
                     self._metrics.failed.inc()
                 end = conditions.parse_time(new_status.get("completionTime")) or self._utcnow()
                 if start is not None:
@@ -238,4 +226,3 @@ class JobSyncer:
                 self._metrics.time_to_running.labels(namespace=ns).observe(
                     max(0.0, (self._utcnow() - created).total_seconds())
                 )
-

@@ -27,14 +27,18 @@ def say(message: str) -> None:
 
 def leader(cluster: LocalCluster) -> str:
     try:
-        lease = cluster.rest.get(f"/apis/coordination.k8s.io/v1/namespaces/{OPERATOR_NAMESPACE}/leases/mpi-operator")
+        lease = cluster.rest.get(
+            f"/apis/coordination.k8s.io/v1/namespaces/{OPERATOR_NAMESPACE}/leases/mpi-operator"
+        )
     except RestError:
         return "(none yet)"
     return str(lease.get("spec", {}).get("holderIdentity", "(none)"))
 
 
 def describe(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
-    conditions = [c["type"] for c in (job.get("status") or {}).get("conditions") or () if c["status"] == "True"]
+    conditions = [
+        c["type"] for c in (job.get("status") or {}).get("conditions") or () if c["status"] == "True"
+    ]
     phases = ", ".join(f"{p['metadata']['name']}={p['status'].get('phase', '?')}" for p in pods) or "no pods"
     return f"conditions={conditions or '[]'} pods: {phases}"
 
@@ -73,7 +77,11 @@ def main(argv: list[str] | None = None) -> int:
         print(cluster.kubectl("get", "nodes").stdout, flush=True)
 
         say("kubectl apply --server-side -k manifests/overlays/standalone")
-        print(cluster.kubectl("apply", "--server-side", "-k", str(REPO / "manifests/overlays/standalone")).stdout)
+        print(
+            cluster.kubectl(
+                "apply", "--server-side", "-k", str(REPO / "manifests/overlays/standalone")
+            ).stdout
+        )
         cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/mpijobs.kubeflow.org")
         # kwok fakes pods without running them, so the Deployment's replicas would only pretend to run;
         # the same command runs here as two local processes with the Deployment's ServiceAccount token.

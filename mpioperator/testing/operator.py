@@ -22,7 +22,11 @@ def service_account_token(
     cluster: LocalCluster, namespace: str, name: str, *, seconds: int = 24 * 3600
 ) -> str:
     """A bound token for `namespace/name` from the TokenRequest API, as a pod would get one."""
-    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": seconds}}
+    body = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": seconds},
+    }
     answer = cluster.rest.create(f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token", body)
     return str(answer["status"]["token"])
 
@@ -74,7 +78,9 @@ class OperatorProcess:
     def start(self) -> OperatorProcess:
         namespace, account = self.service_account
         token = service_account_token(self.cluster, namespace, account)
-        write_kubeconfig(self.kubeconfig, server=self.cluster.server, ca_file=self.cluster.ca_file, token=token)
+        write_kubeconfig(
+            self.kubeconfig, server=self.cluster.server, ca_file=self.cluster.ca_file, token=token
+        )
         argv = [
             *operator_command(),
             f"--kubeConfig={self.kubeconfig}",

@@ -36,11 +36,18 @@ def installed_cluster(full_cluster: LocalCluster) -> LocalCluster:
 
 
 @pytest.fixture(scope="session")
-def operator(installed_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
+def operator(
+    installed_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
     """One operator replica for the session, leader-elected like in production."""
     proc = OperatorProcess(
         installed_cluster,
-        args=(f"--lock-namespace={OPERATOR_NAMESPACE}", "--threadiness=4", "--kube-api-qps=100", "--kube-api-burst=200"),
+        args=(
+            f"--lock-namespace={OPERATOR_NAMESPACE}",
+            "--threadiness=4",
+            "--kube-api-qps=100",
+            "--kube-api-burst=200",
+        ),
         workdir=tmp_path_factory.mktemp("operator"),
     )
     proc.start()

@@ -20,11 +20,16 @@ WORKERS = 4
 
 
 def _succeeded(cluster: LocalCluster, ns: str) -> int:
-    items: list[dict[str, Any]] = cluster.rest.get(f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs")["items"]
+    items: list[dict[str, Any]] = cluster.rest.get(f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs")[
+        "items"
+    ]
     return sum(
         1
         for job in items
-        if any(c["type"] == "Succeeded" and c["status"] == "True" for c in (job.get("status") or {}).get("conditions") or ())
+        if any(
+            c["type"] == "Succeeded" and c["status"] == "True"
+            for c in (job.get("status") or {}).get("conditions") or ()
+        )
     )
 
 
@@ -35,7 +40,10 @@ def _error_lines(log_text: str) -> list[str]:
             record = json.loads(line)
         except ValueError:
             continue
-        if record.get("level") in ("error", "critical", "exception") or record.get("event") == "error syncing":
+        if (
+            record.get("level") in ("error", "critical", "exception")
+            or record.get("event") == "error syncing"
+        ):
             bad.append(line)
     return bad
 

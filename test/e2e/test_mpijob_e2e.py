@@ -61,7 +61,9 @@ class Job:
 
     def launcher(self) -> dict[str, Any] | None:
         try:
-            found: dict[str, Any] = self.cluster.rest.get(f"/apis/batch/v1/namespaces/{self.ns}/jobs/{self.name}-launcher")
+            found: dict[str, Any] = self.cluster.rest.get(
+                f"/apis/batch/v1/namespaces/{self.ns}/jobs/{self.name}-launcher"
+            )
             return found
         except RestError as exc:
             if exc.status == 404:
@@ -69,7 +71,9 @@ class Job:
             raise
 
     def wait_condition(self, cond_type: str, timeout: float = TIMEOUT) -> dict[str, Any]:
-        return wait_for(lambda: self.condition(cond_type), timeout=timeout, what=f"{self.name} {cond_type}")
+        found = wait_for(lambda: self.condition(cond_type), timeout=timeout, what=f"{self.name} {cond_type}")
+        assert found is not None
+        return found
 
     def patch(self, body: dict[str, Any]) -> None:
         self.cluster.rest.merge_patch(self.path, body)
@@ -84,24 +88,32 @@ def ns(installed_cluster: LocalCluster, make_namespace: Any, operator: OperatorP
 @pytest.mark.parametrize("implementation", ["OpenMPI", "Intel", "MPICH"])
 def test_pi_reaches_succeeded(installed_cluster: LocalCluster, ns: str, implementation: str) -> None:
     job = Job(installed_cluster, ns, f"pi-{implementation.lower()}").submit(
-        mpijob(f"pi-{implementation.lower()}", workers=2, implementation=implementation, launcher_runs_for="2s")
+        mpijob(
+            f"pi-{implementation.lower()}", workers=2, implementation=implementation, launcher_runs_for="2s"
+        )
     )
     job.wait_condition("Succeeded")
     status = (job.get() or {})["status"]
     assert status["replicaStatuses"]["Launcher"] == {"succeeded": 1}
     assert status.get("completionTime")
-    wait_for(lambda: job.pods("worker") == [], timeout=TIMEOUT, what="workers removed (cleanPodPolicy Running)")
+    wait_for(
+        lambda: job.pods("worker") == [], timeout=TIMEOUT, what="workers removed (cleanPodPolicy Running)"
+    )
 
 
 def test_launcher_failing_past_backoff_limit_fails_the_job(installed_cluster: LocalCluster, ns: str) -> None:
     job = Job(installed_cluster, ns, "crash").submit(
-        mpijob("crash", workers=1, launcher_runs_for="1s", launcher_exit_code=1, run_policy={"backoffLimit": 1})
+        mpijob(
+            "crash", workers=1, launcher_runs_for="1s", launcher_exit_code=1, run_policy={"backoffLimit": 1}
+        )
     )
     failed = job.wait_condition("Failed", timeout=180)
     assert failed["reason"].startswith("BackoffLimitExceeded")
 
 
-def test_suspended_job_has_no_pods_until_resumed_then_succeeds(installed_cluster: LocalCluster, ns: str) -> None:
+def test_suspended_job_has_no_pods_until_resumed_then_succeeds(
+    installed_cluster: LocalCluster, ns: str
+) -> None:
     job = Job(installed_cluster, ns, "later").submit(
         mpijob("later", workers=2, launcher_runs_for="2s", run_policy={"suspend": True})
     )
@@ -147,7 +159,9 @@ def test_workers_scale_up_and_down_while_running(installed_cluster: LocalCluster
         timeout=TIMEOUT,
         what="1 worker",
     )
-    hostfile = installed_cluster.rest.get(f"/api/v1/namespaces/{ns}/configmaps/elastic-config")["data"]["hostfile"]
+    hostfile = installed_cluster.rest.get(f"/api/v1/namespaces/{ns}/configmaps/elastic-config")["data"][
+        "hostfile"
+    ]
     assert hostfile == f"elastic-worker-0.elastic.{ns}.svc slots=1\n"
 
 
@@ -163,7 +177,9 @@ def test_clean_pod_policy_decides_which_workers_stay(
         mpijob(name, workers=2, launcher_runs_for="2s", run_policy={"cleanPodPolicy": policy})
     )
     job.wait_condition("Succeeded")
-    wait_for(lambda: len(job.pods("worker")) == workers_left, timeout=TIMEOUT, what=f"{workers_left} workers left")
+    wait_for(
+        lambda: len(job.pods("worker")) == workers_left, timeout=TIMEOUT, what=f"{workers_left} workers left"
+    )
 
 
 def test_default_clean_pod_policy_is_running(installed_cluster: LocalCluster, ns: str) -> None:
@@ -181,10 +197,17 @@ def test_deleting_the_mpijob_removes_every_child(installed_cluster: LocalCluster
 
     def leftovers() -> list[str]:
         found = []
-        for root, plural in (("/api/v1", "services"), ("/api/v1", "configmaps"), ("/api/v1", "secrets"),
-                             ("/apis/batch/v1", "jobs"), ("/api/v1", "pods")):
+        for root, plural in (
+            ("/api/v1", "services"),
+            ("/api/v1", "configmaps"),
+            ("/api/v1", "secrets"),
+            ("/apis/batch/v1", "jobs"),
+            ("/api/v1", "pods"),
+        ):
             for item in rest.get(f"{root}/namespaces/{ns}/{plural}")["items"]:
-                if item["metadata"]["name"].startswith("gone") and not item["metadata"].get("deletionTimestamp"):
+                if item["metadata"]["name"].startswith("gone") and not item["metadata"].get(
+                    "deletionTimestamp"
+                ):
                     found.append(f"{plural}/{item['metadata']['name']}")
         return found
 
@@ -212,7 +235,9 @@ def test_job_managed_by_multikueue_is_untouched(installed_cluster: LocalCluster,
     job = Job(installed_cluster, ns, "remote").submit(
         mpijob("remote", workers=1, run_policy={"managedBy": "kueue.x-k8s.io/multikueue"})
     )
-    witness = Job(installed_cluster, ns, "witness").submit(mpijob("witness", workers=1, launcher_runs_for="1s"))
+    witness = Job(installed_cluster, ns, "witness").submit(
+        mpijob("witness", workers=1, launcher_runs_for="1s")
+    )
     witness.wait_condition("Succeeded")
     assert (job.get() or {}).get("status") in (None, {})
     assert job.pods() == [] and job.launcher() is None
@@ -223,4 +248,3 @@ def test_kubectl_get_mpijobs_shows_state(installed_cluster: LocalCluster, ns: st
     job.wait_condition("Succeeded")
     out = installed_cluster.kubectl("-n", ns, "get", "mpijobs").stdout
     assert "shown" in out and "Succeeded" in out
-

@@ -28,15 +28,24 @@ def holder(cluster: LocalCluster) -> str:
 
 
 @pytest.fixture
-def pair(installed_cluster: LocalCluster, tmp_path: Any, operator: OperatorProcess) -> Iterator[list[OperatorProcess]]:
+def pair(
+    installed_cluster: LocalCluster, tmp_path: Any, operator: OperatorProcess
+) -> Iterator[list[OperatorProcess]]:
     """Two fresh replicas; the session's operator is stopped first so these two compete alone."""
     operator.terminate()
-    wait_for(lambda: holder(installed_cluster) == "", timeout=30, what="the session operator to release the lease")
+    wait_for(
+        lambda: holder(installed_cluster) == "", timeout=30, what="the session operator to release the lease"
+    )
     replicas = [
         OperatorProcess(
             installed_cluster,
             name=f"replica-{i}",
-            args=(f"--lock-namespace={OPERATOR_NAMESPACE}", "--threadiness=4", "--kube-api-qps=100", "--kube-api-burst=200"),
+            args=(
+                f"--lock-namespace={OPERATOR_NAMESPACE}",
+                "--threadiness=4",
+                "--kube-api-qps=100",
+                "--kube-api-burst=200",
+            ),
             workdir=tmp_path / f"replica-{i}",
         ).start()
         for i in range(2)
@@ -60,10 +69,19 @@ def leader_of(replicas: list[OperatorProcess]) -> OperatorProcess:
 
 
 def children_report(cluster: LocalCluster, ns: str) -> dict[str, Any]:
-    jobs = {j["metadata"]["uid"]: j for j in cluster.rest.get(f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs")["items"]}
+    jobs = {
+        j["metadata"]["uid"]: j
+        for j in cluster.rest.get(f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs")["items"]
+    }
     counts: Counter[tuple[str, str]] = Counter()
     orphans: list[str] = []
-    for root, plural in (("/api/v1", "services"), ("/api/v1", "configmaps"), ("/api/v1", "secrets"), ("/apis/batch/v1", "jobs"), ("/api/v1", "pods")):
+    for root, plural in (
+        ("/api/v1", "services"),
+        ("/api/v1", "configmaps"),
+        ("/api/v1", "secrets"),
+        ("/apis/batch/v1", "jobs"),
+        ("/api/v1", "pods"),
+    ):
         for item in cluster.rest.get(f"{root}/namespaces/{ns}/{plural}")["items"]:
             refs = [r for r in item["metadata"].get("ownerReferences") or () if r.get("controller")]
             if plural == "pods" and refs and refs[0]["kind"] == "Job":
@@ -76,18 +94,27 @@ def children_report(cluster: LocalCluster, ns: str) -> dict[str, Any]:
     return {"jobs": jobs, "counts": counts, "orphans": orphans}
 
 
-def test_exactly_one_replica_reconciles(installed_cluster: LocalCluster, pair: list[OperatorProcess], make_namespace: Any) -> None:
+def test_exactly_one_replica_reconciles(
+    installed_cluster: LocalCluster, pair: list[OperatorProcess], make_namespace: Any
+) -> None:
     leader = leader_of(pair)
     follower = next(r for r in pair if r is not leader)
     assert holder(installed_cluster) != ""
     ns = make_namespace(installed_cluster)
     installed_cluster.rest.create(
-        f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs", mpijob("one", workers=1, launcher_runs_for="1s")
+        f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs",
+        mpijob("one", workers=1, launcher_runs_for="1s"),
     )
     wait_for(
         lambda: any(
             c["type"] == "Succeeded"
-            for c in (installed_cluster.rest.get(f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/one").get("status") or {}).get("conditions") or ()
+            for c in (
+                installed_cluster.rest.get(f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/one").get(
+                    "status"
+                )
+                or {}
+            ).get("conditions")
+            or ()
         ),
         timeout=120,
         what="the job to succeed",
@@ -105,7 +132,8 @@ def test_killed_leader_is_replaced_and_fifty_running_jobs_finish_without_duplica
     ns = make_namespace(installed_cluster)
     for i in range(50):
         installed_cluster.rest.create(
-            f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs", mpijob(f"ha-{i:02d}", workers=2, launcher_runs_for="15s")
+            f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs",
+            mpijob(f"ha-{i:02d}", workers=2, launcher_runs_for="15s"),
         )
     wait_for(
         lambda: len(installed_cluster.rest.get(f"/apis/batch/v1/namespaces/{ns}/jobs")["items"]),
@@ -123,8 +151,13 @@ def test_killed_leader_is_replaced_and_fifty_running_jobs_finish_without_duplica
     def succeeded() -> int:
         return sum(
             1
-            for job in installed_cluster.rest.get(f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs")["items"]
-            if any(c["type"] == "Succeeded" and c["status"] == "True" for c in (job.get("status") or {}).get("conditions") or ())
+            for job in installed_cluster.rest.get(f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs")[
+                "items"
+            ]
+            if any(
+                c["type"] == "Succeeded" and c["status"] == "True"
+                for c in (job.get("status") or {}).get("conditions") or ()
+            )
         )
 
     wait_for(succeeded, timeout=300, interval=1.0, what="50 jobs Succeeded", done=lambda n: n == 50)

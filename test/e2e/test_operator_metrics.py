@@ -24,8 +24,8 @@ def samples(operator: OperatorProcess) -> dict[tuple[str, tuple[tuple[str, str],
     return found
 
 
-def value(operator: OperatorProcess, name: str, **labels: str) -> float:
-    return samples(operator).get((name, tuple(sorted(labels.items()))), 0.0)
+def value(operator: OperatorProcess, metric: str, **labels: str) -> float:
+    return samples(operator).get((metric, tuple(sorted(labels.items()))), 0.0)
 
 
 def test_counters_move_once_per_job_histograms_fill_and_deleted_jobs_leave_no_series(
@@ -40,16 +40,26 @@ def test_counters_move_once_per_job_histograms_fill_and_deleted_jobs_leave_no_se
     for i in range(3):
         installed_cluster.rest.create(base, mpijob(f"m-{i}", workers=1, launcher_runs_for="1s"))
     installed_cluster.rest.create(
-        base, mpijob("m-bad", workers=1, launcher_runs_for="1s", launcher_exit_code=2, run_policy={"backoffLimit": 0})
+        base,
+        mpijob(
+            "m-bad", workers=1, launcher_runs_for="1s", launcher_exit_code=2, run_policy={"backoffLimit": 0}
+        ),
     )
     wait_for(
-        lambda: (value(operator, "mpi_operator_jobs_successful_total") - ok0, value(operator, "mpi_operator_jobs_failed_total") - failed0),
+        lambda: (
+            value(operator, "mpi_operator_jobs_successful_total") - ok0,
+            value(operator, "mpi_operator_jobs_failed_total") - failed0,
+        ),
         timeout=180,
         what="3 successes and 1 failure counted",
         done=lambda v: v == (3.0, 1.0),
     )
     assert value(operator, "mpi_operator_jobs_created_total") - created0 == 4
-    assert value(operator, "mpi_operator_job_duration_seconds_count", namespace=ns, result="succeeded") - durations0 == 3
+    assert (
+        value(operator, "mpi_operator_job_duration_seconds_count", namespace=ns, result="succeeded")
+        - durations0
+        == 3
+    )
     assert value(operator, "mpi_operator_job_time_to_running_seconds_count", namespace=ns) >= 1
     assert value(operator, "mpi_operator_job_info", launcher="m-0-launcher", namespace=ns) == 1
     assert value(operator, "mpi_operator_is_leader") == 1
@@ -57,13 +67,20 @@ def test_counters_move_once_per_job_histograms_fill_and_deleted_jobs_leave_no_se
 
     # A few more syncs of finished jobs must not count them again (D5 #8).
     installed_cluster.rest.merge_patch(f"{base}/m-0", {"metadata": {"labels": {"touched": "yes"}}})
-    wait_for(lambda: value(operator, "workqueue_depth", name="MPIJob"), timeout=30, what="queue drained", done=lambda d: d == 0)
+    wait_for(
+        lambda: value(operator, "workqueue_depth", name="MPIJob"),
+        timeout=30,
+        what="queue drained",
+        done=lambda d: d == 0,
+    )
     assert value(operator, "mpi_operator_jobs_successful_total") - ok0 == 3
 
     for i in range(3):
         installed_cluster.rest.delete(f"{base}/m-{i}")
     wait_for(
-        lambda: [k for k in samples(operator) if k[0] == "mpi_operator_job_info" and ("namespace", ns) in k[1]],
+        lambda: [
+            k for k in samples(operator) if k[0] == "mpi_operator_job_info" and ("namespace", ns) in k[1]
+        ],
         timeout=60,
         what="job_info series of deleted jobs removed",
         done=lambda left: [k for k in left if ("launcher", "m-bad-launcher") not in k[1]] == [],

@@ -71,7 +71,9 @@ def test_missing_rbac_exits_with_one_line(bare_cluster: LocalCluster, tmp_path: 
     bare_cluster.rest.create("/api/v1/namespaces", {"metadata": {"name": "nobody"}})
     bare_cluster.rest.create("/api/v1/namespaces/nobody/serviceaccounts", {"metadata": {"name": "nobody"}})
     token = service_account_token(bare_cluster, "nobody", "nobody")
-    kubeconfig = write_kubeconfig(tmp_path / "kc", server=bare_cluster.server, ca_file=bare_cluster.ca_file, token=token)
+    kubeconfig = write_kubeconfig(
+        tmp_path / "kc", server=bare_cluster.server, ca_file=bare_cluster.ca_file, token=token
+    )
     result = run_operator(f"--kubeConfig={kubeconfig}")
     assert result.returncode == 1
     assert "not allowed to list" in last_line(result)

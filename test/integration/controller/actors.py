@@ -53,9 +53,7 @@ class Actors:
         return listed
 
     def worker_pods(self, job: str) -> list[dict[str, Any]]:
-        selector = (
-            "training.kubeflow.org/job-role=worker,training.kubeflow.org/job-name=" + job
-        )
+        selector = "training.kubeflow.org/job-role=worker,training.kubeflow.org/job-name=" + job
         return sorted(
             (p for p in self.items("pods", selector) if not p["metadata"].get("deletionTimestamp")),
             key=lambda p: p["metadata"]["name"],
@@ -147,7 +145,9 @@ class Actors:
         self.set_pod(name, phase)
         return name
 
-    def set_launcher_job(self, job: str, outcome: str, *, reason: str = "", message: str = "", failed: int = 0) -> None:
+    def set_launcher_job(
+        self, job: str, outcome: str, *, reason: str = "", message: str = "", failed: int = 0
+    ) -> None:
         """Finish the launcher Job the way the Job controller does (the terminal condition after its target)."""
         launcher = self.launcher_job(job)
         assert launcher is not None
@@ -156,7 +156,12 @@ class Actors:
         status.setdefault("startTime", stamp)
         if outcome == "Complete":
             status["conditions"] = [
-                {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": stamp, "lastProbeTime": stamp},
+                {
+                    "type": "SuccessCriteriaMet",
+                    "status": "True",
+                    "lastTransitionTime": stamp,
+                    "lastProbeTime": stamp,
+                },
                 {"type": "Complete", "status": "True", "lastTransitionTime": stamp, "lastProbeTime": stamp},
             ]
             status["completionTime"] = stamp
@@ -191,4 +196,3 @@ class Actors:
         launcher.setdefault("status", {})["failed"] = failed
         launcher["status"].setdefault("startTime", now())
         self.rest.request("PUT", self.path("jobs", f"{job}-launcher") + "/status", launcher)
-

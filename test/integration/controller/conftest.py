@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,11 @@ from mpioperator.kube.client import KubeClient
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.wait import wait_for
 
-CRD_FILE = Path(__file__).resolve().parents[3] / "manifests" / "base" / "kubeflow.org_mpijobs.yaml"
+CRD_FILE = Path(
+    os.environ.get(
+        "MPIJOB_CRD", Path(__file__).resolve().parents[3] / "manifests" / "base" / "kubeflow.org_mpijobs.yaml"
+    )
+)
 
 
 @pytest.fixture(scope="session")
@@ -98,4 +103,3 @@ async def _synced(controller: MPIJobController, task: asyncio.Future[None]) -> N
             task.result()
             raise RuntimeError("controller stopped before its caches synced")
         await asyncio.sleep(0.05)
-

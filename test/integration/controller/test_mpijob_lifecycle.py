@@ -15,7 +15,9 @@ def _actors(h: Harness) -> Actors:
     return Actors(h.cluster, h.namespace)
 
 
-async def test_success_creates_children_then_follows_workers_and_launcher_to_succeeded(harness: Harness) -> None:
+async def test_success_creates_children_then_follows_workers_and_launcher_to_succeeded(
+    harness: Harness,
+) -> None:
     a = _actors(harness)
     a.submit(mpijob("pi", workers=2, run_policy={"cleanPodPolicy": "Running"}))
 
@@ -28,8 +30,9 @@ async def test_success_creates_children_then_follows_workers_and_launcher_to_suc
     }
     config = a.get("configmaps", "pi-config")
     assert config is not None and set(config["data"]) == {"hostfile", "discover_hosts.sh"}
-    assert config["data"]["hostfile"] == "pi-worker-0.pi.{ns}.svc slots=1\npi-worker-1.pi.{ns}.svc slots=1\n".format(
-        ns=harness.namespace
+    assert (
+        config["data"]["hostfile"]
+        == f"pi-worker-0.pi.{harness.namespace}.svc slots=1\npi-worker-1.pi.{harness.namespace}.svc slots=1\n"
     )
     secret = a.get("secrets", "pi-ssh")
     assert secret is not None and secret["type"] == "kubernetes.io/ssh-auth"
@@ -75,9 +78,7 @@ async def test_converged_job_sync_makes_no_api_write(harness: Harness) -> None:
     a.set_workers("quiet", "Running", ready=True)
     a.create_launcher_pod("quiet")
     await a.until_true(lambda: a.condition("quiet", "Running") is not None, "Running condition")
-    await a.until_true(
-        lambda: harness.controller.queue_idle(), "the work queue to drain", timeout=30
-    )
+    await a.until_true(lambda: harness.controller.queue_idle(), "the work queue to drain", timeout=30)
     await harness.controller.recorder.flush()
 
     harness.writer.writes.clear()
@@ -104,7 +105,9 @@ async def test_finished_job_sync_makes_no_api_write(harness: Harness) -> None:
     assert a.event_reasons("done").count("MPIJobSucceeded") == 1
 
 
-async def test_wait_for_workers_ready_creates_launcher_only_when_every_worker_is_ready(harness: Harness) -> None:
+async def test_wait_for_workers_ready_creates_launcher_only_when_every_worker_is_ready(
+    harness: Harness,
+) -> None:
     a = _actors(harness)
     a.submit(mpijob("wait", workers=2, spec={"launcherCreationPolicy": "WaitForWorkersReady"}))
     await a.until_true(lambda: len(a.worker_pods("wait")) == 2, "two workers")
@@ -162,7 +165,9 @@ async def test_suspend_and_resume_propagate_scheduling_directives_to_the_launche
     )
     await a.until_true(lambda: "MPIJobResumed" in a.event_reasons("sus"), "MPIJobResumed event")
     await a.until_true(lambda: len(a.worker_pods("sus")) == 2, "workers created on resume")
-    await a.until_true(lambda: not (a.launcher_job("sus") or {}).get("spec", {}).get("suspend"), "launcher resumed")
+    await a.until_true(
+        lambda: not (a.launcher_job("sus") or {}).get("spec", {}).get("suspend"), "launcher resumed"
+    )
     template = (a.launcher_job("sus") or {})["spec"]["template"]
     assert template["metadata"]["labels"]["foo"] == "bar"
     assert template["metadata"]["annotations"]["kueue"] == "yes"
@@ -176,7 +181,9 @@ async def test_suspend_and_resume_propagate_scheduling_directives_to_the_launche
     a.set_workers("sus", "Running", ready=True)
     a.patch_spec("sus", {"spec": {"runPolicy": {"suspend": True}}})
     await a.until_true(lambda: a.worker_pods("sus") == [], "workers deleted on suspend")
-    await a.until_true(lambda: (a.launcher_job("sus") or {}).get("spec", {}).get("suspend") is True, "suspended")
+    await a.until_true(
+        lambda: (a.launcher_job("sus") or {}).get("spec", {}).get("suspend") is True, "suspended"
+    )
     await a.until_true(
         lambda: (a.condition("sus", "Suspended") or {}).get("status") == "True", "Suspended condition True"
     )
@@ -200,8 +207,10 @@ async def test_suspend_and_resume_propagate_scheduling_directives_to_the_launche
         },
     )
     await a.until_true(
-        lambda: (a.launcher_job("sus") or {})["spec"]["template"]["spec"].get("nodeSelector")
-        == {"model": "example-model-v2"},
+        lambda: (
+            (a.launcher_job("sus") or {})["spec"]["template"]["spec"].get("nodeSelector")
+            == {"model": "example-model-v2"}
+        ),
         "new nodeSelector on the launcher",
     )
     assert (a.launcher_job("sus") or {})["spec"]["template"]["metadata"]["labels"]["foo"] == "baz"
@@ -217,8 +226,9 @@ async def test_failed_launcher_pod_alone_does_not_fail_the_job_but_a_failed_laun
     a.create_launcher_pod("fail", suffix="one", phase="Failed")
     a.set_launcher_failed_count("fail", 1)
     await a.until_true(
-        lambda: a.status("fail").get("replicaStatuses")
-        == {"Launcher": {"failed": 1}, "Worker": {"active": 2}},
+        lambda: (
+            a.status("fail").get("replicaStatuses") == {"Launcher": {"failed": 1}, "Worker": {"active": 2}}
+        ),
         "launcher failed 1, workers active",
     )
     assert a.condition("fail", "Failed") is None
@@ -271,14 +281,17 @@ async def test_workers_scale_up_and_down_with_the_hostfile(harness: Harness) -> 
     a.patch_spec("scale", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 4}}}})
     await a.until_true(lambda: len(a.worker_pods("scale")) == 4, "four workers")
     await a.until_true(
-        lambda: (a.get("configmaps", "scale-config") or {})["data"]["hostfile"].count("\n") == 4, "4-line hostfile"
+        lambda: (a.get("configmaps", "scale-config") or {})["data"]["hostfile"].count("\n") == 4,
+        "4-line hostfile",
     )
     a.patch_spec("scale", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1}}}})
     await a.until_true(
-        lambda: [p["metadata"]["name"] for p in a.worker_pods("scale")] == ["scale-worker-0"], "one worker left"
+        lambda: [p["metadata"]["name"] for p in a.worker_pods("scale")] == ["scale-worker-0"],
+        "one worker left",
     )
     await a.until_true(
-        lambda: (a.get("configmaps", "scale-config") or {})["data"]["hostfile"].count("\n") == 1, "1-line hostfile"
+        lambda: (a.get("configmaps", "scale-config") or {})["data"]["hostfile"].count("\n") == 1,
+        "1-line hostfile",
     )
 
 
@@ -288,7 +301,9 @@ async def test_evicted_worker_fails_the_job_with_completion_time_and_cleans_up(h
     await a.until(lambda: a.launcher_job("evict"), "launcher Job")
     a.set_workers("evict", "Running", ready=True)
     a.set_pod("evict-worker-1", "Failed", reason="Evicted")
-    await a.until_true(lambda: (a.condition("evict", "Failed") or {}).get("reason") == "MPIJobEvicted", "evicted")
+    await a.until_true(
+        lambda: (a.condition("evict", "Failed") or {}).get("reason") == "MPIJobEvicted", "evicted"
+    )
     status = a.status("evict")
     assert status.get("completionTime"), "D5 #7: eviction is a finished job"
     await a.until_true(

@@ -1,0 +1,132 @@
+"""The launcher batch/v1 Job and its pod template (§2.6.5), and the resume-time directive merge."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from mpioperator.api import constants as api
+from mpioperator.controller.builders.names import config_map_name, launcher_name
+from mpioperator.controller.builders.ownership import child_metadata, controller_ref
+from mpioperator.controller.builders.podspec import (
+    Decorator,
+    add_env,
+    add_volume,
+    pod_restart_policy,
+    role_labels,
+    set_host,
+    ssh_volume,
+)
+
+Obj = dict[str, Any]
+
+CONFIG_VOLUME = "mpi-job-config"
+CONFIG_MOUNT = "/etc/mpi"
+HOSTFILE_PATH = "/etc/mpi/hostfile"
+SSH_RETRY_ARGS = "-o ConnectionAttempts=10"
+
+
+def implementation_env(job: Obj) -> list[tuple[str, str | None]]:
+    slots = str(job["spec"].get("slotsPerWorker", 1))
+    implementation = job["spec"].get("mpiImplementation", api.OPENMPI)
+    if implementation == api.INTEL:
+        return [
+            ("I_MPI_HYDRA_HOST_FILE", HOSTFILE_PATH),
+            ("I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS", SSH_RETRY_ARGS),
+            ("I_MPI_PERHOST", slots),
+        ]
+    if implementation == api.MPICH:
+        return [("HYDRA_HOST_FILE", HOSTFILE_PATH), ("HYDRA_LAUNCH_EXTRA_ARGS", SSH_RETRY_ARGS)]
+    return [
+        ("OMPI_MCA_orte_keep_fqdn_hostnames", "true"),
+        ("OMPI_MCA_orte_default_hostfile", HOSTFILE_PATH),
+        ("OMPI_MCA_plm_rsh_args", SSH_RETRY_ARGS),
+        ("OMPI_MCA_orte_set_default_slots", slots),
+    ]
+
+
+def launcher_pod_template(job: Obj, decorate: Decorator | None = None) -> tuple[Obj, bool]:
+    """The launcher's pod template, and whether the user's template restartPolicy was overridden."""
+    replica = job["spec"]["mpiReplicaSpecs"][api.LAUNCHER]
+    template = copy.deepcopy(replica.get("template") or {})
+    source_meta = template.get("metadata") or {}
+    labels = dict(source_meta.get("labels") or {})
+    labels.update(role_labels(job, api.ROLE_LAUNCHER))
+    metadata: Obj = {"labels": labels}
+    if source_meta.get("annotations"):
+        metadata["annotations"] = dict(source_meta["annotations"])
+    metadata["ownerReferences"] = [controller_ref(job)]
+    spec = template.get("spec") or {}
+    set_host(spec, launcher_name(job), job)
+    launcher_as_worker = bool(job["spec"].get("runLauncherAsWorker"))
+    container = spec["containers"][0]
+    env: list[tuple[str, str | None]] = [("K_MPI_JOB_ROLE", "launcher"), *implementation_env(job)]
+    if not launcher_as_worker:
+        # Present with no value: keeps the NVIDIA runtime from handing the launcher any GPU.
+        env += [("NVIDIA_VISIBLE_DEVICES", None), ("NVIDIA_DRIVER_CAPABILITIES", None)]
+    add_env(container, *env)
+    add_volume(spec, container, ssh_volume(job), job["spec"]["sshAuthMountPath"])
+    overridden = bool(spec.get("restartPolicy"))
+    spec["restartPolicy"] = pod_restart_policy(
+        replica.get("restartPolicy") or api.DEFAULT_LAUNCHER_RESTART_POLICY
+    )
+    config_volume = {
+        "name": CONFIG_VOLUME,
+        "configMap": {
+            "name": config_map_name(job),
+            "items": [
+                {"key": "hostfile", "path": "hostfile", "mode": 0o444},
+                {"key": "discover_hosts.sh", "path": "discover_hosts.sh", "mode": 0o555},
+            ],
+        },
+    }
+    add_volume(spec, container, config_volume, CONFIG_MOUNT)
+    pod_template: Obj = {"metadata": metadata, "spec": spec}
+    if decorate is not None:
+        decorate(pod_template)
+    if launcher_as_worker:
+        metadata["labels"][api.LABEL_REPLICA_INDEX] = "0"
+    return pod_template, overridden
+
+
+def new_launcher_job(job: Obj, decorate: Decorator | None = None) -> tuple[Obj, bool]:
+    template, overridden = launcher_pod_template(job, decorate)
+    run_policy = job["spec"].get("runPolicy") or {}
+    spec: Obj = {}
+    for ours, theirs in (
+        ("ttlSecondsAfterFinished", "ttlSecondsAfterFinished"),
+        ("activeDeadlineSeconds", "activeDeadlineSeconds"),
+        ("backoffLimit", "backoffLimit"),
+    ):
+        if run_policy.get(ours) is not None:
+            spec[theirs] = run_policy[ours]
+    spec["podReplacementPolicy"] = "Failed"
+    if run_policy.get("suspend"):
+        spec["suspend"] = True
+    spec["template"] = template
+    body = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": child_metadata(job, launcher_name(job)),
+        "spec": spec,
+    }
+    return body, overridden
+
+
+def merge_scheduling_directives(existing: Obj, desired: Obj) -> None:
+    """Resume-time sync (Kueue's mutable directives): labels and annotations merged with the desired
+    winning, never removed; nodeSelector, tolerations and schedulingGates replaced."""
+    meta = existing.setdefault("metadata", {})
+    want_meta = desired.get("metadata") or {}
+    for key in ("labels", "annotations"):
+        merged = dict(meta.get(key) or {})
+        merged.update(want_meta.get(key) or {})
+        if merged:
+            meta[key] = merged
+    spec = existing.setdefault("spec", {})
+    want_spec = desired.get("spec") or {}
+    for key in ("nodeSelector", "tolerations", "schedulingGates"):
+        if want_spec.get(key) is None:
+            spec.pop(key, None)
+        else:
+            spec[key] = copy.deepcopy(want_spec[key])

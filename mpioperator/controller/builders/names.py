@@ -1,0 +1,35 @@
+"""Child object names, fixed by upstream so tools that look them up keep working."""
+
+from __future__ import annotations
+
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+def job_name(job: Obj) -> str:
+    return str(job["metadata"]["name"])
+
+
+def service_name(job: Obj) -> str:
+    return job_name(job)
+
+
+def config_map_name(job: Obj) -> str:
+    return f"{job_name(job)}-config"
+
+
+def secret_name(job: Obj) -> str:
+    return f"{job_name(job)}-ssh"
+
+
+def launcher_name(job: Obj) -> str:
+    return f"{job_name(job)}-launcher"
+
+
+def worker_name(job: Obj, index: int) -> str:
+    return f"{job_name(job)}-worker-{index}"
+
+
+def pod_group_name(job: Obj) -> str:
+    return job_name(job)

@@ -1,0 +1,27 @@
+"""The headless Service through which pods resolve each other's hostnames (§2.6.1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mpioperator.api import constants as api
+from mpioperator.controller.builders.names import service_name
+from mpioperator.controller.builders.ownership import child_metadata
+
+Obj = dict[str, Any]
+
+
+def job_selector(job: Obj) -> dict[str, str]:
+    return {api.LABEL_OPERATOR_NAME: api.OPERATOR_NAME, api.LABEL_JOB_NAME: job["metadata"]["name"]}
+
+
+def new_service(job: Obj) -> Obj:
+    spec: Obj = {"clusterIP": "None", "selector": job_selector(job)}
+    if job["spec"].get("runLauncherAsWorker"):
+        spec["publishNotReadyAddresses"] = True
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": child_metadata(job, service_name(job)),
+        "spec": spec,
+    }

@@ -1,0 +1,170 @@
+"""The MPIJob status from what the caches show (§2.12), as a pure function.
+
+Differences from upstream (decisions.md D5): eviction is a finished failure with a completionTime
+(#7), and every event is emitted only when its condition changes, so a finished or converged job
+produces no repeated events (#8).
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from mpioperator.api import constants as api
+from mpioperator.controller.conditions import (
+    FALSE,
+    TRUE,
+    find,
+    format_time,
+    is_finished,
+    new_condition,
+    set_condition,
+)
+
+Obj = dict[str, Any]
+NORMAL = "Normal"
+WARNING = "Warning"
+MAX_MESSAGE_BYTES = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class StatusEvent:
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass(slots=True)
+class StatusResult:
+    status: Obj
+    events: list[StatusEvent] = field(default_factory=list)
+
+
+def _job_condition(job: Obj, cond_type: str) -> Obj | None:
+    for cond in (job.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == cond_type and cond.get("status") == TRUE:
+            return dict(cond)
+    return None
+
+
+def truncate(message: str) -> str:
+    raw = message.encode()
+    if len(raw) <= MAX_MESSAGE_BYTES:
+        return message
+    return raw[: MAX_MESSAGE_BYTES - 3].decode(errors="ignore") + "..."
+
+
+def _counts(**values: int) -> Obj:
+    return {k: v for k, v in values.items() if v}
+
+
+def failure(job: Obj, launcher: Obj, launcher_pods: list[Obj]) -> tuple[str, str]:
+    """Reason and message of a failed launcher Job, with the newest failed pod's detail (§2.12.2)."""
+    ns, name = job["metadata"].get("namespace", ""), job["metadata"]["name"]
+    cond = _job_condition(launcher, "Failed") or {}
+    reason = cond.get("reason") or api.REASON_FAILED
+    message = cond.get("message") or f"MPIJob {ns}/{name} has failed"
+    if reason == api.REASON_BACKOFF_LIMIT_EXCEEDED:
+        failed = [p for p in launcher_pods if p.get("status", {}).get("phase") == "Failed"]
+        if failed:
+            newest = max(failed, key=lambda p: p["metadata"].get("creationTimestamp") or "")
+            reason += "/" + (newest["status"].get("reason") or "")
+            message = truncate(message + ": " + (newest["status"].get("message") or ""))
+    return reason, message
+
+
+def compute_status(
+    job: Obj,
+    *,
+    launcher: Obj | None,
+    launcher_pods: list[Obj],
+    workers: list[Obj],
+    now: dt.datetime,
+) -> StatusResult:
+    ns, name = job["metadata"].get("namespace", ""), job["metadata"]["name"]
+    status = copy.deepcopy(job.get("status") or {})
+    result = StatusResult(status)
+    events = result.events
+    suspended = bool((job["spec"].get("runPolicy") or {}).get("suspend"))
+
+    if suspended:
+        if set_condition(
+            status, new_condition(api.COND_SUSPENDED, TRUE, api.REASON_SUSPENDED, "MPIJob suspended", now)
+        ):
+            events.append(StatusEvent(NORMAL, api.REASON_SUSPENDED, "MPIJob suspended"))
+    elif find(status, api.COND_SUSPENDED) is not None:
+        resumed = new_condition(api.COND_SUSPENDED, FALSE, api.REASON_RESUMED, "MPIJob resumed", now)
+        if set_condition(status, resumed):
+            events.append(StatusEvent(NORMAL, api.REASON_RESUMED, "MPIJob resumed"))
+            status["startTime"] = format_time(now)
+
+    replica_statuses = status.setdefault("replicaStatuses", {})
+    launcher_running = 0
+    if launcher is not None:
+        launcher_running = sum(1 for p in launcher_pods if p.get("status", {}).get("phase") == "Running")
+        failed_pods = int((launcher.get("status") or {}).get("failed") or 0)
+        if _job_condition(launcher, "Complete") is not None:
+            replica_statuses[api.LAUNCHER] = _counts(failed=failed_pods, succeeded=1)
+            message = f"MPIJob {ns}/{name} successfully completed."
+            if not status.get("completionTime") and (launcher.get("status") or {}).get("completionTime"):
+                status["completionTime"] = launcher["status"]["completionTime"]
+            if set_condition(
+                status, new_condition(api.COND_SUCCEEDED, TRUE, api.REASON_SUCCEEDED, message, now)
+            ):
+                events.append(StatusEvent(NORMAL, api.REASON_SUCCEEDED, message))
+        elif _job_condition(launcher, "Failed") is not None:
+            replica_statuses[api.LAUNCHER] = _counts(failed=failed_pods)
+            reason, message = failure(job, launcher, launcher_pods)
+            if not status.get("completionTime"):
+                status["completionTime"] = format_time(now)
+            if set_condition(status, new_condition(api.COND_FAILED, TRUE, reason, message, now)):
+                events.append(StatusEvent(WARNING, reason, message))
+        else:
+            replica_statuses[api.LAUNCHER] = _counts(failed=failed_pods, active=launcher_running)
+
+    failed = evicted = succeeded = running = 0
+    for pod in workers:
+        phase = pod.get("status", {}).get("phase")
+        if phase == "Failed":
+            failed += 1
+            if pod.get("status", {}).get("reason") == "Evicted":
+                evicted += 1
+        elif phase == "Succeeded":
+            succeeded += 1
+        elif phase == "Running":
+            running += 1
+    replica_statuses[api.WORKER] = _counts(active=running, succeeded=succeeded, failed=failed)
+
+    if evicted:
+        message = f"{evicted}/{len(workers)} workers are evicted"
+        if set_condition(status, new_condition(api.COND_FAILED, TRUE, api.REASON_EVICTED, message, now)):
+            events.append(StatusEvent(WARNING, api.REASON_EVICTED, message))
+        if not status.get("completionTime"):
+            status["completionTime"] = format_time(now)  # D5 #7: a finished job, cleaned up per policy
+
+    if suspended:
+        set_condition(
+            status,
+            new_condition(
+                api.COND_RUNNING, FALSE, api.REASON_SUSPENDED, f"MPIJob {ns}/{name} is suspended.", now
+            ),
+        )
+    elif is_finished(status):
+        if find(status, api.COND_RUNNING) is None:
+            stamp = status.get("completionTime") or format_time(now)
+            cond = new_condition(
+                api.COND_RUNNING,
+                FALSE,
+                api.REASON_RUNNING,
+                f"MPIJob {ns}/{name} is finished but Running condition was never set.",
+                now,
+            )
+            cond["lastTransitionTime"] = cond["lastUpdateTime"] = stamp
+            status["conditions"] = [*(status.get("conditions") or []), cond]
+    elif launcher is not None and launcher_running >= 1 and running == len(workers):
+        message = f"MPIJob {ns}/{name} is running."
+        if set_condition(status, new_condition(api.COND_RUNNING, TRUE, api.REASON_RUNNING, message, now)):
+            events.append(StatusEvent(NORMAL, api.REASON_RUNNING, f"MPIJob {ns}/{name} is running"))
+    return result
