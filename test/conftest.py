@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import uuid
 from collections.abc import Generator, Iterator
 
@@ -42,7 +43,7 @@ def full_cluster() -> Iterator[LocalCluster]:
 def make_namespace(request: pytest.FixtureRequest) -> Iterator[NamespaceFactory]:
     """Create a uniquely named namespace on a cluster; it is deleted after the test."""
     created: list[tuple[LocalCluster, str]] = []
-    prefix = request.node.name.lower().replace("_", "-")[:40].strip("-")
+    prefix = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower().replace("_", "-"))[:40].strip("-")
 
     def make(cluster: LocalCluster) -> str:
         name = f"{prefix}-{uuid.uuid4().hex[:6]}"

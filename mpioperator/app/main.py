@@ -74,7 +74,6 @@ async def run(options: opts.Options) -> int:
             clock=clock,
         )
         server = HealthServer(port=options.health_port, registry=REGISTRY, serve_metrics=False)
-        server.add_ready_check("informers-synced", controller.ready_check)
         metrics_server = None
         if options.monitoring_port:
             metrics_server = HealthServer(port=options.monitoring_port, registry=REGISTRY, serve_metrics=True)
@@ -99,6 +98,10 @@ async def run(options: opts.Options) -> int:
                 on_new_leader=lambda who: log.info("new leader elected", leader=who),
             )
             server.add_health_check("leaderElection", elector.healthz)
+            # A standby is ready (to take over); a leader is ready once its caches have synced.
+            server.add_ready_check(
+                "informers-synced", lambda: controller.ready_check() if elector.is_leader else None
+            )
             await server.start()
             election = asyncio.ensure_future(elector.run(lead))
             stopper = asyncio.ensure_future(stop.wait())
@@ -116,6 +119,7 @@ async def run(options: opts.Options) -> int:
                 assert exc is not None
                 raise exc
         else:
+            server.add_ready_check("informers-synced", controller.ready_check)
             await server.start()
             await lead()
         await server.stop()

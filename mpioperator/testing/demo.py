@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             ).start()
             for i in range(2)
         ]
-        wait_for(lambda: any(r.ready() for r in replicas), timeout=60, what="a leading replica")
+        wait_for(lambda: any(r.leading() for r in replicas), timeout=60, what="a leading replica")
         say(f"leader: {leader(cluster)}")
 
         example = yaml.safe_load(args.example.read_text())

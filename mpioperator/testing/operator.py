@@ -110,11 +110,19 @@ class OperatorProcess:
         return self._get(self.health_port, "/healthz")[0]
 
     def ready(self) -> bool:
-        """True once this replica leads and its caches are synced."""
+        """/readyz: a standby is always ready; a leader once its caches are synced."""
         return self._get(self.health_port, "/readyz")[0] == 200
 
+    def leading(self) -> bool:
+        """This replica holds the lease and reconciles (its caches are synced)."""
+        for line in self._get(self.metrics_port, "/metrics")[1].splitlines():
+            if line.startswith("mpi_operator_is_leader "):
+                return float(line.split()[1]) == 1.0 and self.ready()
+        return False
+
     def wait_ready(self, timeout: float = 60.0) -> None:
-        wait_for(self.ready, timeout=timeout, what=f"{self.name} /readyz")
+        """Wait until this replica leads with synced caches."""
+        wait_for(self.leading, timeout=timeout, what=f"{self.name} to lead with synced caches")
 
     def metrics(self) -> str:
         return self._get(self.metrics_port, "/metrics")[1]

@@ -61,7 +61,7 @@ def pair(
 
 def leader_of(replicas: list[OperatorProcess]) -> OperatorProcess:
     return wait_for(
-        lambda: [r for r in replicas if r.running and r.ready()],
+        lambda: [r for r in replicas if r.running and r.leading()],
         timeout=60,
         what="a ready leader",
         done=lambda ready: len(ready) == 1,
@@ -119,7 +119,8 @@ def test_exactly_one_replica_reconciles(
         timeout=120,
         what="the job to succeed",
     )
-    assert not follower.ready()
+    assert not follower.leading()
+    assert follower.ready(), "a standby reports ready: it can take over"
     assert '"synced"' not in follower.log_text() and "caches synced" not in follower.log_text()
     assert "caches synced" in leader.log_text()
 
@@ -143,7 +144,7 @@ def test_killed_leader_is_replaced_and_fifty_running_jobs_finish_without_duplica
     )
     killed_at = time.monotonic()
     leader.kill()
-    wait_for(follower.ready, timeout=40, what="the follower to take over")
+    wait_for(follower.leading, timeout=40, what="the follower to take over")
     takeover = time.monotonic() - killed_at
     print(f"\nleader SIGKILLed; follower ready after {takeover:.1f}s")
     assert takeover < 20.0 + 5.0  # lease duration 15 s plus a retry period, with slack for a loaded machine
@@ -176,7 +177,7 @@ def test_sigterm_releases_the_lease_and_the_follower_takes_over(
     stopped_at = time.monotonic()
     code = leader.terminate(timeout=15)
     assert code == 0
-    wait_for(follower.ready, timeout=15, what="the follower to lead")
+    wait_for(follower.leading, timeout=15, what="the follower to lead")
     handover = time.monotonic() - stopped_at
     print(f"\nSIGTERM handover: {handover:.2f}s (exit code {code})")
     # Without a release the follower could only take an expired lease (15 s); a quicker takeover

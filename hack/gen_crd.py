@@ -1,0 +1,417 @@
+#!/usr/bin/env python3
+"""Generate manifests/base/kubeflow.org_mpijobs.yaml, the MPIJob v2beta1 CRD.
+
+Sources of truth: the embedded PodTemplateSpec comes from the real Kubernetes OpenAPI v3 document of
+the pinned k8s.io/kubernetes module (api/openapi-spec/v3/api__v1_openapi.json in the Go module cache,
+downloaded by hack/build-control-plane.sh); the MPIJob fields come from the table below, which mirrors
+upstream's Go types. Validation that upstream only performs in its controller (validation.go) is
+expressed as enums, minimums and CEL rules so that `kubectl apply` refuses what would never run.
+
+  python hack/gen_crd.py            # write the CRD
+  python hack/gen_crd.py --check    # exit 1 with a diff when the committed CRD is stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import difflib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+OUTPUT = REPO / "manifests" / "base" / "kubeflow.org_mpijobs.yaml"
+Schema = dict[str, Any]
+
+CORE = "io.k8s.api.core.v1."
+META = "io.k8s.apimachinery.pkg.apis.meta.v1."
+INT_OR_STRING: Schema = {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}
+SPECIAL: dict[str, Schema] = {
+    "io.k8s.apimachinery.pkg.api.resource.Quantity": {
+        **INT_OR_STRING,
+        "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$",
+    },
+    "io.k8s.apimachinery.pkg.util.intstr.IntOrString": INT_OR_STRING,
+    META + "Time": {"type": "string", "format": "date-time"},
+    META + "MicroTime": {"type": "string", "format": "date-time"},
+}
+# Keys kept from the OpenAPI document; everything else (descriptions, enums that newer servers may
+# extend, patch strategies, GVK markers) is dropped from the embedded pod template.
+KEPT = {
+    "type",
+    "format",
+    "items",
+    "properties",
+    "additionalProperties",
+    "required",
+    "x-kubernetes-list-type",
+    "x-kubernetes-list-map-keys",
+    "x-kubernetes-map-type",
+    "x-kubernetes-preserve-unknown-fields",
+    "x-kubernetes-int-or-string",
+    "default",
+    "nullable",
+}
+
+
+def openapi_path() -> Path:
+    versions = dict(
+        line.split("=", 1) for line in (REPO / "hack" / "versions.env").read_text().splitlines() if "=" in line
+    )
+    version = versions["K8S_VERSION"].strip().strip('"')
+    modcache = os.environ.get("GOMODCACHE") or subprocess.run(
+        ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    path = Path(modcache) / f"k8s.io/kubernetes@{version}" / "api/openapi-spec/v3/api__v1_openapi.json"
+    if not path.exists():
+        sys.exit(f"gen_crd: {path} not found; run hack/build-control-plane.sh (it downloads the module)")
+    return path
+
+
+class Resolver:
+    def __init__(self, document: Schema) -> None:
+        self.schemas: dict[str, Schema] = document["components"]["schemas"]
+
+    def named(self, name: str, depth: int = 0) -> Schema:
+        if name in SPECIAL:
+            return copy.deepcopy(SPECIAL[name])
+        return self.structural(self.schemas[name], depth + 1)
+
+    def structural(self, schema: Schema, depth: int = 0) -> Schema:
+        if depth > 40:
+            raise RuntimeError("schema recursion too deep")
+        if "$ref" in schema:
+            return self.named(schema["$ref"].rsplit("/", 1)[1], depth)
+        out: Schema = {}
+        for part in schema.get("allOf") or ():
+            out.update(self.structural(part, depth))
+        for key, value in schema.items():
+            if key not in KEPT:
+                continue
+            if key == "properties":
+                out["properties"] = {k: self.structural(v, depth) for k, v in sorted(value.items())}
+            elif key in ("items", "additionalProperties") and isinstance(value, dict):
+                out[key] = self.structural(value, depth)
+            elif key == "default":
+                if not isinstance(value, (dict, list)):  # scalar defaults keep list-map keys valid
+                    out["default"] = value
+            else:
+                out[key] = copy.deepcopy(value)
+        if "properties" in out or "additionalProperties" in out:
+            out.setdefault("type", "object")
+        return out
+
+
+def pod_template(resolver: Resolver) -> Schema:
+    """PodTemplateSpec with the embedded ObjectMeta controller-gen emits (generateEmbeddedObjectMeta)."""
+    spec = resolver.named(CORE + "PodSpec")
+    metadata: Schema = {
+        "type": "object",
+        "properties": {
+            "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
+            "finalizers": {"type": "array", "items": {"type": "string"}},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "name": {"type": "string"},
+            "namespace": {"type": "string"},
+        },
+    }
+    # A pod needs a container; saying so here makes kubectl name the field instead of the
+    # operator emitting an event later.
+    spec["properties"]["containers"]["minItems"] = 1
+    return {
+        "type": "object",
+        "description": "Template is the pod template of this replica type.",
+        "required": ["spec"],
+        "properties": {"metadata": metadata, "spec": spec},
+    }
+
+
+def desc(text: str, schema: Schema) -> Schema:
+    return {"description": text, **schema}
+
+
+def replica_spec(resolver: Resolver) -> Schema:
+    return {
+        "type": "object",
+        "description": "A replica type of the MPIJob: how many pods and from which template.",
+        "properties": {
+            "replicas": desc(
+                "Number of replicas. Launcher: must be 1 (the default). Worker: at least 1.",
+                {"type": "integer", "format": "int32", "minimum": 0},
+            ),
+            "restartPolicy": desc(
+                "Restart policy of the pods. Launcher defaults to OnFailure, Worker to Never.",
+                {"type": "string", "enum": ["Never", "OnFailure"]},
+            ),
+            "template": pod_template(resolver),
+        },
+        "required": ["template"],
+    }
+
+
+def run_policy() -> Schema:
+    int32_min0 = {"type": "integer", "format": "int32", "minimum": 0}
+    return {
+        "type": "object",
+        "description": "Policies that apply to the job as a whole.",
+        "properties": {
+            "activeDeadlineSeconds": desc(
+                "Seconds the launcher Job may be active before the system terminates it.",
+                {"type": "integer", "format": "int64", "minimum": 0},
+            ),
+            "backoffLimit": desc("Retries of the launcher before the job is marked Failed.", int32_min0),
+            "cleanPodPolicy": desc(
+                "Which worker pods to delete when the job finishes. Defaults to Running.",
+                {"type": "string", "enum": ["None", "Running", "All"]},
+            ),
+            "managedBy": desc(
+                "The controller that manages the job: kubeflow.org/mpi-operator (default) or "
+                "kueue.x-k8s.io/multikueue. Immutable.",
+                {
+                    "type": "string",
+                    "enum": ["kubeflow.org/mpi-operator", "kueue.x-k8s.io/multikueue"],
+                    "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "managedBy is immutable"}],
+                },
+            ),
+            "schedulingPolicy": desc(
+                "Gang-scheduling settings, used when the operator runs with --gang-scheduling.",
+                {
+                    "type": "object",
+                    "properties": {
+                        "minAvailable": {"type": "integer", "format": "int32", "minimum": 0},
+                        "minResources": {
+                            "type": "object",
+                            "additionalProperties": copy.deepcopy(
+                                SPECIAL["io.k8s.apimachinery.pkg.api.resource.Quantity"]
+                            ),
+                        },
+                        "priorityClass": {"type": "string"},
+                        "queue": {"type": "string"},
+                        "scheduleTimeoutSeconds": {"type": "integer", "format": "int32", "minimum": 0},
+                    },
+                },
+            ),
+            "suspend": desc("Suspends the job: no pods run while true.", {"type": "boolean", "default": False}),
+            "ttlSecondsAfterFinished": desc("Seconds after which a finished job is deleted.", int32_min0),
+        },
+        "x-kubernetes-validations": [
+            {
+                "rule": "has(self.managedBy) == has(oldSelf.managedBy)",
+                "message": "managedBy is immutable",
+                "fieldPath": ".managedBy",
+            }
+        ],
+    }
+
+
+def job_status() -> Schema:
+    replica_status = {
+        "type": "object",
+        "properties": {
+            "active": {"type": "integer", "format": "int32"},
+            "failed": {"type": "integer", "format": "int32"},
+            "labelSelector": {
+                "type": "object",
+                "x-kubernetes-map-type": "atomic",
+                "properties": {
+                    "matchExpressions": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "atomic",
+                        "items": {
+                            "type": "object",
+                            "required": ["key", "operator"],
+                            "properties": {
+                                "key": {"type": "string"},
+                                "operator": {"type": "string"},
+                                "values": {
+                                    "type": "array",
+                                    "items": {"type": "string"},
+                                    "x-kubernetes-list-type": "atomic",
+                                },
+                            },
+                        },
+                    },
+                    "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}},
+                },
+            },
+            "selector": {"type": "string"},
+            "succeeded": {"type": "integer", "format": "int32"},
+        },
+    }
+    condition = {
+        "type": "object",
+        "required": ["status", "type"],
+        "properties": {
+            "lastTransitionTime": {"type": "string", "format": "date-time"},
+            "lastUpdateTime": {"type": "string", "format": "date-time"},
+            "message": {"type": "string"},
+            "reason": {"type": "string"},
+            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+            "type": {"type": "string"},
+        },
+    }
+    return {
+        "type": "object",
+        "description": "Observed state of the MPIJob, written by the operator.",
+        "properties": {
+            "completionTime": {"type": "string", "format": "date-time"},
+            "conditions": {
+                "type": "array",
+                "items": condition,
+                "x-kubernetes-list-map-keys": ["type"],
+                "x-kubernetes-list-type": "map",
+            },
+            "lastReconcileTime": {"type": "string", "format": "date-time"},
+            "replicaStatuses": {"type": "object", "additionalProperties": replica_status},
+            "startTime": {"type": "string", "format": "date-time"},
+        },
+    }
+
+
+HOSTNAME_RULE = (
+    "self.metadata.name.matches('^[a-z]([-a-z0-9]*)$') && "
+    "size(self.metadata.name) + size('-worker-') + size(string("
+    "has(self.spec.mpiReplicaSpecs) && 'Worker' in self.spec.mpiReplicaSpecs && "
+    "has(self.spec.mpiReplicaSpecs['Worker'].replicas) && self.spec.mpiReplicaSpecs['Worker'].replicas > 0 ? "
+    "self.spec.mpiReplicaSpecs['Worker'].replicas - 1 : 0)) <= 63"
+)
+
+
+def mpijob_schema(resolver: Resolver) -> Schema:
+    spec = {
+        "type": "object",
+        "description": "The desired state of the MPIJob.",
+        "required": ["mpiReplicaSpecs"],
+        "properties": {
+            "launcherCreationPolicy": desc(
+                "When the launcher is created: AtStartup, or WaitForWorkersReady.",
+                {"type": "string", "enum": ["AtStartup", "WaitForWorkersReady"], "default": "AtStartup"},
+            ),
+            "mpiImplementation": desc(
+                "The MPI implementation: selects the hostfile format and launcher environment.",
+                {"type": "string", "enum": ["OpenMPI", "Intel", "MPICH"], "default": "OpenMPI"},
+            ),
+            "mpiReplicaSpecs": desc(
+                "The Launcher (required) and Worker (optional) replica specs.",
+                {
+                    "type": "object",
+                    "additionalProperties": replica_spec(resolver),
+                    "x-kubernetes-validations": [
+                        {
+                            "rule": "'Launcher' in self",
+                            "message": "must have Launcher replica spec",
+                            "reason": "FieldValueRequired",
+                        },
+                        {
+                            "rule": "!('Launcher' in self) || !has(self['Launcher'].replicas) "
+                            "|| self['Launcher'].replicas == 1",
+                            "message": "Launcher replicas must be 1",
+                            "fieldPath": "['Launcher'].replicas",
+                        },
+                        {
+                            "rule": "!('Worker' in self) || (has(self['Worker'].replicas) "
+                            "&& self['Worker'].replicas >= 1)",
+                            "message": "Worker replicas must be greater than or equal to 1",
+                            "fieldPath": "['Worker'].replicas",
+                        },
+                    ],
+                },
+            ),
+            "runLauncherAsWorker": desc(
+                "The launcher pod also acts as an MPI host (listed first in the hostfile).",
+                {"type": "boolean", "default": False},
+            ),
+            "runPolicy": run_policy(),
+            "slotsPerWorker": desc(
+                "Slots per worker written into the hostfile.",
+                {"type": "integer", "format": "int32", "minimum": 0, "default": 1},
+            ),
+            "sshAuthMountPath": desc(
+                "Where the SSH secret is mounted in every pod's first container.",
+                {"type": "string", "minLength": 1, "default": "/root/.ssh"},
+            ),
+        },
+    }
+    return {
+        "type": "object",
+        "description": "MPIJob runs an MPI program: one launcher and a set of workers.",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": spec,
+            "status": job_status(),
+        },
+        "x-kubernetes-validations": [
+            {
+                "rule": HOSTNAME_RULE,
+                "message": "metadata.name: must start with a lower case letter, contain only lower case "
+                "alphanumeric characters or '-', and be short enough that the longest worker hostname "
+                "'<name>-worker-<replicas-1>' is a DNS-1035 label of at most 63 characters",
+            }
+        ],
+    }
+
+
+def crd(resolver: Resolver) -> Schema:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "mpijobs.kubeflow.org"},
+        "spec": {
+            "group": "kubeflow.org",
+            "names": {"kind": "MPIJob", "listKind": "MPIJobList", "plural": "mpijobs", "singular": "mpijob"},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v2beta1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": [
+                        {"name": "State", "type": "string", "jsonPath": ".status.conditions[-1:].type"},
+                        {"name": "Workers", "type": "integer", "jsonPath": ".spec.mpiReplicaSpecs.Worker.replicas"},
+                        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+                    ],
+                    "schema": {"openAPIV3Schema": mpijob_schema(resolver)},
+                }
+            ],
+        },
+    }
+
+
+def render() -> str:
+    document = json.loads(openapi_path().read_text())
+    body = yaml.safe_dump(crd(Resolver(document)), sort_keys=False, width=100)
+    return "# Generated by hack/gen_crd.py from the Kubernetes OpenAPI document; do not edit.\n---\n" + body
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="compare with the committed CRD instead of writing")
+    parser.add_argument("--output", type=Path, default=OUTPUT)
+    args = parser.parse_args(argv)
+    text = render()
+    if args.check:
+        current = args.output.read_text() if args.output.exists() else ""
+        if current != text:
+            sys.stdout.writelines(
+                difflib.unified_diff(current.splitlines(True), text.splitlines(True), str(args.output), "generated")
+            )
+            print(f"gen_crd: {args.output} is stale; run python hack/gen_crd.py", file=sys.stderr)
+            return 1
+        return 0
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text)
+    print(f"wrote {args.output} ({len(text.encode())} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
