@@ -1,0 +1,80 @@
+"""One shared informer per (resource, namespace), started and stopped together."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+from mpioperator.cache.informer import SharedInformer, Transform, strip_managed_fields
+from mpioperator.cache.listwatch import Clock, ListerWatcher
+from mpioperator.cache.reflector import DEFAULT_INACTIVITY_TIMEOUT, DEFAULT_PAGE_SIZE
+from mpioperator.cache.store import IndexFunc
+from mpioperator.kube.resources import Resource
+
+
+class SharedInformerFactory:
+    def __init__(
+        self,
+        client: ListerWatcher,
+        *,
+        clock: Clock | None = None,
+        transform: Transform | None = strip_managed_fields,
+        inactivity_timeout: float | None = DEFAULT_INACTIVITY_TIMEOUT,
+        page_size: int = DEFAULT_PAGE_SIZE,
+    ) -> None:
+        self._client = client
+        self._clock = clock
+        self._transform = transform
+        self._inactivity_timeout = inactivity_timeout
+        self._page_size = page_size
+        self._informers: dict[tuple[Resource, str | None], SharedInformer] = {}
+
+    def informer(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        indexers: Mapping[str, IndexFunc] | None = None,
+    ) -> SharedInformer:
+        """The shared informer for `res` in `namespace` (None: all namespaces), made on first use.
+        `indexers` not yet registered on it are added."""
+        key = (res, namespace or None)
+        informer = self._informers.get(key)
+        if informer is None:
+            informer = SharedInformer(
+                self._client,
+                res,
+                namespace or None,
+                indexers=indexers,
+                transform=self._transform,
+                clock=self._clock,
+                inactivity_timeout=self._inactivity_timeout,
+                page_size=self._page_size,
+            )
+            self._informers[key] = informer
+        elif indexers:
+            missing = {name: f for name, f in indexers.items() if name not in informer.store.index_names()}
+            if missing:
+                informer.store.add_indexers(missing)
+        return informer
+
+    def informers(self) -> list[SharedInformer]:
+        return list(self._informers.values())
+
+    def start(self) -> None:
+        """Start every informer not yet started (informers made after a start need another start)."""
+        for informer in self._informers.values():
+            informer.start()
+
+    async def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
+        """Wait until every started informer has synced; False if `timeout` seconds pass first."""
+        started = [i for i in self._informers.values() if i.started]
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.gather(*(i.wait_for_sync() for i in started))
+        except TimeoutError:
+            return False
+        return True
+
+    async def shutdown(self) -> None:
+        await asyncio.gather(*(i.stop() for i in self._informers.values()))

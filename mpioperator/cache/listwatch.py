@@ -1,0 +1,46 @@
+"""The seams the reflector needs: something that lists and watches, and a clock.
+
+`mpioperator.kube.client.KubeClient` satisfies `ListerWatcher` structurally; unit tests pass fakes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+from mpioperator.kube.resources import Resource
+
+
+class ListerWatcher(Protocol):
+    async def list(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+    ) -> dict[str, Any]: ...
+
+    def watch(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str,
+        timeout_seconds: int,
+        allow_bookmarks: bool = True,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        inactivity_timeout: float | None = None,
+    ) -> AsyncIterator[dict[str, Any]]: ...
+
+
+class Clock(Protocol):
+    """Monotonic seconds and a sleep on the same time line: the part of mpioperator.clock.Clock used here."""
+
+    def now(self) -> float: ...
+
+    async def sleep(self, seconds: float) -> None: ...

@@ -1,0 +1,217 @@
+"""List then watch one resource into a ReflectorStore, keeping it equal to the server's state.
+
+Policy (client-go's reflector, with the choices noted):
+- Lists ask for the most recent state (resourceVersion unset, i.e. ""), paginated. client-go's first list
+  uses "0", which the watch cache may answer with data older than what we saw before (a list can go
+  back in time after an apiserver restart). Since ConsistentListFromCache (on by default from 1.31) a
+  consistent list is served from the watch cache too, so "" costs about the same and is always fresh.
+  It also makes a relist after 410 Expired correct without client-go's "last RV unavailable" flag.
+- Watches start from the last seen resourceVersion with bookmarks allowed and a random server-side
+  timeout in [300, 600) s, so a fleet of reflectors does not reconnect in lockstep. The client's
+  inactivity deadline abandons a connection that went silent (a dead peer the socket never reports).
+- Every event, BOOKMARK included, advances the last seen resourceVersion.
+- A normal end of the stream (the server-side timeout) re-watches at once. 410 Expired relists.
+  Any other failure (transport errors, WatchInactive, 5xx, 429) re-watches from the last seen
+  resourceVersion after a backoff; a failed list is retried after a backoff. A watch that ends within
+  1 s having delivered nothing counts as a failure, so a misbehaving server cannot spin us.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import structlog
+
+from mpioperator.cache.backoff import Backoff
+from mpioperator.cache.keys import Obj
+from mpioperator.cache.listwatch import Clock, ListerWatcher
+from mpioperator.clock import RealClock
+from mpioperator.kube.errors import Expired, TooManyRequests, error_from_status
+from mpioperator.kube.resources import Resource
+
+log = structlog.get_logger(__name__)
+
+MIN_WATCH_TIMEOUT = 300
+DEFAULT_INACTIVITY_TIMEOUT = 90.0
+DEFAULT_PAGE_SIZE = 500
+SHORT_WATCH = 1.0
+
+
+class ReflectorStore(Protocol):
+    """Where the reflector puts what it learns (the informer: store, then notify)."""
+
+    def add(self, obj: Obj) -> None: ...
+
+    def update(self, obj: Obj) -> None: ...
+
+    def delete(self, obj: Obj) -> None: ...
+
+    def replace(self, items: list[Obj], resource_version: str) -> None: ...
+
+
+class ShortWatch(Exception):
+    """The watch closed almost at once without any event; treated as a failure."""
+
+
+class Reflector:
+    def __init__(
+        self,
+        lw: ListerWatcher,
+        resource: Resource,
+        store: ReflectorStore,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        clock: Clock | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        inactivity_timeout: float | None = DEFAULT_INACTIVITY_TIMEOUT,
+        backoff: Backoff | None = None,
+        rand: Callable[[], float] = random.random,
+        min_watch_timeout: int = MIN_WATCH_TIMEOUT,
+    ) -> None:
+        self.resource = resource
+        self.namespace = namespace
+        self._lw = lw
+        self._store = store
+        self._label_selector = label_selector
+        self._field_selector = field_selector
+        self._clock: Clock = clock or RealClock()
+        self._page_size = page_size
+        self._inactivity_timeout = inactivity_timeout
+        self._backoff = backoff or Backoff(self._clock, rand=rand)
+        self._rand = rand
+        self._min_watch_timeout = min_watch_timeout
+        self._last_rv: str | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.lists = 0
+        self.watches = 0
+        self._log = log.bind(resource=resource.plural, namespace=namespace or "")
+
+    @property
+    def last_sync_resource_version(self) -> str:
+        """The resourceVersion of the last list or event (bookmarks included); "" before the first list."""
+        return self._last_rv or ""
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def start(self) -> None:
+        """Run in the background. After a stop(), a new start() resumes watching from the last RV."""
+        if not self.running:
+            self._task = asyncio.get_running_loop().create_task(
+                self.run(), name=f"reflector {self.resource.plural} {self.namespace or '*'}"
+            )
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def run(self) -> None:
+        need_list = self._last_rv is None
+        while True:
+            try:
+                if need_list:
+                    await self._list()
+                    need_list = False
+                await self._watch()
+                continue
+            except Expired as exc:
+                self._log.info("resourceVersion expired; relisting", error=str(exc))
+                need_list = True
+                delay = self._backoff.next_delay()
+            except TooManyRequests as exc:
+                delay = max(exc.retry_after or 0.0, self._backoff.next_delay())
+                self._log.info("throttled by the server", retry_in=round(delay, 2))
+            except Exception as exc:  # any other failure: retry after a backoff, never give up
+                delay = self._backoff.next_delay()
+                self._log.warning(
+                    "list failed" if need_list else "watch failed",
+                    error=f"{type(exc).__name__}: {exc}",
+                    retry_in=round(delay, 2),
+                )
+            await self._clock.sleep(delay)
+
+    async def _list(self) -> None:
+        items: list[Obj] = []
+        continue_token: str | None = None
+        resource_version = ""
+        while True:
+            body = await self._lw.list(
+                self.resource,
+                self.namespace,
+                label_selector=self._label_selector,
+                field_selector=self._field_selector,
+                limit=self._page_size,
+                continue_token=continue_token,
+            )
+            items.extend(self._typed(item) for item in body.get("items") or ())
+            meta = body.get("metadata") or {}
+            resource_version = str(meta.get("resourceVersion") or "")
+            continue_token = meta.get("continue") or None
+            if not continue_token:
+                break
+        self.lists += 1
+        self._store.replace(items, resource_version)
+        self._last_rv = resource_version
+
+    async def _watch(self) -> None:
+        assert self._last_rv is not None
+        started = self._clock.now()
+        events = 0
+        self.watches += 1
+        stream = self._lw.watch(
+            self.resource,
+            self.namespace,
+            resource_version=self._last_rv,
+            timeout_seconds=int(self._min_watch_timeout * (1.0 + self._rand())),
+            allow_bookmarks=True,
+            label_selector=self._label_selector,
+            field_selector=self._field_selector,
+            inactivity_timeout=self._inactivity_timeout,
+        )
+        try:
+            async for event in stream:
+                events += 1
+                self._handle(event)
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        if events == 0 and self._clock.now() - started < SHORT_WATCH:
+            raise ShortWatch(f"watch closed within {SHORT_WATCH:.0f}s without any event")
+
+    def _handle(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        obj = event.get("object") or {}
+        if kind == "ERROR":
+            raise error_from_status(int(obj.get("code") or 500), obj)
+        if kind in ("ADDED", "MODIFIED"):
+            obj = self._typed(obj)
+            if kind == "ADDED":
+                self._store.add(obj)
+            else:
+                self._store.update(obj)
+        elif kind == "DELETED":
+            self._store.delete(self._typed(obj))
+        elif kind != "BOOKMARK":
+            raise ValueError(f"unexpected watch event type {kind!r}")
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if rv:
+            self._last_rv = str(rv)
+
+    def _typed(self, obj: Obj) -> Obj:
+        # List items come without kind/apiVersion (kubernetes#3030); the cache always carries them.
+        if "kind" not in obj:
+            obj["kind"] = self.resource.kind
+        if "apiVersion" not in obj:
+            obj["apiVersion"] = self.resource.api_version
+        return obj

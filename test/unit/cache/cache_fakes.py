@@ -1,0 +1,131 @@
+"""Fakes for the cache unit tests: a list/watch source the test drives, and a clock.
+
+Only for injecting faults a real API server cannot produce on demand (decisions.md D2); the
+integration tests use the real client against a real kube-apiserver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from mpioperator.kube.resources import Resource
+from mpioperator.testing.wait import async_wait_for
+
+Obj = dict[str, Any]
+_CLOSE = object()
+
+
+def cm(name: str, rv: str, namespace: str = "ns", **meta: Any) -> Obj:
+    """A ConfigMap as a list item (no kind/apiVersion, as the server sends them)."""
+    return {"metadata": {"name": name, "namespace": namespace, "resourceVersion": rv, **meta}}
+
+
+def event(kind: str, obj: Obj) -> dict[str, Any]:
+    return {"type": kind, "object": obj}
+
+
+def bookmark(rv: str) -> dict[str, Any]:
+    return {"type": "BOOKMARK", "object": {"kind": "ConfigMap", "metadata": {"resourceVersion": rv}}}
+
+
+class FakeClock:
+    """Time moves only when someone sleeps; every sleep is recorded."""
+
+    def __init__(self) -> None:
+        self.t = 1000.0
+        self.sleeps: list[float] = []
+
+    def now(self) -> float:
+        return self.t
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.t += seconds
+        await asyncio.sleep(0)
+
+
+class FakeStream:
+    def __init__(self, kwargs: dict[str, Any]) -> None:
+        self.kwargs = kwargs
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.closed = False
+
+    def send(self, *events: dict[str, Any]) -> None:
+        for e in events:
+            self._queue.put_nowait(e)
+
+    def fail(self, exc: BaseException) -> None:
+        self._queue.put_nowait(exc)
+
+    def end(self) -> None:
+        self._queue.put_nowait(_CLOSE)
+
+    async def events(self) -> AsyncIterator[dict[str, Any]]:
+        try:
+            while True:
+                item = await self._queue.get()
+                if item is _CLOSE:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            self.closed = True
+
+
+class FakeSource:
+    """Serves `objects` at `rv` to lists (paginated when asked) and hands out test-driven watch streams."""
+
+    def __init__(self, objects: list[Obj] | None = None, rv: str = "10") -> None:
+        self.objects = list(objects or [])
+        self.rv = rv
+        self.list_errors: deque[BaseException] = deque()
+        self.list_gate: asyncio.Event | None = None
+        self.list_calls: list[dict[str, Any]] = []
+        self.watch_calls: list[dict[str, Any]] = []
+        self.streams: list[FakeStream] = []
+
+    async def list(self, res: Resource, namespace: str | None = None, **kwargs: Any) -> dict[str, Any]:
+        self.list_calls.append({"namespace": namespace, **kwargs})
+        await asyncio.sleep(0)
+        if self.list_gate is not None:
+            await self.list_gate.wait()
+        if self.list_errors:
+            raise self.list_errors.popleft()
+        start = int(kwargs.get("continue_token") or 0)
+        limit = kwargs.get("limit") or len(self.objects)
+        page = self.objects[start : start + limit]
+        meta: dict[str, Any] = {"resourceVersion": self.rv}
+        if start + limit < len(self.objects):
+            meta["continue"] = str(start + limit)
+        return {"kind": f"{res.kind}List", "metadata": meta, "items": [dict(o) for o in page]}
+
+    def watch(
+        self, res: Resource, namespace: str | None = None, **kwargs: Any
+    ) -> AsyncIterator[dict[str, Any]]:
+        call = {"namespace": namespace, **kwargs}
+        self.watch_calls.append(call)
+        stream = FakeStream(call)
+        self.streams.append(stream)
+        return stream.events()
+
+    async def watch_number(self, n: int) -> FakeStream:
+        """The n-th watch stream (1-based), once the reflector has opened it."""
+        await wait(lambda: len(self.streams) >= n, f"watch #{n} to open")
+        return self.streams[n - 1]
+
+
+async def wait(cond: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
+    async def probe() -> bool:
+        return cond()
+
+    await async_wait_for(probe, timeout=timeout, what=what, interval=0.002)
+
+
+async def settle(rounds: int = 50) -> None:
+    """Let every ready task run (for asserting that something did NOT happen)."""
+    for _ in range(rounds):
+        await asyncio.sleep(0)
