@@ -1,4 +1,4 @@
-"""Time as a dependency: the loop's monotonic clock in production, a hand-driven one in tests."""
+"""Time as a dependency: the real monotonic clock in production, a hand-driven one in tests."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import heapq
 import itertools
+import time
 from typing import Protocol
 
 
@@ -22,8 +23,10 @@ class Clock(Protocol):
 
 
 class RealClock:
+    # time.monotonic is the default event loop's own time source, and unlike loop.time() it also
+    # works off the loop (a metrics scrape, a log processor).
     def now(self) -> float:
-        return asyncio.get_running_loop().time()
+        return time.monotonic()
 
     def utcnow(self) -> dt.datetime:
         return dt.datetime.now(dt.UTC)
@@ -32,13 +35,17 @@ class RealClock:
         await asyncio.sleep(max(0.0, seconds))
 
 
+_FAKE_WALL_START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+
 class FakeClock:
     """Time moves only when a test calls `advance`; sleepers whose deadline passed wake in order."""
 
     def __init__(self, start: float = 1000.0, wall: dt.datetime | None = None) -> None:
         self._now = start
-        self._wall0 = wall or dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-        self._start = start
+        self._wall_anchor = (start, _FAKE_WALL_START)
+        if wall is not None:
+            self.set_wall(wall)
         self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
         self._seq = itertools.count()
 
@@ -46,7 +53,14 @@ class FakeClock:
         return self._now
 
     def utcnow(self) -> dt.datetime:
-        return self._wall0 + dt.timedelta(seconds=self._now - self._start)
+        at, wall = self._wall_anchor
+        return wall + dt.timedelta(seconds=self._now - at)
+
+    def set_wall(self, wall: dt.datetime) -> None:
+        """Jump the wall clock (as NTP may); monotonic time is unaffected and keeps driving it."""
+        if wall.tzinfo is None:
+            raise ValueError("wall time must be timezone-aware")
+        self._wall_anchor = (self._now, wall.astimezone(dt.UTC))
 
     async def sleep(self, seconds: float) -> None:
         if seconds <= 0:
@@ -58,19 +72,24 @@ class FakeClock:
 
     @property
     def sleepers(self) -> int:
+        """How many sleeps are pending (cancelled ones excluded)."""
         return sum(1 for _, _, f in self._sleepers if not f.done())
 
     async def advance(self, seconds: float) -> None:
-        """Move time forward, waking due sleepers one deadline at a time and letting them run."""
+        """Move time forward, waking due sleepers one deadline at a time and letting each run."""
+        if seconds < 0:
+            raise ValueError("monotonic time cannot go back")
         target = self._now + seconds
         while self._sleepers and self._sleepers[0][0] <= target:
             deadline, _, future = heapq.heappop(self._sleepers)
             self._now = max(self._now, deadline)
             if not future.done():
                 future.set_result(None)
-            await settle()
+                await settle()
         self._now = target
         await settle()
+
+    step = advance
 
 
 async def settle(rounds: int = 10) -> None:

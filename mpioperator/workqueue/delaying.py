@@ -26,11 +26,14 @@ class DelayingQueue(Queue[T]):
 
     @property
     def waiting(self) -> int:
+        """Items whose delay has not passed yet."""
         return len(self._ready_at)
 
     def add_after(self, item: T, delay: float) -> None:
+        """Add `item` once `delay` seconds have passed; an earlier pending deadline for it wins."""
         if self.shutting_down:
             return
+        self._metrics.retried()  # client-go counts every delayed add as a retry
         if delay <= 0:
             self.add(item)
             return
@@ -49,6 +52,8 @@ class DelayingQueue(Queue[T]):
             self._timer.cancel()
             self._timer = None
         self._timer_deadline = float("inf")
+        self._heap.clear()
+        self._ready_at.clear()
 
     def _arm(self, deadline: float) -> None:
         if self._timer is not None:
@@ -60,7 +65,7 @@ class DelayingQueue(Queue[T]):
         await self._clock.sleep(deadline - self._clock.now())
         self._timer = None
         self._timer_deadline = float("inf")
-        now = self._clock.now()
+        now = max(self._clock.now(), deadline)  # a real timer may fire a clock tick early
         while self._heap and self._heap[0][0] <= now:
             ready_at, _, item = heapq.heappop(self._heap)
             if self._ready_at.get(item) == ready_at:

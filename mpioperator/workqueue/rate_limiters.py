@@ -29,9 +29,9 @@ class ItemExponentialFailureRateLimiter:
     def when(self, item: Hashable) -> float:
         exp = self._failures.get(item, 0)
         self._failures[item] = exp + 1
-        if exp > 1023:  # 2**exp would overflow a float; the cap applies long before
+        if exp >= 1024:  # 2.0**exp would raise OverflowError; the cap applied long before
             return self.max_delay
-        return float(min(self.base_delay * 2.0**exp, self.max_delay))
+        return min(self.base_delay * 2.0**exp, self.max_delay)
 
     def forget(self, item: Hashable) -> None:
         self._failures.pop(item, None)
@@ -66,6 +66,8 @@ class BucketRateLimiter:
     returns how long until that token exists, like golang.org/x/time/rate's Reserve().Delay()."""
 
     def __init__(self, qps: float, burst: int, clock: Clock | None = None) -> None:
+        if qps <= 0 or burst < 1:
+            raise ValueError(f"a token bucket needs qps > 0 and burst >= 1, got qps={qps} burst={burst}")
         self.qps = qps
         self.burst = burst
         self._clock: Clock = clock or RealClock()
@@ -91,6 +93,8 @@ class MaxOfRateLimiter:
     """The longest wait any of its limiters asks for (every limiter sees every call)."""
 
     def __init__(self, *limiters: RateLimiter) -> None:
+        if not limiters:
+            raise ValueError("MaxOfRateLimiter needs at least one limiter")
         self.limiters = limiters
 
     def when(self, item: Hashable) -> float:

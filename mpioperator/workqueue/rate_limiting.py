@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from mpioperator.clock import Clock
 from mpioperator.workqueue.delaying import DelayingQueue
-from mpioperator.workqueue.metrics import NoMetrics, QueueMetrics
+from mpioperator.workqueue.metrics import QueueMetrics
 from mpioperator.workqueue.rate_limiters import RateLimiter
 
 T = TypeVar("T", bound=Hashable)
@@ -22,15 +22,16 @@ class RateLimitingQueue(DelayingQueue[T]):
         name: str = "",
         metrics: QueueMetrics | None = None,
     ) -> None:
-        super().__init__(clock=clock, metrics=metrics or NoMetrics())
+        super().__init__(clock=clock, metrics=metrics)
         self.name = name
         self.rate_limiter = rate_limiter
 
     def add_rate_limited(self, item: T) -> None:
-        self._metrics.retried()
+        """Add `item` after the limiter's delay; this counts as one more requeue of it."""
         self.add_after(item, self.rate_limiter.when(item))
 
     def forget(self, item: T) -> None:
+        """Stop tracking `item`'s failures (call after a successful sync); it stays queued if it is."""
         self.rate_limiter.forget(item)
 
     def num_requeues(self, item: T) -> int:

@@ -10,9 +10,13 @@ from mpioperator.workqueue.delaying import DelayingQueue
 pytestmark = pytest.mark.unit
 
 
-async def test_add_after_makes_the_item_available_only_when_the_delay_passed() -> None:
+def new_queue() -> tuple[DelayingQueue[str], FakeClock]:
     clock = FakeClock()
-    q: DelayingQueue[str] = DelayingQueue(clock=clock)
+    return DelayingQueue(clock=clock), clock
+
+
+async def test_add_after_makes_the_item_ready_only_once_the_delay_passed() -> None:
+    q, clock = new_queue()
     q.add_after("a", 5)
     await clock.advance(4.9)
     assert len(q) == 0
@@ -23,17 +27,18 @@ async def test_add_after_makes_the_item_available_only_when_the_delay_passed() -
 
 
 async def test_add_after_zero_or_negative_adds_immediately() -> None:
-    q: DelayingQueue[str] = DelayingQueue(clock=FakeClock())
+    q, _ = new_queue()
     q.add_after("a", 0)
     q.add_after("b", -1)
     assert len(q) == 2
+    assert q.waiting == 0
 
 
 async def test_earlier_deadline_for_the_same_item_wins() -> None:
-    clock = FakeClock()
-    q: DelayingQueue[str] = DelayingQueue(clock=clock)
+    q, clock = new_queue()
     q.add_after("a", 10)
     q.add_after("a", 2)
+    assert q.waiting == 1
     await clock.advance(2)
     assert len(q) == 1
     await q.get()
@@ -43,17 +48,30 @@ async def test_earlier_deadline_for_the_same_item_wins() -> None:
 
 
 async def test_later_deadline_for_a_waiting_item_is_ignored() -> None:
-    clock = FakeClock()
-    q: DelayingQueue[str] = DelayingQueue(clock=clock)
+    q, clock = new_queue()
     q.add_after("a", 2)
     q.add_after("a", 10)
     await clock.advance(2)
     assert len(q) == 1
+    await q.get()
+    q.done("a")
+    await clock.advance(10)
+    assert len(q) == 0
+
+
+async def test_an_earlier_item_added_later_is_not_held_behind_a_later_one() -> None:
+    q, clock = new_queue()
+    q.add_after("late", 10)
+    q.add_after("early", 1)
+    await clock.advance(1)
+    assert await q.get() == ("early", False)
+    assert q.waiting == 1
+    await clock.advance(9)
+    assert await q.get() == ("late", False)
 
 
 async def test_items_become_ready_in_deadline_order() -> None:
-    clock = FakeClock()
-    q: DelayingQueue[str] = DelayingQueue(clock=clock)
+    q, clock = new_queue()
     q.add_after("late", 3)
     q.add_after("early", 1)
     q.add_after("middle", 2)
@@ -61,10 +79,40 @@ async def test_items_become_ready_in_deadline_order() -> None:
     assert [(await q.get())[0] for _ in range(3)] == ["early", "middle", "late"]
 
 
-async def test_shutdown_stops_delayed_adds() -> None:
-    clock = FakeClock()
-    q: DelayingQueue[str] = DelayingQueue(clock=clock)
+async def test_a_delayed_item_already_queued_collapses_with_it() -> None:
+    q, clock = new_queue()
+    q.add("a")
+    q.add_after("a", 1)
+    await clock.advance(1)
+    assert len(q) == 1
+
+
+async def test_delayed_add_of_an_item_being_processed_requeues_it_after_done() -> None:
+    q, clock = new_queue()
+    q.add("a")
+    await q.get()
+    q.add_after("a", 1)
+    await clock.advance(1)
+    assert len(q) == 0
+    q.done("a")
+    assert len(q) == 1
+
+
+async def test_shutdown_drops_pending_delayed_adds() -> None:
+    q, clock = new_queue()
     q.add_after("a", 1)
     q.shut_down()
+    assert q.waiting == 0
     await clock.advance(5)
     assert len(q) == 0
+    assert clock.sleepers == 0
+
+
+async def test_add_after_is_ignored_once_shut_down() -> None:
+    q, clock = new_queue()
+    q.shut_down()
+    q.add_after("a", 0)
+    q.add_after("b", 1)
+    await clock.advance(1)
+    assert len(q) == 0
+    assert q.waiting == 0
