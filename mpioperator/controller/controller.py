@@ -27,6 +27,7 @@ from mpioperator.controller.ports import Listers, Writer
 from mpioperator.controller.sync import JobSyncer, SyncSettings
 from mpioperator.kube.client import KubeClient
 from mpioperator.kube.resources import CONFIG_MAPS, JOBS, MPIJOBS, PODS, SECRETS, SERVICES, Resource
+from mpioperator.workqueue.metrics import PrometheusMetricsProvider
 from mpioperator.workqueue.rate_limiters import default_controller_rate_limiter
 from mpioperator.workqueue.rate_limiting import RateLimitingQueue
 
@@ -84,9 +85,10 @@ class MPIJobController:
             for res in (MPIJOBS, *CHILD_RESOURCES)
         }
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(
-            default_controller_rate_limiter(qps=settings.queue_qps, burst=settings.queue_burst),
+            default_controller_rate_limiter(qps=settings.queue_qps, burst=settings.queue_burst, clock=clock),
             clock=clock,
             name=QUEUE_NAME,
+            metrics=PrometheusMetricsProvider(metrics.registry).for_queue(QUEUE_NAME),
         )
         self.recorder = EventRecorder(
             writer or client,

@@ -15,6 +15,7 @@ _RECONCILE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5
 
 class JobMetrics:
     def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
+        self.registry = registry
         self.created = Counter(
             "mpi_operator_jobs_created", "Counts number of MPI jobs created", registry=registry
         )

@@ -339,3 +339,16 @@ def _sweep_abandoned_workdirs() -> None:
             continue
         if not pid_alive(owner):
             shutil.rmtree(directory, ignore_errors=True)
+
+
+def wait_crd_established(cluster: LocalCluster, name: str, timeout: float = 60.0) -> None:
+    """Until the CRD reports Established (kubectl wait races a CRD that has no status yet)."""
+
+    def established() -> bool:
+        crd = cluster.rest.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+        return any(
+            c.get("type") == "Established" and c.get("status") == "True"
+            for c in (crd.get("status") or {}).get("conditions") or ()
+        )
+
+    wait_for(established, timeout=timeout, what=f"CRD {name} Established")

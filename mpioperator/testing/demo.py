@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.cluster import LocalCluster, wait_crd_established
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import wait_for
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                 "apply", "--server-side", "-k", str(REPO / "manifests/overlays/standalone")
             ).stdout
         )
-        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/mpijobs.kubeflow.org")
+        wait_crd_established(cluster, "mpijobs.kubeflow.org")
         # kwok fakes pods without running them, so the Deployment's replicas would only pretend to run;
         # the same command runs here as two local processes with the Deployment's ServiceAccount token.
         cluster.kubectl("-n", OPERATOR_NAMESPACE, "scale", "deployment/mpi-operator", "--replicas=0")

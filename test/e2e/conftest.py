@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.cluster import LocalCluster, wait_crd_established
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.wait import wait_for
 
@@ -20,7 +20,7 @@ OPERATOR_NAMESPACE = "mpi-operator"
 
 def install_manifests(cluster: LocalCluster) -> None:
     cluster.kubectl("apply", "--server-side", "-k", str(OVERLAY))
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/mpijobs.kubeflow.org")
+    wait_crd_established(cluster, "mpijobs.kubeflow.org")
     cluster.kubectl("-n", OPERATOR_NAMESPACE, "scale", "deployment/mpi-operator", "--replicas=0")
     wait_for(
         lambda: cluster.rest.get(f"/api/v1/namespaces/{OPERATOR_NAMESPACE}/serviceaccounts/mpi-operator"),

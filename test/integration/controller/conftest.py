@@ -17,7 +17,7 @@ from mpioperator.clock import RealClock
 from mpioperator.controller.controller import ControllerSettings, MPIJobController
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.kube.client import KubeClient
-from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.cluster import LocalCluster, wait_crd_established
 from mpioperator.testing.wait import wait_for
 
 CRD_FILE = Path(
@@ -30,9 +30,7 @@ CRD_FILE = Path(
 @pytest.fixture(scope="session")
 def mpijob_crd(apiserver_cluster: LocalCluster) -> LocalCluster:
     apiserver_cluster.kubectl("apply", "--server-side", "-f", str(CRD_FILE))
-    apiserver_cluster.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", "crd/mpijobs.kubeflow.org"
-    )
+    wait_crd_established(apiserver_cluster, "mpijobs.kubeflow.org")
     wait_for(
         lambda: apiserver_cluster.rest.get("/apis/kubeflow.org/v2beta1/mpijobs"),
         timeout=30,
