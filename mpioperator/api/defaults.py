@@ -1,7 +1,8 @@
 """Defaulting of an MPIJob, as upstream's controller does in memory at every sync (§1.9).
 
-Pure: returns a defaulted deep copy; the stored object is never changed. One deliberate
-difference (decisions.md D5 #1): cleanPodPolicy defaults to Running, as the API doc says.
+Pure: returns a defaulted deep copy; the stored object is never changed, and the defaults are
+never written back (only status is). One deliberate difference (decisions.md D5 #1):
+cleanPodPolicy defaults to Running, as the API doc and user docs say, not upstream's None.
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ from mpioperator.api import constants as api
 Obj = dict[str, Any]
 
 DEFAULT_CLEAN_POD_POLICY = api.CLEAN_POD_POLICY_RUNNING
+DEFAULT_LAUNCHER_REPLICAS = 1
+# Combined with validation this makes a Worker entry without replicas invalid, as upstream.
+DEFAULT_WORKER_REPLICAS = 0
 
 
 def set_defaults(job: Obj) -> Obj:
     out = copy.deepcopy(job)
-    spec = out.setdefault("spec", {})
-    run_policy = spec.setdefault("runPolicy", {})
+    spec = _child(out, "spec")
+    run_policy = _child(spec, "runPolicy")
     if run_policy.get("cleanPodPolicy") is None:
         run_policy["cleanPodPolicy"] = DEFAULT_CLEAN_POD_POLICY
     if spec.get("slotsPerWorker") is None:
@@ -32,9 +36,27 @@ def set_defaults(job: Obj) -> Obj:
         spec["launcherCreationPolicy"] = api.AT_STARTUP
     replicas = spec.get("mpiReplicaSpecs")
     if isinstance(replicas, dict):
-        _default_replica(replicas.get(api.LAUNCHER), api.DEFAULT_LAUNCHER_RESTART_POLICY, 1)
-        _default_replica(replicas.get(api.WORKER), api.DEFAULT_RESTART_POLICY, 0)
+        _default_replica(
+            replicas.get(api.LAUNCHER), api.DEFAULT_LAUNCHER_RESTART_POLICY, DEFAULT_LAUNCHER_REPLICAS
+        )
+        _default_replica(replicas.get(api.WORKER), api.DEFAULT_RESTART_POLICY, DEFAULT_WORKER_REPLICAS)
     return out
+
+
+def clean_pod_policy(job: Obj) -> str:
+    """The effective cleanPodPolicy, whether or not the job has been defaulted."""
+    spec = job.get("spec") or {}
+    policy = (spec.get("runPolicy") or {}).get("cleanPodPolicy")
+    return DEFAULT_CLEAN_POD_POLICY if policy is None else str(policy)
+
+
+def _child(parent: Obj, key: str) -> Obj:
+    # A Go struct field (spec, runPolicy) is never nil, so an explicit null behaves like {}.
+    value = parent.get(key)
+    if not isinstance(value, dict):
+        value = {}
+        parent[key] = value
+    return value
 
 
 def _default_replica(replica: Any, restart_policy: str, count: int) -> None:

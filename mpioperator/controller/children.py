@@ -61,6 +61,9 @@ def worker_selector(job: Obj) -> dict[str, str]:
     }
 
 
+RESTART_POLICY_OVERRIDDEN = "Restart policy in pod template overridden by restart policy in replica spec"
+
+
 def not_managed_message(name: str, kind: str) -> str:
     return f'Resource "{name}" of Kind "{kind}" already exists and is not managed by MPIJob'
 
@@ -214,7 +217,7 @@ class ChildReconciler:
                 job,
                 WARNING,
                 api.REASON_SET_POD_TEMPLATE_RESTART_POLICY,
-                "Restart policy in pod template overridden by restart policy in replica spec",
+                RESTART_POLICY_OVERRIDDEN,
             )
         ns = job["metadata"]["namespace"]
         try:
@@ -244,7 +247,7 @@ class ChildReconciler:
                         job,
                         WARNING,
                         api.REASON_SET_POD_TEMPLATE_RESTART_POLICY,
-                        "Restart policy in pod template overridden by restart policy in replica spec",
+                        RESTART_POLICY_OVERRIDDEN,
                     )
                 launcher_job.merge_scheduling_directives(resumed["spec"]["template"], template)
                 resumed["spec"]["suspend"] = False

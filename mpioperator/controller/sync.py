@@ -117,7 +117,7 @@ class JobSyncer:
             conditions.new_condition(INVALID_CONDITION, "True", api.REASON_VALIDATION_ERROR, message, now),
         )
         if changed or (conditions.find(status, INVALID_CONDITION) or {}).get("message") != message:
-            self._rec.record(job, WARNING, api.REASON_VALIDATION_ERROR, message[:1024])
+            self._rec.record(job, WARNING, api.REASON_VALIDATION_ERROR, message)
             await status_writer.write_if_changed(self._w, cached, status)
         return False
 

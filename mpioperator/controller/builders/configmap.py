@@ -28,7 +28,7 @@ def worker_replicas(job: Obj) -> int:
 def hostfile(job: Obj, cluster_domain: str = "") -> str:
     name, ns = job["metadata"]["name"], job["metadata"].get("namespace", "")
     slots = job["spec"].get("slotsPerWorker")
-    slots = 1 if slots is None else slots
+    slots = api.DEFAULT_SLOTS_PER_WORKER if slots is None else slots
     hosts = [launcher_name(job)] if job["spec"].get("runLauncherAsWorker") else []
     hosts += [worker_name(job, i) for i in range(worker_replicas(job))]
     openmpi = job["spec"].get("mpiImplementation", api.OPENMPI) == api.OPENMPI

@@ -27,7 +27,8 @@ SSH_RETRY_ARGS = "-o ConnectionAttempts=10"
 
 
 def implementation_env(job: Obj) -> list[tuple[str, str | None]]:
-    slots = str(job["spec"].get("slotsPerWorker", 1))
+    given = job["spec"].get("slotsPerWorker")
+    slots = str(api.DEFAULT_SLOTS_PER_WORKER if given is None else given)
     implementation = job["spec"].get("mpiImplementation", api.OPENMPI)
     if implementation == api.INTEL:
         return [

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mpioperator.api.defaults import set_defaults
+from mpioperator.api.defaults import clean_pod_policy, set_defaults
 
 pytestmark = pytest.mark.unit
 
@@ -61,3 +61,51 @@ def test_run_launcher_as_worker_and_suspend_stay_unset() -> None:
     out = set_defaults({"spec": {}})
     assert "runLauncherAsWorker" not in out["spec"]
     assert "suspend" not in out["spec"]["runPolicy"]
+
+
+def test_an_explicit_clean_pod_policy_none_is_kept() -> None:
+    """Users who want upstream's behaviour can still ask for it."""
+    out = set_defaults({"spec": {"runPolicy": {"cleanPodPolicy": "None"}}})
+    assert out["spec"]["runPolicy"]["cleanPodPolicy"] == "None"
+
+
+def test_explicit_replica_values_are_not_overridden() -> None:
+    specs = {
+        "Launcher": {"replicas": 1, "restartPolicy": "Never"},
+        "Worker": {"replicas": 4, "restartPolicy": "OnFailure"},
+    }
+    out = set_defaults({"spec": {"mpiReplicaSpecs": copy.deepcopy(specs)}})
+    assert out["spec"]["mpiReplicaSpecs"] == specs
+
+
+def test_a_missing_worker_spec_is_not_created() -> None:
+    out = set_defaults({"spec": {"mpiReplicaSpecs": {"Launcher": {}}}})
+    assert set(out["spec"]["mpiReplicaSpecs"]) == {"Launcher"}
+
+
+def test_null_spec_and_run_policy_are_defaulted_like_empty_ones() -> None:
+    assert set_defaults({"spec": None}) == set_defaults({"spec": {}})
+    assert set_defaults({"spec": {"runPolicy": None}}) == set_defaults({"spec": {}})
+
+
+def test_other_run_policy_fields_are_left_for_the_launcher_jobs_own_defaulting() -> None:
+    out = set_defaults({"spec": {"runPolicy": {}}})
+    assert out["spec"]["runPolicy"] == {"cleanPodPolicy": "Running"}
+
+
+def test_the_result_shares_no_nested_objects_with_the_input() -> None:
+    job: dict[str, Any] = {"metadata": {"labels": {"a": "b"}}, "spec": {"mpiReplicaSpecs": {"Worker": {}}}}
+    out = set_defaults(job)
+    out["metadata"]["labels"]["a"] = "changed"
+    out["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 7
+    assert job == {"metadata": {"labels": {"a": "b"}}, "spec": {"mpiReplicaSpecs": {"Worker": {}}}}
+
+
+@pytest.mark.parametrize(
+    ("run_policy", "expected"),
+    [(None, "Running"), ({}, "Running"), ({"cleanPodPolicy": "All"}, "All")],
+)
+def test_clean_pod_policy_reports_the_effective_policy_of_a_raw_job(
+    run_policy: dict[str, Any] | None, expected: str
+) -> None:
+    assert clean_pod_policy({"spec": {"runPolicy": run_policy}}) == expected

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
+from mpioperator.api.defaults import set_defaults
 from mpioperator.api.field_errors import INVALID, NOT_SUPPORTED, REQUIRED, aggregate_message
-from mpioperator.api.validation import validate_mpijob
+from mpioperator.api.validation import dns1035_label_errors, validate_mpijob
 
 pytestmark = pytest.mark.unit
 
@@ -152,3 +154,137 @@ def test_long_name_of_valid_characters_gets_only_the_length_message() -> None:
 def test_single_error_aggregate_is_the_error_itself() -> None:
     (error,) = validate_mpijob(_job(name="1-foo"))
     assert aggregate_message([error]) == str(error)
+
+
+DNS_PATTERN_MESSAGE = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
+    "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
+    "validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
+
+
+def test_empty_job_message_lists_every_error_in_upstream_text() -> None:
+    message = aggregate_message(validate_mpijob({"metadata": {}, "spec": {}}))
+    assert message == (
+        '[metadata.name: Invalid value: "": will not able to create pod and service with invalid DNS label '
+        f'"-worker-0": {DNS_PATTERN_MESSAGE}, '
+        "spec.mpiReplicaSpecs: Required value: must have replica specs, "
+        "spec.slotsPerWorker: Required value: must have number of slots per worker, "
+        "spec.runPolicy.cleanPodPolicy: Required value: must have clean Pod policy, "
+        "spec.sshAuthMountPath: Required value: must have a mount path for SSH credentials, "
+        'spec.mpiImplementation: Unsupported value: "": supported values: "Intel", "MPICH", "OpenMPI"]'
+    )
+
+
+def test_a_defaulted_named_job_only_lacks_replica_specs() -> None:
+    errors = validate_mpijob(set_defaults({"metadata": {"name": "foo"}, "spec": {}}))
+    assert _shape(errors) == [(REQUIRED, "spec.mpiReplicaSpecs")]
+
+
+def test_a_hostname_of_exactly_63_characters_is_valid() -> None:
+    # 54 + len("-worker-9") == 63
+    assert validate_mpijob(_job(name="a" * 54, workers=10)) == []
+
+
+def test_the_hostname_checked_is_the_last_workers() -> None:
+    # 54 + len("-worker-10") == 64
+    (error,) = validate_mpijob(_job(name="a" * 54, workers=11))
+    assert error.field == "metadata.name"
+    assert error.bad_value == "a" * 54
+    assert error.detail == (
+        f'will not able to create pod and service with invalid DNS label "{"a" * 54}-worker-10": '
+        "must be no more than 63 characters"
+    )
+
+
+@pytest.mark.parametrize(
+    "worker",
+    [None, {"replicas": 0, "restartPolicy": "Never"}],
+    ids=["no worker spec", "zero workers"],
+)
+def test_without_workers_the_hostname_checked_uses_index_zero(worker: dict[str, Any] | None) -> None:
+    job = _job(name="a" * 54)
+    if worker is not None:
+        job["spec"]["mpiReplicaSpecs"]["Worker"] = worker
+    name_errors = [e for e in validate_mpijob(job) if e.field == "metadata.name"]
+    assert name_errors == []
+
+
+def test_name_length_is_counted_in_bytes_and_both_messages_are_given() -> None:
+    name = "\u00e9" * 28  # 28 characters, 56 bytes; with "-worker-0" 65 bytes
+    (error,) = validate_mpijob(_job(name=name))
+    assert error.detail.endswith(f": must be no more than 63 characters, {DNS_PATTERN_MESSAGE}")
+
+
+@pytest.mark.parametrize("name", ["foo\n", "Foo", "foo_bar", "foo.bar", ""])
+def test_names_that_are_not_dns_1035_labels_are_invalid(name: str) -> None:
+    assert _shape(validate_mpijob(_job(name=name))) == [(INVALID, "metadata.name")]
+
+
+def test_a_launcher_only_job_is_valid() -> None:
+    assert validate_mpijob(_job()) == []
+
+
+def test_a_worker_spec_without_replicas_becomes_invalid_after_defaulting() -> None:
+    job = _job()
+    job["spec"]["mpiReplicaSpecs"]["Worker"] = _replica(None, None)
+    errors = validate_mpijob(set_defaults(job))
+    assert [str(e) for e in errors] == [
+        "spec.mpiReplicaSpecs[Worker].replicas: Invalid value: 0: must be greater than or equal to 1"
+    ]
+
+
+@pytest.mark.parametrize("policy", ["Always", "ExitCode"])
+def test_restart_policies_other_than_never_and_on_failure_are_rejected(policy: str) -> None:
+    job = _job(workers=1)
+    job["spec"]["mpiReplicaSpecs"]["Worker"]["restartPolicy"] = policy
+    assert [str(e) for e in validate_mpijob(job)] == [
+        f'spec.mpiReplicaSpecs[Worker].restartPolicy: Unsupported value: "{policy}": '
+        'supported values: "Never", "OnFailure"'
+    ]
+
+
+def test_zero_slots_per_worker_is_valid_and_negative_is_invalid() -> None:
+    job = _job()
+    job["spec"]["slotsPerWorker"] = 0
+    assert validate_mpijob(job) == []
+    job["spec"]["slotsPerWorker"] = -1
+    assert [str(e) for e in validate_mpijob(job)] == [
+        "spec.slotsPerWorker: Invalid value: -1: must be greater than or equal to 0"
+    ]
+
+
+def test_zero_ttl_deadline_and_backoff_are_valid() -> None:
+    assert validate_mpijob(_job(ttlSecondsAfterFinished=0, activeDeadlineSeconds=0, backoffLimit=0)) == []
+
+
+@pytest.mark.parametrize("managed_by", ["kubeflow.org/mpi-operator", "kueue.x-k8s.io/multikueue"])
+def test_known_managers_are_valid(managed_by: str) -> None:
+    assert validate_mpijob(_job(managedBy=managed_by)) == []
+
+
+def test_unknown_manager_is_go_quoted_with_sorted_supported_values() -> None:
+    assert [str(e) for e in validate_mpijob(_job(managedBy="a<b"))] == [
+        'spec.runPolicy.managedBy: Unsupported value: "a<b": supported values: '
+        '"kubeflow.org/mpi-operator", "kueue.x-k8s.io/multikueue"'
+    ]
+
+
+def test_missing_replica_specs_skip_every_replica_check() -> None:
+    job = _job()
+    del job["spec"]["mpiReplicaSpecs"]
+    assert [str(e) for e in validate_mpijob(job)] == [
+        "spec.mpiReplicaSpecs: Required value: must have replica specs"
+    ]
+
+
+def test_validation_does_not_mutate_the_job() -> None:
+    job = _job(workers=0)
+    before = copy.deepcopy(job)
+    validate_mpijob(job)
+    assert job == before
+
+
+def test_dns_1035_check_rejects_a_trailing_newline() -> None:
+    assert dns1035_label_errors("foo\n") == [DNS_PATTERN_MESSAGE]
+    assert dns1035_label_errors("foo") == []
