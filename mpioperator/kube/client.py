@@ -8,22 +8,28 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
+import urllib3
+
 from mpioperator import __version__
+from mpioperator.kube.config import load_configuration
 from mpioperator.kube.ratelimit import TokenBucket
 from mpioperator.kube.resources import Resource
-from mpioperator.kube.transport import CONTENT_TYPES, Transport, decode, load_configuration
-from mpioperator.kube.watch import stream_events
+from mpioperator.kube.transport import CONTENT_TYPES, Transport, decode
+from mpioperator.kube.watch import open_stream, stream_events
 
 Obj = dict[str, Any]
 DEFAULT_USER_AGENT = f"mpi-operator/{__version__} (python)"
 
 
 class RequestMetrics(Protocol):
+    """Told about every request once it is answered; code 0 means no HTTP answer at all."""
+
     def observe(self, verb: str, resource: str, code: int, seconds: float) -> None: ...
 
 
@@ -32,7 +38,9 @@ class NoRequestMetrics:
         pass
 
 
-def stamp_kind(res: Resource) -> Any:
+def stamp_kind(res: Resource) -> Callable[[Obj], None]:
+    """A function giving an object its kind/apiVersion, which the API omits on list items."""
+
     def stamp(obj: Obj) -> None:
         obj.setdefault("kind", res.kind)
         obj.setdefault("apiVersion", res.api_version)
@@ -40,7 +48,18 @@ def stamp_kind(res: Resource) -> Any:
     return stamp
 
 
+def stamp_list(res: Resource, listed: Obj) -> Obj:
+    stamp = stamp_kind(res)
+    for item in listed.get("items") or ():
+        stamp(item)
+    return listed
+
+
 class KubeClient:
+    """Async verbs over one connection pool of `pool_size`, shared by watches (one connection each,
+    held for the watch's life) and `workers` threads for unary calls (default: a quarter of the pool,
+    leaving the rest to watches so requests never churn connections)."""
+
     def __init__(
         self,
         transport: Transport,
@@ -50,12 +69,15 @@ class KubeClient:
         request_timeout: float = 30.0,
         workers: int | None = None,
         metrics: RequestMetrics | None = None,
+        limiter: TokenBucket | None = None,
     ) -> None:
         self._t = transport
-        self._bucket = TokenBucket(qps, burst)
+        self._bucket = limiter or TokenBucket(qps, burst)
         self._timeout = request_timeout
         pool = transport.cfg.connection_pool_maxsize or 16
-        self._executor = ThreadPoolExecutor(max_workers=workers or pool, thread_name_prefix="kube")
+        self._executor = ThreadPoolExecutor(
+            max_workers=workers or max(2, pool // 4), thread_name_prefix="kube-call"
+        )
         self._metrics = metrics or NoRequestMetrics()
 
     # -- construction ------------------------------------------------------------------------------
@@ -150,11 +172,7 @@ class KubeClient:
             "limit": limit,
             "continue": continue_token,
         }
-        listed = await self._call("list", res, "GET", res.path(namespace), query=query)
-        stamp = stamp_kind(res)
-        for item in listed.get("items") or ():
-            stamp(item)
-        return listed
+        return stamp_list(res, await self._call("list", res, "GET", res.path(namespace), query=query))
 
     async def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
         ns = namespace if namespace is not None else body.get("metadata", {}).get("namespace")
@@ -223,7 +241,7 @@ class KubeClient:
         label_selector: str | None = None,
         field_selector: str | None = None,
         inactivity_timeout: float | None = None,
-    ) -> AsyncIterator[Obj]:
+    ) -> AsyncGenerator[Obj, None]:
         query = {
             "watch": "true",
             "resourceVersion": resource_version or None,
@@ -236,15 +254,29 @@ class KubeClient:
         read_timeout = inactivity_timeout or (timeout_seconds + 30.0)
         path = res.path(namespace)
 
-        def open_stream() -> Any:
-            return self._t.open("GET", path, query=query, timeout=(10.0, read_timeout))
+        connect_timeout = min(self._timeout, 10.0)
 
-        return self._watch(open_stream, res)
+        def request() -> urllib3.BaseHTTPResponse:
+            return self._t.open("GET", path, query=query, timeout=(connect_timeout, read_timeout))
 
-    async def _watch(self, open_stream: Any, res: Resource) -> AsyncIterator[Obj]:
+        return self._watch(request, res)
+
+    async def _watch(
+        self, request: Callable[[], urllib3.BaseHTTPResponse], res: Resource
+    ) -> AsyncGenerator[Obj, None]:
         await self._bucket.acquire()
-        async for event in stream_events(open_stream, stamp_kind(res)):
-            yield event
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        code = 0
+        try:
+            response = await open_stream(request)
+            code = response.status
+        finally:
+            self._metrics.observe("watch", res.plural, code, loop.time() - started)
+        # aclosing: closing this generator must close the stream (and free its thread) now, not at GC.
+        async with contextlib.aclosing(stream_events(response, stamp_kind(res))) as events:
+            async for event in events:
+                yield event
 
     async def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

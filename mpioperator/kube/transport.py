@@ -1,17 +1,15 @@
-"""The blocking HTTP layer: the official client's configuration loading and connection pool, with our
-own JSON handling (no generated models anywhere)."""
+"""The blocking HTTP layer: the official client's REST layer and connection pool, with our own JSON
+handling (no generated models anywhere)."""
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
 import urllib3
 from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
 from kubernetes.client import rest as k8s_rest
 from kubernetes.client.exceptions import ApiException
 
@@ -30,37 +28,6 @@ class Answer:
     status: int
     headers: dict[str, str]
     body: bytes
-
-
-def load_configuration(
-    *,
-    kubeconfig: str | os.PathLike[str] | None = None,
-    context: str | None = None,
-    in_cluster: bool = False,
-    host: str | None = None,
-    token: str | None = None,
-    ca_file: str | None = None,
-    pool_size: int = 16,
-) -> k8s_client.Configuration:
-    cfg = k8s_client.Configuration()
-    if in_cluster:
-        k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-    elif kubeconfig is not None or host is None:
-        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=str(kubeconfig) if kubeconfig is not None else None,
-            context=context,
-            client_configuration=cfg,
-        )
-    if host is not None:
-        cfg.host = host
-    if token is not None:
-        cfg.api_key = {"authorization": f"Bearer {token}"}
-    if ca_file is not None:
-        cfg.ssl_ca_cert = ca_file
-    cfg.connection_pool_maxsize = pool_size
-    # Retries belong to the work queue and the reflector, which know what a retry means.
-    cfg.retries = False
-    return cfg
 
 
 class Transport:
@@ -101,6 +68,9 @@ class Transport:
         """Send a request and return the unread response (a stream, for watches)."""
         if body is not None and content_type is None:
             content_type = "application/json"
+        if content_type == CONTENT_TYPES["json"] and not isinstance(body, list):
+            # The REST layer would quietly resend a non-list JSON patch as a strategic merge patch.
+            raise ValueError("a JSON patch body must be a list of operations")
         if content_type == CONTENT_TYPES["apply"] and not isinstance(body, (str, bytes)):
             body = json.dumps(body)  # JSON is YAML; sent verbatim
         try:

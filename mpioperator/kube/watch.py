@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import urllib3
@@ -19,6 +20,8 @@ from mpioperator.kube import errors
 from mpioperator.kube.transport import error_of
 
 _END = object()
+_JOIN_TIMEOUT = 5.0
+_ids = itertools.count(1)
 
 
 class _Failure:
@@ -45,6 +48,7 @@ def _reader(
         if not stopped.is_set():
             deliver(_Failure(errors.WatchInactive(str(exc))))
     except Exception as exc:
+        # Includes ProtocolError/IncompleteRead when the server or a proxy cuts the stream.
         if not stopped.is_set():
             deliver(_Failure(errors.ApiError(0, "", f"watch stream broken: {type(exc).__name__}: {exc}")))
     finally:
@@ -52,7 +56,8 @@ def _reader(
             response.release_conn()
 
 
-def _event(line: bytes, stamp: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+def parse_event(line: bytes, stamp: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """One watch line as an event dict; an ERROR event raises its typed error (410 -> Expired)."""
     event: dict[str, Any] = json.loads(line)
     if event.get("type") == "ERROR":
         status = event.get("object") or {}
@@ -63,12 +68,32 @@ def _event(line: bytes, stamp: Callable[[dict[str, Any]], None]) -> dict[str, An
     return event
 
 
-async def stream_events(
-    open_response: Callable[[], urllib3.BaseHTTPResponse],
-    stamp: Callable[[dict[str, Any]], None],
-) -> AsyncIterator[dict[str, Any]]:
+def _close(response: urllib3.BaseHTTPResponse) -> None:
+    # shutdown() interrupts a read blocked in the reader thread, so it exits now, not at the next event.
+    with contextlib.suppress(Exception):
+        response.shutdown()
+    with contextlib.suppress(Exception):
+        response.close()
+
+
+async def open_stream(open_response: Callable[[], urllib3.BaseHTTPResponse]) -> urllib3.BaseHTTPResponse:
+    """Run the blocking request on a thread; the response body is left unread for `stream_events`."""
     loop = asyncio.get_running_loop()
-    response = await loop.run_in_executor(None, open_response)
+    pending = loop.run_in_executor(None, open_response)
+    try:
+        return await asyncio.shield(pending)
+    except asyncio.CancelledError:
+        # The request still completes on its thread; close what it returns rather than leak it.
+        pending.add_done_callback(lambda f: None if f.cancelled() or f.exception() else _close(f.result()))
+        raise
+
+
+async def stream_events(
+    response: urllib3.BaseHTTPResponse,
+    stamp: Callable[[dict[str, Any]], None],
+) -> AsyncGenerator[dict[str, Any], None]:
+    """Events of one watch response; ends when the server closes the stream. Always closes `response`."""
+    loop = asyncio.get_running_loop()
     queue: asyncio.Queue[object] = asyncio.Queue()
     stopped = threading.Event()
 
@@ -77,7 +102,7 @@ async def stream_events(
             loop.call_soon_threadsafe(queue.put_nowait, item)
 
     thread = threading.Thread(
-        target=_reader, args=(response, deliver, stopped), name="watch-reader", daemon=True
+        target=_reader, args=(response, deliver, stopped), name=f"kube-watch-{next(_ids)}", daemon=True
     )
     thread.start()
     try:
@@ -88,12 +113,9 @@ async def stream_events(
             if isinstance(item, _Failure):
                 raise item.exc
             assert isinstance(item, bytes)
-            yield _event(item, stamp)
+            yield parse_event(item, stamp)
     finally:
         stopped.set()
-        # Interrupts a read blocked in the reader thread so it exits now, not at the next event.
-        with contextlib.suppress(Exception):
-            response.shutdown()
-        with contextlib.suppress(Exception):
-            response.close()
-        await loop.run_in_executor(None, thread.join, 5.0)
+        _close(response)
+        with contextlib.suppress(RuntimeError):  # the default executor is gone at loop shutdown
+            await loop.run_in_executor(None, thread.join, _JOIN_TIMEOUT)

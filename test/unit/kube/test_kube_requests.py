@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mpioperator.kube.client import DEFAULT_USER_AGENT, stamp_kind, stamp_list
+from mpioperator.kube.config import load_configuration
+from mpioperator.kube.resources import CONFIG_MAPS, JOBS, MPIJOBS, NAMESPACES, Resource
+from mpioperator.kube.transport import Transport
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize(
+    ("res", "ns", "name", "sub", "expected"),
+    [
+        (CONFIG_MAPS, "ns", None, None, "/api/v1/namespaces/ns/configmaps"),
+        (CONFIG_MAPS, None, None, None, "/api/v1/configmaps"),
+        (CONFIG_MAPS, "ns", "cm", None, "/api/v1/namespaces/ns/configmaps/cm"),
+        (JOBS, "ns", "j", "status", "/apis/batch/v1/namespaces/ns/jobs/j/status"),
+        (MPIJOBS, "ns", None, None, "/apis/kubeflow.org/v2beta1/namespaces/ns/mpijobs"),
+        (NAMESPACES, "ignored", "a", None, "/api/v1/namespaces/a"),
+    ],
+)
+def test_paths_follow_the_api_layout(
+    res: Resource, ns: str | None, name: str | None, sub: str | None, expected: str
+) -> None:
+    assert res.path(ns, name, sub) == expected
+
+
+def explicit_transport(**kwargs: Any) -> Transport:
+    cfg = load_configuration(host="https://127.0.0.1:6443/", **kwargs)
+    return Transport(cfg, "ua/1")
+
+
+def test_query_parameters_that_are_none_are_left_out() -> None:
+    transport = explicit_transport()
+    url = transport.url("/api/v1/pods", {"labelSelector": "a=b,c in (d)", "limit": 5, "continue": None})
+    assert url == "https://127.0.0.1:6443/api/v1/pods?labelSelector=a%3Db%2Cc+in+%28d%29&limit=5"
+    assert transport.url("/api/v1/pods", {"continue": None}) == "https://127.0.0.1:6443/api/v1/pods"
+
+
+def test_explicit_configuration_sends_the_bearer_token_and_user_agent() -> None:
+    transport = explicit_transport(token="s3cret", ca_file="/tmp/ca.crt", pool_size=40)
+    headers = {k.lower(): v for k, v in transport._headers("application/json").items()}
+    assert headers["authorization"] == "Bearer s3cret"
+    assert headers["user-agent"] == "ua/1"
+    assert headers["content-type"] == "application/json"
+    assert transport.cfg.ssl_ca_cert == "/tmp/ca.crt"
+
+
+def test_configuration_sizes_the_pool_and_leaves_retries_to_callers() -> None:
+    cfg = load_configuration(host="https://h", pool_size=40)
+    assert cfg.connection_pool_maxsize == 40
+    assert cfg.retries is False
+    assert cfg.client_go_retries is False
+    assert cfg.keep_alive is True
+
+
+def test_default_user_agent_names_the_operator_and_its_version() -> None:
+    assert DEFAULT_USER_AGENT.startswith("mpi-operator/")
+    assert DEFAULT_USER_AGENT.endswith("(python)")
+
+
+def test_a_json_patch_that_is_not_a_list_is_refused_before_sending() -> None:
+    transport = explicit_transport()
+    with pytest.raises(ValueError, match="list"):
+        transport.open("PATCH", "/api/v1/x", body={"a": 1}, content_type="application/json-patch+json")
+
+
+def test_list_items_get_kind_and_api_version() -> None:
+    listed = stamp_list(JOBS, {"kind": "JobList", "items": [{"metadata": {"name": "a"}}, {"metadata": {}}]})
+    assert [(i["kind"], i["apiVersion"]) for i in listed["items"]] == [("Job", "batch/v1")] * 2
+
+
+def test_stamping_keeps_a_kind_the_server_already_set() -> None:
+    obj = {"kind": "Other", "apiVersion": "x/v9"}
+    stamp_kind(CONFIG_MAPS)(obj)
+    assert obj == {"kind": "Other", "apiVersion": "x/v9"}
+
+
+def test_an_empty_list_stays_as_the_server_sent_it() -> None:
+    assert stamp_list(CONFIG_MAPS, {"items": None}) == {"items": None}

@@ -1,0 +1,153 @@
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any, cast
+
+import pytest
+import urllib3
+
+from mpioperator.kube import errors
+from mpioperator.kube.client import stamp_kind
+from mpioperator.kube.resources import CONFIG_MAPS
+from mpioperator.kube.watch import open_stream, parse_event, stream_events
+from mpioperator.testing.wait import async_wait_for
+
+pytestmark = pytest.mark.unit
+
+
+class FakeResponse:
+    """Lines, then either the end, an exception, or a read blocked until shutdown()."""
+
+    def __init__(
+        self,
+        lines: list[bytes],
+        *,
+        status: int = 200,
+        then: BaseException | None = None,
+        block: bool = False,
+        data: bytes = b"",
+    ) -> None:
+        self.status = status
+        self.headers: dict[str, str] = {}
+        self.data = data
+        self._lines = lines
+        self._then = then
+        self._unblock = threading.Event()
+        self._block = block
+        self.closed = False
+        self.released = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._lines
+        if self._block:
+            self._unblock.wait()
+            raise urllib3.exceptions.ProtocolError("connection shut down")
+        if self._then is not None:
+            raise self._then
+
+    def shutdown(self) -> None:
+        self._unblock.set()
+
+    def close(self) -> None:
+        self.closed = True
+
+    def release_conn(self) -> None:
+        self.released = True
+
+
+def line(kind: str, obj: dict[str, Any]) -> bytes:
+    return json.dumps({"type": kind, "object": obj}).encode() + b"\n"
+
+
+def events_of(response: FakeResponse) -> Any:
+    return stream_events(cast(urllib3.BaseHTTPResponse, response), stamp_kind(CONFIG_MAPS))
+
+
+async def drain(response: FakeResponse, seen: list[str] | None = None) -> None:
+    async for event in events_of(response):
+        if seen is not None:
+            seen.append(event["type"])
+
+
+def watch_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("kube-watch-")]
+
+
+async def test_events_arrive_in_order_with_kind_stamped_until_the_server_ends_the_stream() -> None:
+    response = FakeResponse(
+        [
+            line("ADDED", {"metadata": {"name": "a"}}),
+            b"\n",
+            line("MODIFIED", {"metadata": {"name": "a"}}),
+            line("DELETED", {"metadata": {"name": "a"}}),
+        ]
+    )
+    got = [event async for event in events_of(response)]
+    assert [e["type"] for e in got] == ["ADDED", "MODIFIED", "DELETED"]
+    assert all(e["object"]["kind"] == "ConfigMap" for e in got)
+    assert response.closed
+
+
+async def test_an_error_event_raises_its_typed_error() -> None:
+    gone = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old resource version"}
+    response = FakeResponse([line("ADDED", {"metadata": {}}), line("ERROR", gone)])
+    seen: list[str] = []
+    with pytest.raises(errors.Expired, match="too old"):
+        await drain(response, seen)
+    assert seen == ["ADDED"]
+
+
+async def test_a_read_timeout_is_reported_as_watch_inactive() -> None:
+    timeout = urllib3.exceptions.ReadTimeoutError(cast(Any, None), "/x", "Read timed out.")
+    with pytest.raises(errors.WatchInactive):
+        await drain(FakeResponse([], then=timeout))
+
+
+async def test_a_broken_stream_is_a_transport_error_with_status_zero() -> None:
+    broken = urllib3.exceptions.ProtocolError("IncompleteRead")
+    with pytest.raises(errors.ApiError) as caught:
+        await drain(FakeResponse([line("ADDED", {})], then=broken))
+    assert caught.value.status == 0
+
+
+async def test_a_refused_watch_raises_the_status_of_its_answer() -> None:
+    body = json.dumps({"kind": "Status", "code": 403, "reason": "Forbidden", "message": "no"}).encode()
+    with pytest.raises(errors.Forbidden):
+        await drain(FakeResponse([], status=403, data=body))
+
+
+async def test_closing_early_shuts_the_stream_and_ends_its_thread() -> None:
+    response = FakeResponse([line("ADDED", {"metadata": {"name": "a"}})], block=True)
+    async with contextlib.aclosing(events_of(response)) as events:
+        async for _ in events:
+            break
+        assert watch_threads()
+    assert response.closed
+    assert watch_threads() == []
+
+
+def test_bookmark_objects_are_left_as_sent() -> None:
+    event = parse_event(line("BOOKMARK", {"metadata": {"resourceVersion": "7"}}), stamp_kind(CONFIG_MAPS))
+    assert event["object"] == {"metadata": {"resourceVersion": "7"}}
+
+
+async def test_a_watch_cancelled_while_opening_closes_the_response_it_gets_later() -> None:
+    response = FakeResponse([])
+    requested, answer = threading.Event(), threading.Event()
+
+    def slow_open() -> urllib3.BaseHTTPResponse:
+        requested.set()
+        answer.wait()
+        return cast(urllib3.BaseHTTPResponse, response)
+
+    opening = asyncio.ensure_future(open_stream(slow_open))
+    await async_wait_for(lambda: asyncio.sleep(0, requested.is_set()), timeout=5, what="request sent")
+    opening.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await opening
+    answer.set()
+    await async_wait_for(lambda: asyncio.sleep(0, response.closed), timeout=5, what="late response closed")
