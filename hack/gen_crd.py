@@ -31,11 +31,17 @@ Schema = dict[str, Any]
 
 CORE = "io.k8s.api.core.v1."
 META = "io.k8s.apimachinery.pkg.apis.meta.v1."
-INT_OR_STRING: Schema = {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}
+INT_OR_STRING: Schema = {
+    "anyOf": [{"type": "integer"}, {"type": "string"}],
+    "x-kubernetes-int-or-string": True,
+}
 SPECIAL: dict[str, Schema] = {
     "io.k8s.apimachinery.pkg.api.resource.Quantity": {
         **INT_OR_STRING,
-        "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$",
+        "pattern": (
+            r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+            r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+        ),
     },
     "io.k8s.apimachinery.pkg.util.intstr.IntOrString": INT_OR_STRING,
     META + "Time": {"type": "string", "format": "date-time"},
@@ -62,12 +68,17 @@ KEPT = {
 
 def openapi_path() -> Path:
     versions = dict(
-        line.split("=", 1) for line in (REPO / "hack" / "versions.env").read_text().splitlines() if "=" in line
+        line.split("=", 1)
+        for line in (REPO / "hack" / "versions.env").read_text().splitlines()
+        if "=" in line
     )
     version = versions["K8S_VERSION"].strip().strip('"')
-    modcache = os.environ.get("GOMODCACHE") or subprocess.run(
-        ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True
-    ).stdout.strip()
+    modcache = (
+        os.environ.get("GOMODCACHE")
+        or subprocess.run(
+            ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    )
     path = Path(modcache) / f"k8s.io/kubernetes@{version}" / "api/openapi-spec/v3/api__v1_openapi.json"
     if not path.exists():
         sys.exit(f"gen_crd: {path} not found; run hack/build-control-plane.sh (it downloads the module)")
@@ -103,6 +114,11 @@ class Resolver:
                     out["default"] = value
             else:
                 out[key] = copy.deepcopy(value)
+        for name in out.get("required") or ():
+            # A zero default on a required field ("" for a container's name) would only hide its absence.
+            prop = (out.get("properties") or {}).get(name) or {}
+            if prop.get("default") in ("", 0, False) and "default" in prop:
+                del prop["default"]
         if "properties" in out or "additionalProperties" in out:
             out.setdefault("type", "object")
         return out
@@ -176,7 +192,9 @@ def run_policy() -> Schema:
                 {
                     "type": "string",
                     "enum": ["kubeflow.org/mpi-operator", "kueue.x-k8s.io/multikueue"],
-                    "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "managedBy is immutable"}],
+                    "x-kubernetes-validations": [
+                        {"rule": "self == oldSelf", "message": "managedBy is immutable"}
+                    ],
                 },
             ),
             "schedulingPolicy": desc(
@@ -197,7 +215,9 @@ def run_policy() -> Schema:
                     },
                 },
             ),
-            "suspend": desc("Suspends the job: no pods run while true.", {"type": "boolean", "default": False}),
+            "suspend": desc(
+                "Suspends the job: no pods run while true.", {"type": "boolean", "default": False}
+            ),
             "ttlSecondsAfterFinished": desc("Seconds after which a finished job is deleted.", int32_min0),
         },
         "x-kubernetes-validations": [
@@ -274,12 +294,17 @@ def job_status() -> Schema:
     }
 
 
-HOSTNAME_RULE = (
-    "self.metadata.name.matches('^[a-z]([-a-z0-9]*)$') && "
-    "size(self.metadata.name) + size('-worker-') + size(string("
-    "has(self.spec.mpiReplicaSpecs) && 'Worker' in self.spec.mpiReplicaSpecs && "
+_WORKERS = (
+    "(has(self.spec) && has(self.spec.mpiReplicaSpecs) && 'Worker' in self.spec.mpiReplicaSpecs && "
     "has(self.spec.mpiReplicaSpecs['Worker'].replicas) && self.spec.mpiReplicaSpecs['Worker'].replicas > 0 ? "
-    "self.spec.mpiReplicaSpecs['Worker'].replicas - 1 : 0)) <= 63"
+    "self.spec.mpiReplicaSpecs['Worker'].replicas : 1)"
+)
+# Upstream's first validation check: the longest worker hostname, <name>-worker-<replicas-1>, must be a
+# DNS-1035 label. It ends in a digit, so only the name's characters and the total length need checking;
+# the length is summed because CEL cannot bound the size of string(int) in a concatenation.
+HOSTNAME_RULE = (
+    "self.metadata.name.matches('^[a-z][-a-z0-9]*$') && "
+    f"size(self.metadata.name) + size('-worker-') + size(string({_WORKERS} - 1)) <= 63"
 )
 
 
@@ -341,6 +366,7 @@ def mpijob_schema(resolver: Resolver) -> Schema:
     return {
         "type": "object",
         "description": "MPIJob runs an MPI program: one launcher and a set of workers.",
+        "required": ["spec"],
         "properties": {
             "apiVersion": {"type": "string"},
             "kind": {"type": "string"},
@@ -351,9 +377,9 @@ def mpijob_schema(resolver: Resolver) -> Schema:
         "x-kubernetes-validations": [
             {
                 "rule": HOSTNAME_RULE,
-                "message": "metadata.name: must start with a lower case letter, contain only lower case "
-                "alphanumeric characters or '-', and be short enough that the longest worker hostname "
-                "'<name>-worker-<replicas-1>' is a DNS-1035 label of at most 63 characters",
+                "message": "metadata.name: must start with a lower case letter and contain only lower "
+                "case alphanumeric characters or '-', and the longest worker hostname "
+                "'<name>-worker-<replicas-1>' must be a DNS-1035 label of at most 63 characters",
             }
         ],
     }
@@ -376,7 +402,11 @@ def crd(resolver: Resolver) -> Schema:
                     "subresources": {"status": {}},
                     "additionalPrinterColumns": [
                         {"name": "State", "type": "string", "jsonPath": ".status.conditions[-1:].type"},
-                        {"name": "Workers", "type": "integer", "jsonPath": ".spec.mpiReplicaSpecs.Worker.replicas"},
+                        {
+                            "name": "Workers",
+                            "type": "integer",
+                            "jsonPath": ".spec.mpiReplicaSpecs.Worker.replicas",
+                        },
                         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
                     ],
                     "schema": {"openAPIV3Schema": mpijob_schema(resolver)},
@@ -393,8 +423,12 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="compare with the committed CRD instead of writing")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="compare with the committed CRD instead of writing"
+    )
     parser.add_argument("--output", type=Path, default=OUTPUT)
     args = parser.parse_args(argv)
     text = render()
@@ -402,7 +436,9 @@ def main(argv: list[str] | None = None) -> int:
         current = args.output.read_text() if args.output.exists() else ""
         if current != text:
             sys.stdout.writelines(
-                difflib.unified_diff(current.splitlines(True), text.splitlines(True), str(args.output), "generated")
+                difflib.unified_diff(
+                    current.splitlines(True), text.splitlines(True), str(args.output), "generated"
+                )
             )
             print(f"gen_crd: {args.output} is stale; run python hack/gen_crd.py", file=sys.stderr)
             return 1
