@@ -55,6 +55,7 @@ class OperatorProcess:
         self.service_account = service_account
         self.args = args
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix=f"{name}-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
         self.health_port = free_port()
         self.metrics_port = free_port()
         self.kubeconfig = self.workdir / "kubeconfig"
