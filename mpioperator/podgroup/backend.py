@@ -1,0 +1,49 @@
+"""The seam between the controller and a gang scheduler's PodGroup (§3.2), pure parts only.
+
+A backend renders the desired PodGroup, decorates pod templates and compares specs; the
+controller does the API calls, using `resource` to address the objects.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from mpioperator.kube.resources import Resource
+from mpioperator.podgroup.maths import PriorityLookup
+
+Obj = dict[str, Any]
+
+
+class PodGroupBackend(Protocol):
+    @property
+    def name(self) -> str:
+        """The --gang-scheduling value that selects this backend; "" when off."""
+
+    @property
+    def enabled(self) -> bool: ...
+
+    @property
+    def resource(self) -> Resource | None:
+        """The PodGroup API resource; None when gang scheduling is off."""
+
+    @property
+    def scheduler_name(self) -> str:
+        """The pod schedulerName this backend forces; "" when it leaves pods alone."""
+
+    def new_pod_group(self, job: Obj, priority_of: PriorityLookup | None) -> Obj:
+        """The desired PodGroup for a defaulted MPIJob."""
+
+    def decorate_pod_template(self, template: Obj, job: Obj) -> None:
+        """Point a pod (template) at the scheduler and its group, in place."""
+
+    def pod_group_spec_equal(self, a: Obj, b: Obj) -> bool:
+        """Whether two PodGroups' specs are semantically equal (no update needed)."""
+
+
+def decorator_for(backend: PodGroupBackend, job: Obj) -> Callable[[Obj], None] | None:
+    """The builders' pod decorator for `job`, or None when gang scheduling is off."""
+    if not backend.enabled:
+        return None
+    return functools.partial(backend.decorate_pod_template, job=job)

@@ -1,0 +1,178 @@
+"""The PodGroup numbers shared by both backends (§3.5-§3.7) and semantic spec equality (§3.2)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from mpioperator.api import constants as api
+from mpioperator.podgroup.quantity import parse_resource_list
+from mpioperator.podgroup.resources import ResourceMap, add_resources, scale_resources, sum_resources
+
+Obj = dict[str, Any]
+# A cluster PriorityClass's value by name; None when the class does not exist.
+PriorityLookup = Callable[[str], int | None]
+# Requests of one pod, from its pod spec.
+PodRequests = Callable[[Mapping[str, Any]], ResourceMap]
+
+log = structlog.get_logger(__name__)
+
+
+def scheduling_policy(job: Obj) -> Obj:
+    return ((job.get("spec") or {}).get("runPolicy") or {}).get("schedulingPolicy") or {}
+
+
+def _replica_specs(job: Obj) -> Obj:
+    return (job.get("spec") or {}).get("mpiReplicaSpecs") or {}
+
+
+def _template_spec(replica: Obj | None) -> Obj:
+    return ((replica or {}).get("template") or {}).get("spec") or {}
+
+
+def min_member(job: Obj) -> int:
+    """schedulingPolicy.minAvailable, else every worker plus the launcher."""
+    min_available = scheduling_policy(job).get("minAvailable")
+    if min_available is not None:
+        return int(min_available)
+    worker = _replica_specs(job).get(api.WORKER) or {}
+    return int(worker.get("replicas") or 0) + 1
+
+
+def priority_class_name(job: Obj) -> str:
+    """First non-empty of the policy's priorityClass, the launcher's and the worker's template."""
+    specs = _replica_specs(job)
+    candidates = (
+        scheduling_policy(job).get("priorityClass"),
+        _template_spec(specs.get(api.LAUNCHER)).get("priorityClassName"),
+        _template_spec(specs.get(api.WORKER)).get("priorityClassName"),
+    )
+    return next((str(name) for name in candidates if name), "")
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaPriority:
+    replica_type: str
+    priority: int
+    replicas: int | None
+    template: Obj
+
+
+def replicas_order(replica_specs: Obj, priority_of: PriorityLookup | None) -> list[ReplicaPriority]:
+    """Replica specs by PriorityClass value, highest first; ties keep their input order.
+
+    A missing or unnamed class counts as 0; the cluster's globalDefault class is not consulted.
+    """
+    entries = []
+    for replica_type, replica in replica_specs.items():
+        replica = replica or {}
+        priority = 0
+        name = _template_spec(replica).get("priorityClassName")
+        if name and priority_of is not None:
+            value = priority_of(str(name))
+            if value is None:
+                log.warning("priority class not found, counting it as 0", priority_class=name)
+            else:
+                priority = value
+        replicas = replica.get("replicas")
+        entries.append(
+            ReplicaPriority(
+                str(replica_type),
+                priority,
+                None if replicas is None else int(replicas),
+                replica.get("template") or {},
+            )
+        )
+    return sorted(entries, key=lambda entry: -entry.priority)
+
+
+def computed_min_resources(
+    job: Obj,
+    members: int | None,
+    priority_of: PriorityLookup | None,
+    pod_requests: PodRequests | None = None,
+) -> ResourceMap | None:
+    """§3.7: the gang's resources when only `members` pods must start, lowest priority cut first.
+
+    With equal priorities the workers are cut; otherwise the second entry is, whichever type it
+    is (so a worker class above the launcher's cuts the launcher, as upstream does). Every map
+    key counts, extra ones included. `pod_requests` replaces upstream's containers-only sum,
+    e.g. with `effective_pod_requests`; the default is upstream's rule.
+    """
+    order = replicas_order(_replica_specs(job), priority_of)
+    if not order:
+        return {}
+    counts = [entry.replicas for entry in order]
+    total = sum(count or 0 for count in counts[:2])
+    if members is not None and total > members:
+        # Upstream indexes past the end with a single entry; treating it as a tie is the safe reading.
+        if len(order) < 2 or order[0].priority == order[1].priority:
+            worker = next((i for i, e in enumerate(order) if e.replica_type == api.WORKER), None)
+            if worker is None:
+                log.warning("cannot fit the gang into minMember without a worker replica spec")
+                return None
+            counts[worker] = members - 1
+        else:
+            counts[1] = members - 1
+    result: ResourceMap = {}
+    for entry, count in zip(order, counts, strict=True):
+        if count is None:
+            continue
+        spec = entry.template.get("spec") or {}
+        if pod_requests is not None:
+            result = sum_resources(result, scale_resources(pod_requests(spec), count))
+            continue
+        for container in spec.get("containers") or ():
+            result = add_resources(result, container.get("resources"), count) or {}
+    return result
+
+
+def pod_group_min_resources(
+    job: Obj,
+    members: int | None,
+    priority_of: PriorityLookup | None,
+    pod_requests: PodRequests | None = None,
+) -> ResourceMap | None:
+    """The PodGroup's minResources: the policy's verbatim, none for an empty gang, else computed."""
+    explicit = scheduling_policy(job).get("minResources")
+    if explicit is not None:
+        return parse_resource_list(explicit)
+    if members is not None and members == 0:
+        return None
+    return computed_min_resources(job, members, priority_of, pod_requests)
+
+
+def specs_equal(
+    a: Mapping[str, Any] | None,
+    b: Mapping[str, Any] | None,
+    fields: Collection[str],
+    pointer_fields: Collection[str] = (),
+) -> bool:
+    """Semantic equality of the PodGroup spec fields a backend owns.
+
+    Absent, null and zero values are equal (Go's omitempty value fields), except for pointer
+    fields where 0 is not absent; `minResources` compares by quantity value, empty == absent.
+    Fields the backend does not own are ignored, so server-side additions cause no update loop.
+    """
+    a, b = a or {}, b or {}
+    for name in fields:
+        left, right = a.get(name), b.get(name)
+        if name == "minResources":
+            if not _resource_lists_equal(left, right):
+                return False
+        elif name in pointer_fields:
+            if left != right:
+                return False
+        elif (left or None) != (right or None):
+            return False
+    return True
+
+
+def _resource_lists_equal(left: Any, right: Any) -> bool:
+    try:
+        return parse_resource_list(left) == parse_resource_list(right)
+    except (ValueError, TypeError):
+        return bool(left == right)

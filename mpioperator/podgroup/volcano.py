@@ -1,0 +1,86 @@
+"""Volcano's PodGroup (scheduling.volcano.sh/v1beta1), §3.3, and its pod decoration, §3.8."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from mpioperator.controller.builders.names import pod_group_name
+from mpioperator.kube.resources import VOLCANO_POD_GROUPS, Resource
+from mpioperator.podgroup import maths
+from mpioperator.podgroup.maths import PodRequests, PriorityLookup
+from mpioperator.podgroup.render import (
+    force_scheduler_name,
+    pod_group_metadata,
+    resource_strings,
+    template_metadata_map,
+)
+
+Obj = dict[str, Any]
+
+NAME: Final = "volcano"
+SCHEDULER_NAME: Final = "volcano"
+GROUP_NAME_ANNOTATION: Final = "scheduling.k8s.io/group-name"
+QUEUE_NAME_ANNOTATION: Final = "scheduling.volcano.sh/queue-name"
+SPEC_FIELDS: Final = ("minMember", "queue", "priorityClassName", "minResources")
+
+
+def queue_name(job: Obj) -> str:
+    """The policy's queue, else the MPIJob's queue-name annotation, else none."""
+    queue = maths.scheduling_policy(job).get("queue")
+    if queue:
+        return str(queue)
+    annotations = job["metadata"].get("annotations") or {}
+    return str(annotations.get(QUEUE_NAME_ANNOTATION) or "")
+
+
+class VolcanoBackend:
+    """Volcano gang scheduling: pods go to the `volcano` scheduler, grouped by an annotation."""
+
+    def __init__(self, pod_requests: PodRequests | None = None) -> None:
+        self._pod_requests = pod_requests
+
+    @property
+    def name(self) -> str:
+        return NAME
+
+    @property
+    def enabled(self) -> bool:
+        return True
+
+    @property
+    def resource(self) -> Resource:
+        return VOLCANO_POD_GROUPS
+
+    @property
+    def scheduler_name(self) -> str:
+        return SCHEDULER_NAME
+
+    def new_pod_group(self, job: Obj, priority_of: PriorityLookup | None) -> Obj:
+        members = maths.min_member(job)
+        # Field order and omissions follow the Go type's JSON (omitempty on every field).
+        spec: Obj = {}
+        if members:
+            spec["minMember"] = members
+        queue = queue_name(job)
+        if queue:
+            spec["queue"] = queue
+        priority_class = maths.priority_class_name(job)
+        if priority_class:
+            spec["priorityClassName"] = priority_class
+        resources = maths.pod_group_min_resources(job, members, priority_of, self._pod_requests)
+        if resources is not None:
+            # A pointer in Go: an empty list is still sent, as {}.
+            spec["minResources"] = resource_strings(resources)
+        return {
+            "apiVersion": VOLCANO_POD_GROUPS.api_version,
+            "kind": VOLCANO_POD_GROUPS.kind,
+            "metadata": pod_group_metadata(job),
+            "spec": spec,
+        }
+
+    def decorate_pod_template(self, template: Obj, job: Obj) -> None:
+        force_scheduler_name(template, SCHEDULER_NAME)
+        template_metadata_map(template, "annotations")[GROUP_NAME_ANNOTATION] = pod_group_name(job)
+
+    def pod_group_spec_equal(self, a: Obj, b: Obj) -> bool:
+        return maths.specs_equal(a.get("spec"), b.get("spec"), SPEC_FIELDS)
