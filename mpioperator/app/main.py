@@ -86,8 +86,9 @@ async def run(options: opts.Options) -> int:
             await controller.run(options.threadiness, stop, drain_timeout=options.shutdown_timeout)
 
         if options.leader_elect:
+            leases = KubeLeaseClient(client)
             elector = LeaderElector(
-                KubeLeaseClient(client),
+                leases,
                 name=LOCK_NAME,
                 namespace=options.lock_namespace,
                 identity=identity,
@@ -96,6 +97,7 @@ async def run(options: opts.Options) -> int:
                 renew_deadline=options.renew_deadline,
                 retry_period=options.retry_period,
                 on_new_leader=lambda who: log.info("new leader elected", leader=who),
+                release_watch=leases,
             )
             server.add_health_check("leaderElection", elector.healthz)
             # A standby is ready (to take over); a leader is ready once its caches have synced.

@@ -2,7 +2,9 @@
 
 Only the leader runs the controller. A leader that cannot renew within the renew deadline stops leading
 (the caller exits non-zero, so a crash-looping pod never keeps working on a lease it lost). Cancelling the
-elector (SIGTERM) stops the leading work and releases the lease so a standby takes over at its next retry.
+elector (SIGTERM) stops the leading work and releases the lease. Unlike client-go, a standby given a
+release watch also tries the moment it sees the lease released, instead of at its next retry period,
+so a rolling update hands over in well under a retry period.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -41,6 +43,12 @@ class LeaseClient(Protocol):
     async def update(self, lease: dict[str, Any]) -> dict[str, Any]: ...
 
 
+class ReleaseWatch(Protocol):
+    def releases(self, namespace: str, name: str) -> AsyncGenerator[None, None]:
+        """Yields whenever the lease is seen without a holder; runs until closed."""
+        ...
+
+
 class ElectionClock(Protocol):
     def now(self) -> float: ...
 
@@ -68,6 +76,7 @@ class LeaderElector:
         on_new_leader: Callable[[str], None] | None = None,
         on_error: Callable[[BaseException], None] | None = None,
         rand: Callable[[], float] = random.random,
+        release_watch: ReleaseWatch | None = None,
     ):
         self.client = client
         self.name = name
@@ -80,6 +89,7 @@ class LeaderElector:
         self._on_new_leader = on_new_leader
         self._on_error = on_error
         self._rand = rand
+        self._release_watch = release_watch
         self.is_leader = False
         self.leader = ""
         self._observed: LeaderRecord | None = None
@@ -120,8 +130,34 @@ class LeaderElector:
         lead_task.result()
 
     async def _acquire(self) -> None:
-        while not await self._try_acquire_or_renew():
-            await self.clock.sleep(self.retry_period * (1 + self._rand() * (JITTER_FACTOR - 1)))
+        released = asyncio.Event()
+        follower = asyncio.ensure_future(self._follow_releases(released)) if self._release_watch else None
+        try:
+            while True:
+                # Cleared before the attempt, so a release seen while it runs still cuts the next wait short.
+                released.clear()
+                if await self._try_acquire_or_renew():
+                    return
+                await self._sleep_unless(
+                    released, self.retry_period * (1 + self._rand() * (JITTER_FACTOR - 1))
+                )
+        finally:
+            if follower is not None:
+                await _cancel(follower)
+
+    async def _follow_releases(self, released: asyncio.Event) -> None:
+        assert self._release_watch is not None
+        async with contextlib.aclosing(self._release_watch.releases(self.namespace, self.name)) as seen:
+            async for _ in seen:
+                released.set()
+
+    async def _sleep_unless(self, event: asyncio.Event, seconds: float) -> None:
+        sleeper = asyncio.ensure_future(self.clock.sleep(seconds))
+        waiter = asyncio.ensure_future(event.wait())
+        try:
+            await asyncio.wait({sleeper, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            await _cancel(sleeper, waiter)
 
     async def _renew_until_lost(self) -> None:
         while True:

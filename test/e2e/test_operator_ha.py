@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -174,12 +175,28 @@ def test_sigterm_releases_the_lease_and_the_follower_takes_over(
 ) -> None:
     leader = leader_of(pair)
     follower = next(r for r in pair if r is not leader)
+    held_by = holder(installed_cluster)
+    released_after: list[float] = []
+
+    def watch_lease() -> None:
+        # Polled beside the blocking terminate() to split the handover into its parts for the report.
+        while time.monotonic() - stopped_at < 15 and holder(installed_cluster) == held_by:
+            time.sleep(0.02)
+        released_after.append(time.monotonic() - stopped_at)
+
     stopped_at = time.monotonic()
+    poller = threading.Thread(target=watch_lease, daemon=True)
+    poller.start()
     code = leader.terminate(timeout=15)
+    exited_after = time.monotonic() - stopped_at
     assert code == 0
-    wait_for(follower.leading, timeout=15, what="the follower to lead")
+    wait_for(follower.leading, timeout=15, interval=0.05, what="the follower to lead")
     handover = time.monotonic() - stopped_at
-    print(f"\nSIGTERM handover: {handover:.2f}s (exit code {code})")
+    poller.join()
+    print(
+        f"\nSIGTERM handover: {handover:.2f}s (lease left the old leader at {released_after[0]:.2f}s, "
+        f"old leader exited at {exited_after:.2f}s, exit code {code})"
+    )
     # Without a release the follower could only take an expired lease (15 s); a quicker takeover
     # is the observable proof that the stopping leader gave it up.
     assert handover < 10.0
