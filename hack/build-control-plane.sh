@@ -98,7 +98,7 @@ if [ -n "${KUBEBUILDER_ASSETS:-}" ] && have_all "$KUBEBUILDER_ASSETS"; then
   echo "$KUBEBUILDER_ASSETS"; exit 0
 fi
 
-log "cold build into $out (k8s $K8S_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION, go$go_ver); about 20-30 min on 2 cores"
+log "cold build into $out (k8s $K8S_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION, go$go_ver); about 10 min on 2 cores"
 [ -x "$out/kube-apiserver" ] && [ -x "$out/kubectl" ] || run_step kubernetes build_kubernetes
 [ -x "$out/etcd" ] || run_step etcd build_etcd
 [ -x "$out/kwok" ] || run_step kwok build_kwok

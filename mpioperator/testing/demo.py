@@ -113,9 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         print(
             "\nWhat to try next (in another shell):\n"
             f"  {env_line}\n"
-            "  kubectl get mpijobs -A                      # the state column comes from the conditions\n"
-            "  kubectl apply -f examples/v2beta1/          # more examples (kwok simulates their pods)\n"
-            f"  kill {replicas[0].pid}                          # stop a replica; the other takes the lease\n"
+            f"  {'kubectl get mpijobs -A':<44}# the state column comes from the conditions\n"
+            f"  {'kubectl apply -R -f examples/v2beta1/':<44}# more examples (kwok simulates their pods)\n"
+            f"  {f'kill {replicas[0].pid}':<44}# stop a replica; the other takes the lease at once\n"
             f"  curl -s localhost:{replicas[0].metrics_port}/metrics | grep mpi_operator\n"
             f"  operator logs: {args.workdir}/replica-*/\n",
             flush=True,
