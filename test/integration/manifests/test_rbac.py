@@ -56,7 +56,9 @@ NEEDED: list[Access] = [
     Access(
         "get", "customresourcedefinitions", "apiextensions.k8s.io", namespace="", name="mpijobs.kubeflow.org"
     ),
-    *each("get watch create update", "leases", "coordination.k8s.io", namespace=OPERATOR_NS, name="mpi-operator"),
+    *each(
+        "get watch create update", "leases", "coordination.k8s.io", namespace=OPERATOR_NS, name="mpi-operator"
+    ),
 ]
 
 NOT_NEEDED: list[Access] = [
