@@ -51,28 +51,35 @@ build_scheduler() {
   go mod init example.local/schedulerplugins
   go mod edit -go=1.26.0
   local gomod; gomod=$(module_field GoMod)
-  local r
-  for r in $(go mod edit -json "$gomod" | python3 -c '
-import json, sys
-for r in json.load(sys.stdin).get("Replace") or []:
-    new = r["New"]
-    if new.get("Version"):
-        print(f"{r[\"Old\"][\"Path\"]}={new[\"Path\"]}@{new[\"Version\"]}")
-    else:
-        sys.exit(f"unexpected local replace {r}")'); do
-    go mod edit -replace="$r"
-  done
+  # A plain assignment (not `for r in $(...)`) so that a failure here stops the build under `set -e`;
+  # an empty list would silently resolve the k8s staging modules to @latest and fail much later.
+  local replaces
+  replaces=$(go mod edit -json "$gomod" | python3 "$here/scheduler_plugins_replaces.py")
+  [ -n "$replaces" ] || die "no replace directives found in $gomod"
+  # shellcheck disable=SC2086  # one -replace=old=new@v word per line, no spaces inside
+  go mod edit $replaces
   go mod edit -require="$module@$SCHEDULER_PLUGINS_VERSION"
   go mod edit -tool="$module/cmd/scheduler"
   go mod tidy
-  # Upstream's Makefile stamps the same field, so `--version` reports the plugins release.
-  go build -trimpath -ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$SCHEDULER_PLUGINS_VERSION" \
-    -o "$bin" "$module/cmd/scheduler"
+  # The version stamp must be the Kubernetes release the scheduler is compiled against: kube-scheduler
+  # derives its emulation version from it, and upstream's Makefile stamp (the plugins release, v0.34.7)
+  # makes it refuse to start with "emulation version 0.34 is not between [1.31, 0.34.0]".
+  local k8s_version
+  k8s_version=$(go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' k8s.io/kubernetes)
+  local minor=${k8s_version#v1.}; minor=${minor%%.*}
+  local ldflags="-s -w" p
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $p.gitVersion=$k8s_version -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+  done
+  go build -trimpath -ldflags="$ldflags" -o "$bin" "$module/cmd/scheduler"
 }
 
 log "cold build of $module $SCHEDULER_PLUGINS_VERSION (go$go_ver) into $out; several minutes on 2 cores"
 progress scheduler & ticker=$!
-if ! (build_scheduler) >"$out/build.log" 2>&1; then
+# Started in the background and then waited for: inside `if ! (...)` bash would ignore `set -e` in the
+# subshell, and a failed step (replace list, go mod tidy) would go unnoticed until a confusing build error.
+(build_scheduler) >"$out/build.log" 2>&1 & builder=$!
+if ! wait "$builder"; then
   kill "$ticker" 2>/dev/null || true
   tail -30 "$out/build.log" >&2
   die "building scheduler-plugins failed (full log: $out/build.log)"

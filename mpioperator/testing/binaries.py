@@ -1,4 +1,9 @@
-"""Find the control-plane binaries: KUBEBUILDER_ASSETS, then PATH, then the project's cached Go build."""
+"""Find the control-plane binaries: KUBEBUILDER_ASSETS, then PATH, then the project's cached Go build.
+
+The optional scheduler-plugins scheduler (gang scheduling with Coscheduling) is found the same way:
+SCHEDULER_PLUGINS_BIN, then PATH, then hack/build-scheduler-plugins.sh; its PodGroup CRD is read from
+SCHEDULER_PLUGINS_CRD or from the Go module cache (never copied into the repository).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,10 @@ REQUIRED = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = _REPO_ROOT / "hack" / "build-control-plane.sh"
+SCHEDULER_PLUGINS_SCRIPT = _REPO_ROOT / "hack" / "build-scheduler-plugins.sh"
+SCHEDULER_PLUGINS_BINARY = "scheduler-plugins-scheduler"
+SCHEDULER_PLUGINS_BIN_ENV = "SCHEDULER_PLUGINS_BIN"
+SCHEDULER_PLUGINS_CRD_ENV = "SCHEDULER_PLUGINS_CRD"
 
 
 class BinariesUnavailable(RuntimeError):
@@ -64,3 +73,47 @@ def find_binaries(*, build: bool = True) -> Binaries:
     if not _holds_all(directory):
         raise BinariesUnavailable(f"{directory} does not hold all of {', '.join(REQUIRED)}")
     return Binaries(directory)
+
+
+def _run_script(script: Path, *args: str, what: str) -> Path:
+    """Run a hack/ script whose last stdout line is a path; its progress goes to our stderr."""
+    if not script.exists():
+        raise BinariesUnavailable(f"{what} not found and {script} is missing")
+    result = subprocess.run(
+        ["bash", str(script), *args], stdout=subprocess.PIPE, stderr=sys.stderr, text=True, check=False
+    )
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or not lines:
+        command = " ".join([script.name, *args])
+        raise BinariesUnavailable(f"{command} failed (exit {result.returncode}); see above")
+    return Path(lines[-1])
+
+
+def find_scheduler_plugins(*, build: bool = True) -> Path:
+    """The scheduler-plugins scheduler (kube-scheduler 1.34 with Coscheduling), built once if needed."""
+    explicit = os.environ.get(SCHEDULER_PLUGINS_BIN_ENV)
+    if explicit:
+        if not os.access(explicit, os.X_OK):
+            raise BinariesUnavailable(f"{SCHEDULER_PLUGINS_BIN_ENV}={explicit} is not an executable file")
+        return Path(explicit)
+    on_path = shutil.which(SCHEDULER_PLUGINS_BINARY)
+    if on_path:
+        return Path(on_path)
+    if not build:
+        raise BinariesUnavailable(
+            f"{SCHEDULER_PLUGINS_BINARY} not found; run hack/build-scheduler-plugins.sh "
+            f"or set {SCHEDULER_PLUGINS_BIN_ENV}"
+        )
+    binary = _run_script(SCHEDULER_PLUGINS_SCRIPT, what=SCHEDULER_PLUGINS_BINARY)
+    if not os.access(binary, os.X_OK):
+        raise BinariesUnavailable(f"{SCHEDULER_PLUGINS_SCRIPT.name} printed {binary}, not an executable")
+    return binary
+
+
+def scheduler_plugins_crd() -> Path:
+    """The PodGroup (scheduling.x-k8s.io) CRD shipped with the pinned scheduler-plugins module."""
+    explicit = os.environ.get(SCHEDULER_PLUGINS_CRD_ENV)
+    crd = Path(explicit) if explicit else _run_script(SCHEDULER_PLUGINS_SCRIPT, "crd", what="PodGroup CRD")
+    if not crd.is_file():
+        raise BinariesUnavailable(f"PodGroup CRD {crd} is not a file")
+    return crd
