@@ -7,9 +7,19 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_e
 
 from mpioperator import __version__
 from mpioperator.app.options import Options
+from mpioperator.controller.controller import gang_backend
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient
-from mpioperator.kube.resources import CONFIG_MAPS, JOBS, MPIJOBS, PODS, SECRETS, SERVICES, Resource
+from mpioperator.kube.resources import (
+    CONFIG_MAPS,
+    JOBS,
+    MPIJOBS,
+    PODS,
+    PRIORITY_CLASSES,
+    SECRETS,
+    SERVICES,
+    Resource,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -48,10 +58,36 @@ def _transient(exc: BaseException) -> bool:
     return isinstance(exc, errors.ApiError) and (exc.status == 0 or exc.status >= 500 or exc.status == 429)
 
 
-async def check_cluster(client: KubeClient, options: Options) -> None:
-    """The MPIJob CRD is served and every watched resource may be listed, in every namespace we serve."""
+def watched(options: Options) -> list[tuple[Resource, tuple[str | None, ...]]]:
+    """Every resource the controller will list and watch, with the scopes it watches them in."""
     scopes: tuple[str | None, ...] = options.namespaces or (None,)
-    for res in WATCHED:
+    out: list[tuple[Resource, tuple[str | None, ...]]] = [(res, scopes) for res in WATCHED]
+    pod_groups = gang_backend(options.gang_scheduling).resource
+    if pod_groups is not None:
+        out.append((pod_groups, scopes))
+        out.append((PRIORITY_CLASSES, (None,)))  # cluster-scoped, whatever --namespace says
+    return out
+
+
+def _not_served(res: Resource, options: Options) -> str:
+    if res is MPIJOBS:
+        return (
+            "the MPIJob CRD (mpijobs.kubeflow.org/v2beta1) is not served by the API server; "
+            "apply manifests/base first"
+        )
+    if res.kind == "PodGroup":
+        return (
+            f"--gang-scheduling={options.gang_scheduling} needs the PodGroup CRD "
+            f"({res.plural}.{res.group}/{res.version}), which the API server does not serve; "
+            "install the gang scheduler first or turn --gang-scheduling off"
+        )
+    return f"{res.plural}.{res.group or 'core'} is not served"
+
+
+async def check_cluster(client: KubeClient, options: Options) -> None:
+    """Every CRD we need is served (MPIJob; the PodGroup kind with gang scheduling) and every watched
+    resource may be listed, in every namespace we serve."""
+    for res, scopes in watched(options):
         for namespace in scopes:
             try:
                 async for attempt in AsyncRetrying(
@@ -63,14 +99,10 @@ async def check_cluster(client: KubeClient, options: Options) -> None:
                     with attempt:
                         await client.list(res, namespace, limit=1)
             except errors.NotFound as exc:
-                if res is MPIJOBS:
-                    raise StartupError(
-                        "the MPIJob CRD (mpijobs.kubeflow.org/v2beta1) is not served by the API server; "
-                        "apply manifests/base first"
-                    ) from exc
-                raise StartupError(
-                    f"{res.plural}.{res.group or 'core'} is not served: {exc.message}"
-                ) from exc
+                message = _not_served(res, options)
+                if res is not MPIJOBS and res.kind != "PodGroup":
+                    message = f"{message}: {exc.message}"
+                raise StartupError(message) from exc
             except (errors.Forbidden, errors.Unauthorized) as exc:
                 where = f"in namespace {namespace}" if namespace else "cluster-wide"
                 raise StartupError(

@@ -15,6 +15,8 @@ from mpioperator.controller.events import WARNING
 from mpioperator.controller.ports import Listers, Obj, Recorder, Writer
 from mpioperator.kube import errors
 from mpioperator.kube.resources import CONFIG_MAPS, JOBS, PODS, SECRETS, SERVICES, Resource
+from mpioperator.podgroup.backend import PodGroupBackend, decorator_for
+from mpioperator.podgroup.null import NullBackend
 
 log = structlog.get_logger(__name__)
 
@@ -69,11 +71,20 @@ def not_managed_message(name: str, kind: str) -> str:
 
 
 class ChildReconciler:
-    def __init__(self, listers: Listers, writer: Writer, recorder: Recorder, cluster_domain: str) -> None:
+    def __init__(
+        self,
+        listers: Listers,
+        writer: Writer,
+        recorder: Recorder,
+        cluster_domain: str,
+        backend: PodGroupBackend | None = None,
+    ) -> None:
         self._l = listers
         self._w = writer
         self._rec = recorder
         self._domain = cluster_domain
+        # Gang scheduling decorates worker pods and the launcher template (§3.8); off by default.
+        self._backend: PodGroupBackend = backend or NullBackend()
 
     def _refuse(self, job: Obj, obj: Obj, kind: str = "") -> SyncError:
         message = not_managed_message(obj["metadata"]["name"], obj.get("kind", kind))
@@ -163,10 +174,11 @@ class ChildReconciler:
             self._l.pods.get(ns, names.worker_name(job, i)) for i in range(replicas)
         ]
         gate = asyncio.Semaphore(_CREATE_CONCURRENCY)
+        decorate = decorator_for(self._backend, job)
 
         async def create(i: int) -> Obj:
             async with gate:
-                desired = worker_pod.new_worker(job, i)
+                desired = worker_pod.new_worker(job, i, decorate)
                 try:
                     return await self._w.create(PODS, desired, ns)
                 except errors.AlreadyExists:
@@ -211,7 +223,7 @@ class ChildReconciler:
                     raise SyncError(str(exc)) from exc
 
     async def create_launcher(self, job: Obj) -> Obj:
-        desired, overridden = launcher_job.new_launcher_job(job)
+        desired, overridden = launcher_job.new_launcher_job(job, decorator_for(self._backend, job))
         if overridden:
             self._rec.record(
                 job,
@@ -241,7 +253,10 @@ class ChildReconciler:
                 if resumed.get("status", {}).get("startTime"):
                     del resumed["status"]["startTime"]
                     resumed = await self._w.update_status(JOBS, resumed, ns)
-                template, overridden = launcher_job.launcher_pod_template(job)
+                # Decorated, so a resume also carries the group label/annotation (upstream merges them too).
+                template, overridden = launcher_job.launcher_pod_template(
+                    job, decorator_for(self._backend, job)
+                )
                 if overridden:
                     self._rec.record(
                         job,

@@ -29,6 +29,9 @@ class Listers:
     config_maps: Lister
     secrets: Lister
     services: Lister
+    # Watched only when gang scheduling is on (the backend's PodGroup kind; cluster PriorityClasses).
+    pod_groups: Lister | None = None
+    priority_classes: Lister | None = None
 
 
 class Writer(Protocol):

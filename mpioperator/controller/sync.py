@@ -20,10 +20,13 @@ from mpioperator.controller import children, conditions, status_writer
 from mpioperator.controller.enqueue import split_key
 from mpioperator.controller.events import NORMAL, WARNING, format_time
 from mpioperator.controller.metrics import JobMetrics
+from mpioperator.controller.pod_groups import PodGroupReconciler
 from mpioperator.controller.ports import Listers, Obj, Recorder, Writer
 from mpioperator.controller.status import compute_status
 from mpioperator.kube import errors
 from mpioperator.kube.resources import MPIJOBS
+from mpioperator.podgroup.backend import PodGroupBackend
+from mpioperator.podgroup.null import NullBackend
 
 log = structlog.get_logger(__name__)
 
@@ -67,6 +70,7 @@ class JobSyncer:
         *,
         utcnow: Callable[[], dt.datetime],
         settings: SyncSettings | None = None,
+        backend: PodGroupBackend | None = None,
     ) -> None:
         self._l = listers
         self._w = writer
@@ -75,7 +79,13 @@ class JobSyncer:
         self._utcnow = utcnow
         self._settings = settings or SyncSettings()
         self._once = _Once()
-        self._children = children.ChildReconciler(listers, writer, recorder, self._settings.cluster_domain)
+        backend = backend or NullBackend()
+        self._children = children.ChildReconciler(
+            listers, writer, recorder, self._settings.cluster_domain, backend
+        )
+        self._pod_groups = PodGroupReconciler(
+            backend, listers.pod_groups, listers.priority_classes, writer, recorder
+        )
 
     def has_job(self, namespace: str, name: str) -> bool:
         return self._l.mpijobs.get(namespace, name) is not None
@@ -110,15 +120,21 @@ class JobSyncer:
                 ]
             return True
         message = f"Found validation errors: {aggregate_message(problems)}"
-        now = self._utcnow()
         status = job.setdefault("status", {})
-        changed = conditions.set_condition(
-            status,
-            conditions.new_condition(INVALID_CONDITION, "True", api.REASON_VALIDATION_ERROR, message, now),
+        current = conditions.find(status, INVALID_CONDITION) or {}
+        if current.get("status") == "True" and current.get("message") == message:
+            return False
+        # Not set_condition: it keeps the old message when status and reason are unchanged, and the
+        # condition must say what is wrong now.
+        condition = conditions.new_condition(
+            INVALID_CONDITION, "True", api.REASON_VALIDATION_ERROR, message, self._utcnow()
         )
-        if changed or (conditions.find(status, INVALID_CONDITION) or {}).get("message") != message:
-            self._rec.record(job, WARNING, api.REASON_VALIDATION_ERROR, message)
-            await status_writer.write_if_changed(self._w, cached, status)
+        if current.get("status") == "True":
+            condition["lastTransitionTime"] = current.get("lastTransitionTime")
+        others = [c for c in status.get("conditions") or () if c.get("type") != INVALID_CONDITION]
+        status["conditions"] = [*others, condition]
+        self._rec.record(job, WARNING, api.REASON_VALIDATION_ERROR, message)
+        await status_writer.write_if_changed(self._w, cached, status)
         return False
 
     async def _sync_valid(self, cached: Obj, job: Obj) -> SyncResult:
@@ -150,6 +166,9 @@ class JobSyncer:
             await self._children.config_map(job)
             await self._children.ssh_secret(job)
             if not suspended:
+                if self._pod_groups.enabled:
+                    # Before the workers, so their scheduler finds the gang already defined (§3.9).
+                    await self._pod_groups.get_or_create(job, launcher_exists=launcher is not None)
                 workers = await self._children.workers(job)
             if launcher is None and children.may_create_launcher(job, workers):
                 launcher = await self._children.create_launcher(job)
@@ -158,7 +177,7 @@ class JobSyncer:
         if launcher is not None:
             launcher = await self._children.sync_launcher_suspension(job, launcher, suspended)
         if suspended:
-            await self._children.clean_up_workers(job, status)
+            await self._clean_up(job, status)
 
         launcher_pods = self._l.pods.owned_by(launcher["metadata"].get("uid", "")) if launcher else []
         result = compute_status(
@@ -178,11 +197,16 @@ class JobSyncer:
         status = job["status"]
         policy = job["spec"].get("runPolicy", {}).get("cleanPodPolicy")
         if policy in (api.CLEAN_POD_POLICY_ALL, api.CLEAN_POD_POLICY_RUNNING):
-            await self._children.clean_up_workers(job, status)
+            await self._clean_up(job, status)
             if policy == api.CLEAN_POD_POLICY_ALL:
                 await self._children.delete_running_launcher_pods(job)
             await status_writer.write_if_changed(self._w, cached, status)
         return await self._expire(job)
+
+    async def _clean_up(self, job: Obj, status: Obj) -> None:
+        """upstream's cleanUpWorkerPods: worker pods per cleanPodPolicy, then the gang's PodGroup (§3.9)."""
+        await self._children.clean_up_workers(job, status)
+        await self._pod_groups.delete(job)
 
     async def _expire(self, job: Obj) -> SyncResult:
         """D5 #12: after ttlSecondsAfterFinished the MPIJob itself goes, not only its launcher."""

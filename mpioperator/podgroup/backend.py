@@ -32,8 +32,10 @@ class PodGroupBackend(Protocol):
     def scheduler_name(self) -> str:
         """The pod schedulerName this backend forces; "" when it leaves pods alone."""
 
-    def new_pod_group(self, job: Obj, priority_of: PriorityLookup | None) -> Obj:
-        """The desired PodGroup for a defaulted MPIJob."""
+    def new_pod_group(
+        self, job: Obj, priority_of: PriorityLookup | None, *, launcher_in_gang: bool = True
+    ) -> Obj:
+        """The desired PodGroup for a defaulted MPIJob; `launcher_in_gang` is maths.launcher_in_gang."""
 
     def decorate_pod_template(self, template: Obj, job: Obj) -> None:
         """Point a pod (template) at the scheduler and its group, in place."""

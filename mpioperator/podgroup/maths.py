@@ -33,13 +33,32 @@ def _template_spec(replica: Obj | None) -> Obj:
     return ((replica or {}).get("template") or {}).get("spec") or {}
 
 
-def min_member(job: Obj) -> int:
-    """schedulingPolicy.minAvailable, else every worker plus the launcher."""
+def _worker_replicas(job: Obj) -> int:
+    worker = _replica_specs(job).get(api.WORKER) or {}
+    return int(worker.get("replicas") or 0)
+
+
+def launcher_in_gang(job: Obj, launcher_exists: bool) -> bool:
+    """Whether the gang counts the launcher pod (our fix for upstream #608, docs/decisions-local.md).
+
+    Under WaitForWorkersReady the launcher Job is made only once every worker is Ready, so a gang that
+    waits for the launcher never lets the workers start. The gang therefore counts the launcher only
+    once its Job exists, or when it is made together with the workers: AtStartup, or no workers to
+    wait for. An explicit minAvailable is the user's own number and keeps upstream's meaning.
+    """
+    if launcher_exists or scheduling_policy(job).get("minAvailable") is not None:
+        return True
+    if (job.get("spec") or {}).get("launcherCreationPolicy") != api.WAIT_FOR_WORKERS_READY:
+        return True
+    return _worker_replicas(job) == 0
+
+
+def min_member(job: Obj, launcher_in_gang: bool = True) -> int:
+    """schedulingPolicy.minAvailable, else every worker plus the launcher when the gang counts it."""
     min_available = scheduling_policy(job).get("minAvailable")
     if min_available is not None:
         return int(min_available)
-    worker = _replica_specs(job).get(api.WORKER) or {}
-    return int(worker.get("replicas") or 0) + 1
+    return _worker_replicas(job) + (1 if launcher_in_gang else 0)
 
 
 def priority_class_name(job: Obj) -> str:
@@ -94,15 +113,20 @@ def computed_min_resources(
     members: int | None,
     priority_of: PriorityLookup | None,
     pod_requests: PodRequests | None = None,
+    launcher_in_gang: bool = True,
 ) -> ResourceMap | None:
     """§3.7: the gang's resources when only `members` pods must start, lowest priority cut first.
 
     With equal priorities the workers are cut; otherwise the second entry is, whichever type it
     is (so a worker class above the launcher's cuts the launcher, as upstream does). Every map
     key counts, extra ones included. `pod_requests` replaces upstream's containers-only sum,
-    e.g. with `effective_pod_requests`; the default is upstream's rule.
+    e.g. with `effective_pod_requests`; the default is upstream's rule. A launcher left out of
+    the gang (`launcher_in_gang`) adds nothing.
     """
-    order = replicas_order(_replica_specs(job), priority_of)
+    specs = _replica_specs(job)
+    if not launcher_in_gang:
+        specs = {kind: replica for kind, replica in specs.items() if kind != api.LAUNCHER}
+    order = replicas_order(specs, priority_of)
     if not order:
         return {}
     counts = [entry.replicas for entry in order]
@@ -135,6 +159,7 @@ def pod_group_min_resources(
     members: int | None,
     priority_of: PriorityLookup | None,
     pod_requests: PodRequests | None = None,
+    launcher_in_gang: bool = True,
 ) -> ResourceMap | None:
     """The PodGroup's minResources: the policy's verbatim, none for an empty gang, else computed."""
     explicit = scheduling_policy(job).get("minResources")
@@ -142,7 +167,7 @@ def pod_group_min_resources(
         return parse_resource_list(explicit)
     if members is not None and members == 0:
         return None
-    return computed_min_resources(job, members, priority_of, pod_requests)
+    return computed_min_resources(job, members, priority_of, pod_requests, launcher_in_gang)
 
 
 def specs_equal(

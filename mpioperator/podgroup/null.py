@@ -27,7 +27,9 @@ class NullBackend:
     def scheduler_name(self) -> str:
         return ""
 
-    def new_pod_group(self, job: Obj, priority_of: PriorityLookup | None) -> Obj:
+    def new_pod_group(
+        self, job: Obj, priority_of: PriorityLookup | None, *, launcher_in_gang: bool = True
+    ) -> Obj:
         raise RuntimeError("gang scheduling is off: there is no PodGroup to build")
 
     def decorate_pod_template(self, template: Obj, job: Obj) -> None:

@@ -22,6 +22,8 @@ SCHEDULER_NAME: Final = "volcano"
 GROUP_NAME_ANNOTATION: Final = "scheduling.k8s.io/group-name"
 QUEUE_NAME_ANNOTATION: Final = "scheduling.volcano.sh/queue-name"
 SPEC_FIELDS: Final = ("minMember", "queue", "priorityClassName", "minResources")
+# The queue Volcano's PodGroup CRD defaults an omitted `spec.queue` to.
+DEFAULT_QUEUE: Final = "default"
 
 
 def queue_name(job: Obj) -> str:
@@ -55,8 +57,10 @@ class VolcanoBackend:
     def scheduler_name(self) -> str:
         return SCHEDULER_NAME
 
-    def new_pod_group(self, job: Obj, priority_of: PriorityLookup | None) -> Obj:
-        members = maths.min_member(job)
+    def new_pod_group(
+        self, job: Obj, priority_of: PriorityLookup | None, *, launcher_in_gang: bool = True
+    ) -> Obj:
+        members = maths.min_member(job, launcher_in_gang)
         # Field order and omissions follow the Go type's JSON (omitempty on every field).
         spec: Obj = {}
         if members:
@@ -67,7 +71,9 @@ class VolcanoBackend:
         priority_class = maths.priority_class_name(job)
         if priority_class:
             spec["priorityClassName"] = priority_class
-        resources = maths.pod_group_min_resources(job, members, priority_of, self._pod_requests)
+        resources = maths.pod_group_min_resources(
+            job, members, priority_of, self._pod_requests, launcher_in_gang
+        )
         if resources is not None:
             # A pointer in Go: an empty list is still sent, as {}.
             spec["minResources"] = resource_strings(resources)
@@ -83,4 +89,12 @@ class VolcanoBackend:
         template_metadata_map(template, "annotations")[GROUP_NAME_ANNOTATION] = pod_group_name(job)
 
     def pod_group_spec_equal(self, a: Obj, b: Obj) -> bool:
-        return maths.specs_equal(a.get("spec"), b.get("spec"), SPEC_FIELDS)
+        return maths.specs_equal(_with_queue(a.get("spec")), _with_queue(b.get("spec")), SPEC_FIELDS)
+
+
+def _with_queue(spec: Obj | None) -> Obj:
+    """The spec with Volcano's CRD default queue filled in: the API server stores an omitted queue as
+    "default", and comparing that with our omission would update the PodGroup on every sync."""
+    spec = dict(spec or {})
+    spec["queue"] = spec.get("queue") or DEFAULT_QUEUE
+    return spec

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from mpioperator.controller.controller import ControllerSettings, MPIJobControll
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.kube.client import KubeClient
 from mpioperator.testing.cluster import LocalCluster, wait_crd_established
+from mpioperator.testing.podgroup_crds import scheduler_plugins_crd, volcano_crd
 from mpioperator.testing.wait import wait_for
 
 CRD_FILE = Path(
@@ -70,17 +72,19 @@ class Harness:
     registry: CollectorRegistry
 
 
-@pytest_asyncio.fixture
-async def harness(mpijob_crd: LocalCluster, make_namespace: Any) -> AsyncIterator[Harness]:
-    namespace = make_namespace(mpijob_crd)
-    client = KubeClient.from_kubeconfig(mpijob_crd.kubeconfig, qps=200, burst=400)
+@contextlib.asynccontextmanager
+async def running_controller(
+    cluster: LocalCluster, namespace: str, *, gang_scheduling: str = ""
+) -> AsyncIterator[Harness]:
+    """The controller, watching `namespace` only, run in-process until the block ends."""
+    client = KubeClient.from_kubeconfig(cluster.kubeconfig, qps=200, burst=400)
     writer = CountingWriter(client)
     registry = CollectorRegistry()
     metrics = JobMetrics(registry)
     controller = MPIJobController(
         client,
         metrics,
-        settings=ControllerSettings(namespaces=(namespace,)),
+        settings=ControllerSettings(namespaces=(namespace,), gang_scheduling=gang_scheduling),
         clock=RealClock(),
         writer=writer,
     )
@@ -88,11 +92,29 @@ async def harness(mpijob_crd: LocalCluster, make_namespace: Any) -> AsyncIterato
     task = asyncio.ensure_future(controller.run(1, stop, drain_timeout=5))
     try:
         await asyncio.wait_for(_synced(controller, task), 60)
-        yield Harness(mpijob_crd, namespace, controller, writer, metrics, registry)
+        yield Harness(cluster, namespace, controller, writer, metrics, registry)
     finally:
         stop.set()
         await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 30)
         await client.close()
+
+
+@pytest_asyncio.fixture
+async def harness(mpijob_crd: LocalCluster, make_namespace: Any) -> AsyncIterator[Harness]:
+    async with running_controller(mpijob_crd, make_namespace(mpijob_crd)) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def podgroup_crds(mpijob_crd: LocalCluster) -> LocalCluster:
+    """Both gang schedulers' PodGroup CRDs, from their Go modules, as upstream's envtest installs them."""
+    for crd, name in (
+        (volcano_crd(), "podgroups.scheduling.volcano.sh"),
+        (scheduler_plugins_crd(), "podgroups.scheduling.x-k8s.io"),
+    ):
+        mpijob_crd.kubectl("apply", "--server-side", "-f", str(crd))
+        wait_crd_established(mpijob_crd, name)
+    return mpijob_crd
 
 
 async def _synced(controller: MPIJobController, task: asyncio.Future[None]) -> None:

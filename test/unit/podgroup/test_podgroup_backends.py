@@ -297,3 +297,17 @@ def test_spec_equality_ignores_fields_the_backend_does_not_own() -> None:
 def test_unparseable_quantities_compare_as_text() -> None:
     assert VOLCANO.pod_group_spec_equal(_pg(minResources={"cpu": "x"}), _pg(minResources={"cpu": "x"}))
     assert not VOLCANO.pod_group_spec_equal(_pg(minResources={"cpu": "x"}), _pg(minResources={"cpu": "1"}))
+
+
+def test_volcano_absent_queue_equals_the_crds_default_queue() -> None:
+    # The API server stores an omitted queue as "default"; that is no reason to update the PodGroup.
+    assert VOLCANO.pod_group_spec_equal(_pg(minMember=3, queue="default"), _pg(minMember=3))
+    assert not VOLCANO.pod_group_spec_equal(_pg(minMember=3, queue="other"), _pg(minMember=3))
+
+
+@pytest.mark.parametrize("backend", [VOLCANO, PLUGINS], ids=["volcano", "scheduler-plugins"])
+def test_pod_group_without_the_launcher_in_the_gang_counts_workers_only(backend: PodGroupBackend) -> None:
+    job = _job_without_policy()
+    spec = backend.new_pod_group(job, None, launcher_in_gang=False)["spec"]
+    assert spec["minMember"] == 2
+    assert spec["minResources"] == {"cpu": "20", "memory": "40Gi"}

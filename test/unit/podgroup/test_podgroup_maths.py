@@ -9,6 +9,7 @@ import structlog
 
 from mpioperator.podgroup.maths import (
     computed_min_resources,
+    launcher_in_gang,
     min_member,
     pod_group_min_resources,
     priority_class_name,
@@ -239,3 +240,45 @@ def test_effective_requests_rule_counts_init_containers_per_replica() -> None:
     # Workers truncated to one copy of max(1, 8) + 0.1, plus the launcher's 1.
     got = computed_min_resources(job, 2, priorities(), effective_pod_requests)
     assert strings(got) == {"cpu": "9100m"}
+
+
+# Our fix for upstream #608: under WaitForWorkersReady the gang counts the launcher only once it exists.
+
+
+def _wait_for_workers(job: dict[str, Any]) -> dict[str, Any]:
+    job["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
+    return job
+
+
+def test_launcher_is_in_the_gang_when_it_is_created_at_startup() -> None:
+    assert launcher_in_gang(mpijob(replica(1, container()), replica(2, container())), launcher_exists=False)
+
+
+def test_launcher_waiting_for_workers_is_out_of_the_gang_until_its_job_exists() -> None:
+    job = _wait_for_workers(mpijob(replica(1, container()), replica(2, container())))
+    assert not launcher_in_gang(job, launcher_exists=False)
+    assert launcher_in_gang(job, launcher_exists=True)
+
+
+def test_explicit_min_available_keeps_the_launcher_in_the_gang() -> None:
+    job = _wait_for_workers(
+        mpijob(replica(1, container()), replica(2, container()), policy={"minAvailable": 3})
+    )
+    assert launcher_in_gang(job, launcher_exists=False)
+
+
+def test_launcher_without_workers_to_wait_for_is_in_the_gang() -> None:
+    assert launcher_in_gang(_wait_for_workers(mpijob(replica(1, container()))), launcher_exists=False)
+
+
+def test_gang_without_the_launcher_counts_and_sizes_the_workers_only() -> None:
+    job = _wait_for_workers(
+        mpijob(replica(1, container({"cpu": "1", "memory": "2Gi"})), replica(2, container({"cpu": "10"})))
+    )
+    members = min_member(job, launcher_in_gang=False)
+    assert members == 2
+    # Not upstream's tie rule on 3 replicas > 2 members, which would cut a worker and keep the launcher.
+    resources = pod_group_min_resources(job, members, None, launcher_in_gang=False)
+    assert strings(resources) == {"cpu": "20"}
+    assert min_member(job) == 3
+    assert strings(pod_group_min_resources(job, 3, None)) == {"cpu": "21", "memory": "2Gi"}

@@ -1,0 +1,41 @@
+"""With gang scheduling on, the operator refuses to start, in one line, when the PodGroup CRD is missing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mpioperator.testing.cluster import LocalCluster, wait_crd_established
+from test.integration.app.test_startup_failures import last_line, run_operator
+
+pytestmark = pytest.mark.integration
+
+MPIJOB_CRD = Path(__file__).resolve().parents[3] / "manifests" / "base" / "kubeflow.org_mpijobs.yaml"
+
+
+@pytest.fixture(scope="module")
+def mpijobs_only() -> Iterator[LocalCluster]:
+    """An API server that serves MPIJobs but no PodGroup kind (the session cluster may have both)."""
+    with LocalCluster(tier="apiserver") as cluster:
+        cluster.kubectl("apply", "--server-side", "-f", str(MPIJOB_CRD))
+        wait_crd_established(cluster, "mpijobs.kubeflow.org")
+        yield cluster
+
+
+@pytest.mark.parametrize(
+    ("flag", "crd"),
+    [
+        ("volcano", "podgroups.scheduling.volcano.sh"),
+        ("scheduler-plugins-scheduler", "podgroups.scheduling.x-k8s.io"),
+    ],
+)
+def test_gang_scheduling_without_its_pod_group_crd_exits_with_one_line(
+    mpijobs_only: LocalCluster, flag: str, crd: str
+) -> None:
+    result = run_operator(f"--kubeConfig={mpijobs_only.kubeconfig}", f"--gang-scheduling={flag}")
+    assert result.returncode == 1
+    line = last_line(result)
+    assert crd in line and "not serve" in line and "--gang-scheduling" in line
+    assert "Traceback" not in result.stderr
