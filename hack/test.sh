@@ -18,6 +18,10 @@ echo "== mypy"
 echo "== control plane"
 bin_dir=$(bash hack/build-control-plane.sh)
 echo "binaries: $bin_dir"
+# Built here rather than inside the first gang test, where a cold build would count against its timeout.
+SCHEDULER_PLUGINS_BIN=$(bash hack/build-scheduler-plugins.sh)
+export SCHEDULER_PLUGINS_BIN
+echo "scheduler-plugins: $SCHEDULER_PLUGINS_BIN"
 
 echo "== pytest"
 export KUBEBUILDER_ASSETS="$bin_dir"

@@ -3,6 +3,10 @@
 Tiers:
 - ``apiserver``: etcd + kube-apiserver (envtest's model; tests play kubelet and controllers).
 - ``full``: + kube-controller-manager, kube-scheduler and kwok managing fake nodes.
+
+The full tier can also run a second scheduler, scheduler-plugins with Coscheduling (gang scheduling), next
+to the vanilla one: ``LocalCluster("full", scheduler_plugins=True)`` installs the PodGroup CRD and serves
+pods whose ``spec.schedulerName`` is ``cluster.gang_scheduler_name``.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import base64
 import json
 import os
 import shutil
+import ssl
 import subprocess
 import tempfile
 import time
@@ -22,7 +27,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mpioperator.testing import components, pki
-from mpioperator.testing.binaries import Binaries, find_binaries
+from mpioperator.testing.binaries import (
+    Binaries,
+    find_binaries,
+    find_scheduler_plugins,
+    scheduler_plugins_crd,
+)
 from mpioperator.testing.nodes import NodeShape, fake_node, node_ready
 from mpioperator.testing.ports import free_port
 from mpioperator.testing.process import ManagedProcess, pid_alive
@@ -37,6 +47,8 @@ NamespaceFactory = Callable[["LocalCluster"], str]
 # reach etcd's compaction directly: a watch on PodTemplates from a compacted revision gets 410 Expired.
 UNCACHED_RESOURCE = "podtemplates"
 _WORKDIR_PREFIX = "mpioperator-cluster-"
+SCHEDULER_PLUGINS = "scheduler-plugins"
+POD_GROUP_CRD = "podgroups.scheduling.x-k8s.io"
 
 
 class ClusterStartError(RuntimeError):
@@ -57,8 +69,18 @@ class LocalCluster:
         binaries: Binaries | None = None,
         apiserver_args: Sequence[str] = (),
         workdir: Path | None = None,
+        scheduler_plugins: bool = False,
+        scheduler_plugins_binary: Path | None = None,
+        gang_scheduler_name: str = components.SCHEDULER_PLUGINS_NAME,
     ):
+        if scheduler_plugins and tier != "full":
+            raise ValueError("scheduler_plugins needs the full tier (pods, nodes and a scheduler to compete)")
         self.tier: Tier = tier
+        self.scheduler_plugins = scheduler_plugins
+        self._scheduler_plugins_binary = scheduler_plugins_binary
+        # The profile name of the scheduler-plugins scheduler, the value for the operator's --gang-scheduling.
+        self.gang_scheduler_name = gang_scheduler_name
+        self.scheduler_plugins_port = 0
         self._initial_nodes = nodes
         self._node_shape = node_shape or NodeShape()
         self._binaries = binaries
@@ -116,7 +138,7 @@ class LocalCluster:
         return [p.pid for p in self._procs.values() if p.pid is not None]
 
     def ports(self) -> list[int]:
-        return [p for p in (self.api_port, self.etcd_port) if p]
+        return [p for p in (self.api_port, self.etcd_port, self.scheduler_plugins_port) if p]
 
     def env(self) -> dict[str, str]:
         """Environment for a subprocess (kubectl, the operator) that should talk to this cluster as admin."""
@@ -150,6 +172,12 @@ class LocalCluster:
     def start(self) -> None:
         started = time.monotonic()
         bins = self.binaries
+        crd: Path | None = None
+        if self.scheduler_plugins:
+            # Resolved (and built, once) before anything starts, so a missing binary is the error shown.
+            if self._scheduler_plugins_binary is None:
+                self._scheduler_plugins_binary = find_scheduler_plugins()
+            crd = scheduler_plugins_crd()
         _sweep_abandoned_workdirs()
         root = self._workdir or Path(tempfile.mkdtemp(prefix=_WORKDIR_PREFIX))
         (root / "owner.pid").write_text(str(os.getpid()))
@@ -164,7 +192,7 @@ class LocalCluster:
             self._start_etcd(bins, layout)
             self._start_apiserver(bins, layout)
             if self.tier == "full":
-                self._start_full_tier(bins, layout)
+                self._start_full_tier(bins, layout, pod_group_crd=crd)
         except BaseException:
             tails = self.logs_tail()
             self.stop()
@@ -225,6 +253,21 @@ class LocalCluster:
         for name in names:
             self._wait_node_ready(name)
         return names
+
+    def remove_nodes(self, names: Sequence[str], timeout: float = 60.0) -> None:
+        """Delete nodes and wait until they are gone; kcm's pod GC then removes pods bound to them."""
+        for name in names:
+            try:
+                self.rest.delete(f"/api/v1/nodes/{name}")
+            except RestError as err:
+                if err.status != 404:
+                    raise
+
+        def gone() -> list[str]:
+            present = {n["metadata"]["name"] for n in self.rest.get("/api/v1/nodes")["items"]}
+            return [name for name in names if name in present]
+
+        wait_for(gone, timeout=timeout, what=f"nodes {', '.join(names)} deleted", done=lambda left: not left)
 
     def _wait_node_ready(self, name: str) -> None:
         def ready() -> bool:
@@ -287,7 +330,9 @@ class LocalCluster:
 
         wait_for(ready, timeout=90, interval=0.2, what="kube-apiserver /readyz")
 
-    def _start_full_tier(self, bins: Binaries, layout: components.Layout) -> None:
+    def _start_full_tier(
+        self, bins: Binaries, layout: components.Layout, *, pod_group_crd: Path | None = None
+    ) -> None:
         self._spawn("kube-controller-manager", components.controller_manager_argv(bins, layout))
         self._spawn("kube-scheduler", components.scheduler_argv(bins, layout))
         stages = resources.files("mpioperator.testing").joinpath("kwok/stages.yaml")
@@ -300,8 +345,35 @@ class LocalCluster:
             timeout=60,
             what="kube-controller-manager to create the default ServiceAccount",
         )
+        if self._scheduler_plugins_binary is not None and pod_group_crd is not None:
+            self._start_scheduler_plugins(layout, self._scheduler_plugins_binary, pod_group_crd)
         if self._initial_nodes:
             self.add_nodes(self._initial_nodes)
+
+    def _start_scheduler_plugins(self, layout: components.Layout, binary: Path, crd: Path) -> None:
+        """PodGroup CRD first (Coscheduling reads PodGroups from its start), then the second scheduler."""
+        self.kubectl("apply", "--server-side", "-f", str(crd))
+        wait_crd_established(self, POD_GROUP_CRD)
+        config = components.scheduler_plugins_config(layout, scheduler_name=self.gang_scheduler_name)
+        layout.scheduler_plugins_config.write_text(json.dumps(config, indent=2))  # JSON is YAML
+        self.scheduler_plugins_port = free_port()
+        proc = self._spawn(
+            SCHEDULER_PLUGINS,
+            components.scheduler_plugins_argv(binary, layout, port=self.scheduler_plugins_port),
+        )
+        # Its own certificate is self-signed and only /readyz is read, so the peer is not verified.
+        insecure = ssl.create_default_context()
+        insecure.check_hostname = False
+        insecure.verify_mode = ssl.CERT_NONE
+        url = f"https://127.0.0.1:{self.scheduler_plugins_port}/readyz"
+
+        def ready() -> bool:
+            # /readyz turns ok once the scheduler's informers (pods, nodes, PodGroups) have synced.
+            self._require_running(proc)
+            with urllib.request.urlopen(url, timeout=2, context=insecure) as response:
+                return bool(response.status == 200)
+
+        wait_for(ready, timeout=60, interval=0.2, what=f"{SCHEDULER_PLUGINS} /readyz")
 
     def _service_account_exists(self, namespace: str) -> bool:
         for name in ("kube-controller-manager", "kube-scheduler", "kwok"):

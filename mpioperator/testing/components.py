@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mpioperator.testing.binaries import Binaries
 
@@ -48,6 +49,15 @@ class Layout:
     @property
     def admin_kubeconfig(self) -> Path:
         return self.root / "admin.kubeconfig"
+
+    @property
+    def scheduler_plugins_config(self) -> Path:
+        return self.root / "scheduler-plugins.yaml"
+
+    @property
+    def scheduler_plugins_certs(self) -> Path:
+        # Its secure port (for /readyz) serves a self-signed pair it writes here.
+        return self.pki / "scheduler-plugins"
 
     @property
     def home(self) -> Path:
@@ -146,4 +156,67 @@ def kwok_argv(bins: Binaries, layout: Layout, *, stages: Path) -> list[str]:
         "--node-lease-duration-seconds=40",
         f"--cidr={POD_CIDR}",
         f"--config={stages}",
+    ]
+
+
+# The scheduler name upstream's e2e passes to `--gang-scheduling`; pods asking for it go to this scheduler.
+SCHEDULER_PLUGINS_NAME = "scheduler-plugins-scheduler"
+COSCHEDULING = "Coscheduling"
+
+
+def scheduler_plugins_config(
+    layout: Layout, *, scheduler_name: str = SCHEDULER_PLUGINS_NAME, permit_waiting_seconds: int = 10
+) -> dict[str, Any]:
+    """KubeSchedulerConfiguration for the second scheduler: one profile with Coscheduling.
+
+    Follows scheduler-plugins v0.34.7 manifests/coscheduling/scheduler-config.yaml: the multiPoint enable
+    turns Coscheduling on at every extension point it implements (queueSort, preFilter, postFilter,
+    permit, reserve/unreserve); queueSort must be Coscheduling alone, so the default PrioritySort is
+    disabled there. Only the profile name differs, so the vanilla kube-scheduler keeps `default-scheduler`.
+    """
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        "clientConnection": {"kubeconfig": str(layout.admin_kubeconfig), "qps": 200, "burst": 400},
+        "profiles": [
+            {
+                "schedulerName": scheduler_name,
+                "plugins": {
+                    "multiPoint": {"enabled": [{"name": COSCHEDULING}]},
+                    "queueSort": {"enabled": [{"name": COSCHEDULING}], "disabled": [{"name": "*"}]},
+                },
+                "pluginConfig": [
+                    {"name": COSCHEDULING, "args": {"permitWaitingTimeSeconds": permit_waiting_seconds}}
+                ],
+            }
+        ],
+    }
+
+
+# A gang that Coscheduling rejected (PreFilter "resource gap", or Permit/PostFilter rejections) is only
+# retried on a Pod add or a PodGroup add/update anywhere in the cluster, the events the plugin registers:
+# not when a node is added or another gang's pods finish. Busy clusters create pods all the time; a quiet
+# test cluster does not, so the retry would wait for the scheduler's leftover flush, 5 minutes by default
+# (checked every 30 s). The test cluster shortens that wait; nothing else about scheduling changes.
+SCHEDULER_PLUGINS_MAX_UNSCHEDULABLE = "5s"
+
+
+def scheduler_plugins_argv(
+    binary: Path,
+    layout: Layout,
+    *,
+    port: int,
+    max_unschedulable: str = SCHEDULER_PLUGINS_MAX_UNSCHEDULABLE,
+) -> list[str]:
+    """The scheduler-plugins binary is kube-scheduler 1.34 plus plugins: the same flags apply."""
+    return [
+        str(binary),
+        f"--config={layout.scheduler_plugins_config}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        f"--cert-dir={layout.scheduler_plugins_certs}",
+        # Deprecated in kube-scheduler but still honoured in 1.34; there is no config-file field for it.
+        f"--pod-max-in-unschedulable-pods-duration={max_unschedulable}",
+        "--v=2",
     ]

@@ -1,6 +1,10 @@
 """The operator installed as users install it: manifests applied with kubectl, the process run with the
 manifests' ServiceAccount token (kwok runs no containers, so the Deployment is scaled to zero and the
-same command runs here as a local process instead)."""
+same command runs here as a local process instead).
+
+Gang-scheduling tests get their own cluster, with the scheduler-plugins scheduler next to the vanilla one,
+and their own operator started with --gang-scheduling: two operators on one cluster would fight over the
+same MPIJobs."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import pytest
 from mpioperator.testing.cluster import LocalCluster, wait_crd_established
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.wait import wait_for
+from test.conftest import _start
 
 REPO = Path(__file__).resolve().parents[2]
 OVERLAY = REPO / "manifests" / "overlays" / "standalone"
@@ -35,18 +40,17 @@ def installed_cluster(full_cluster: LocalCluster) -> LocalCluster:
     return full_cluster
 
 
-@pytest.fixture(scope="session")
-def operator(
-    installed_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory
+def _run_operator(
+    cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory, *extra_args: str
 ) -> Iterator[OperatorProcess]:
-    """One operator replica for the session, leader-elected like in production."""
     proc = OperatorProcess(
-        installed_cluster,
+        cluster,
         args=(
             f"--lock-namespace={OPERATOR_NAMESPACE}",
             "--threadiness=4",
             "--kube-api-qps=100",
             "--kube-api-burst=200",
+            *extra_args,
         ),
         workdir=tmp_path_factory.mktemp("operator"),
     )
@@ -54,3 +58,33 @@ def operator(
     proc.wait_ready(timeout=90)
     yield proc
     proc.terminate()
+
+
+@pytest.fixture(scope="session")
+def operator(
+    installed_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    """One operator replica for the session, leader-elected like in production."""
+    yield from _run_operator(installed_cluster, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def gang_cluster() -> Iterator[LocalCluster]:
+    """The full tier plus scheduler-plugins (Coscheduling) and the operator's manifests, shared by the session.
+
+    It starts without nodes: every gang test adds its own small labelled nodes, so that what fits is exact.
+    """
+    cluster = _start(LocalCluster("full", nodes=0, scheduler_plugins=True))
+    install_manifests(cluster)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def gang_operator(
+    gang_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    """The operator with gang scheduling on, its pods going to the scheduler-plugins scheduler."""
+    yield from _run_operator(
+        gang_cluster, tmp_path_factory, f"--gang-scheduling={gang_cluster.gang_scheduler_name}"
+    )

@@ -1,0 +1,281 @@
+"""Gang scheduling end to end: the operator with --gang-scheduling, the real scheduler-plugins scheduler
+(Coscheduling) and kwok nodes small enough that what fits is exact.
+
+Every pod asks for 1 cpu and every node has 4, so a launcher with N workers needs N+1 cpus, all at once.
+Each test brings its own nodes (a label the jobs select), so other tests' nodes never make room.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.mpijobs import mpijob
+from mpioperator.testing.nodes import NodeShape
+from mpioperator.testing.operator import OperatorProcess
+from mpioperator.testing.rest import RestError
+from mpioperator.testing.wait import wait_for
+
+pytestmark = pytest.mark.e2e
+
+Obj = dict[str, Any]
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1"
+NODE_GROUP_LABEL = "gang.test.mpioperator.io/node-group"
+NODE_CPU = 4
+# A rejected gang is retried within the scheduler's shortened leftover flush (components.py: 5 s, checked
+# every 30 s), so a gang that can run is running well within this.
+TIMEOUT = 150.0
+
+
+class NodeGroup:
+    """kwok nodes of one test, `NODE_CPU` cpus each, selected by the test's jobs through a label."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.cluster = cluster
+        self.value = uuid.uuid4().hex[:8]
+        self.names: list[str] = []
+
+    def add(self, count: int = 1) -> list[str]:
+        shape = NodeShape(cpu=str(NODE_CPU), memory="16Gi", labels={NODE_GROUP_LABEL: self.value})
+        added = self.cluster.add_nodes(count, shape, prefix=f"gang-{self.value}")
+        self.names.extend(added)
+        return added
+
+
+@pytest.fixture
+def nodes(gang_cluster: LocalCluster) -> Iterator[NodeGroup]:
+    group = NodeGroup(gang_cluster)
+    yield group
+    if group.names and gang_cluster.layout is not None:
+        gang_cluster.remove_nodes(group.names)
+
+
+@pytest.fixture
+def ns(gang_cluster: LocalCluster, make_namespace: Any, gang_operator: OperatorProcess) -> str:
+    name: str = make_namespace(gang_cluster)
+    return name
+
+
+def gang_job(
+    name: str,
+    nodes: NodeGroup,
+    *,
+    workers: int,
+    launcher_runs_for: str = "2s",
+    scheduling_policy: Obj | None = None,
+) -> Obj:
+    """A pi MPIJob whose every pod requests (and is limited to) 1 cpu on this test's nodes."""
+    body = mpijob(name, workers=workers, launcher_runs_for=launcher_runs_for)
+    for replica in body["spec"]["mpiReplicaSpecs"].values():
+        pod = replica["template"]["spec"]
+        pod["nodeSelector"] = {NODE_GROUP_LABEL: nodes.value}
+        for container in pod["containers"]:
+            container["resources"] = {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}}
+    if scheduling_policy is not None:
+        body["spec"]["runPolicy"]["schedulingPolicy"] = scheduling_policy
+    return body
+
+
+class Gang:
+    """One MPIJob, its PodGroup and its pods, read through the admin REST client."""
+
+    def __init__(self, cluster: LocalCluster, namespace: str, name: str) -> None:
+        self.cluster = cluster
+        self.ns = namespace
+        self.name = name
+
+    @property
+    def path(self) -> str:
+        return f"/apis/kubeflow.org/v2beta1/namespaces/{self.ns}/mpijobs/{self.name}"
+
+    def submit(self, body: Obj) -> Gang:
+        self.cluster.rest.create(f"/apis/kubeflow.org/v2beta1/namespaces/{self.ns}/mpijobs", body)
+        return self
+
+    def patch(self, body: Obj) -> None:
+        self.cluster.rest.merge_patch(self.path, body)
+
+    def pod_group(self) -> Obj | None:
+        try:
+            found: Obj = self.cluster.rest.get(f"{PODGROUPS}/namespaces/{self.ns}/podgroups/{self.name}")
+            return found
+        except RestError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def wait_pod_group(self) -> Obj:
+        found = wait_for(self.pod_group, timeout=60, what=f"PodGroup {self.ns}/{self.name}")
+        assert found is not None
+        return found
+
+    def pods(self) -> list[Obj]:
+        selector = f"training.kubeflow.org/job-name={self.name}"
+        items: list[Obj] = self.cluster.rest.get(
+            f"/api/v1/namespaces/{self.ns}/pods?labelSelector={selector}"
+        )["items"]
+        return items
+
+    def condition(self, cond_type: str) -> Obj | None:
+        job = self.cluster.rest.get(self.path)
+        for cond in (job.get("status") or {}).get("conditions") or ():
+            if cond["type"] == cond_type and cond["status"] == "True":
+                return dict(cond)
+        return None
+
+
+def is_launcher(pod: Obj) -> bool:
+    return bool(pod["metadata"]["labels"].get("training.kubeflow.org/job-role") == "launcher")
+
+
+def attempted_and_unschedulable(pod: Obj) -> bool:
+    """The scheduler has tried this pod and left it unbound (PodScheduled=False, Unschedulable)."""
+    return any(
+        c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
+        for c in (pod.get("status") or {}).get("conditions") or ()
+    )
+
+
+def holds_node(pod: Obj) -> bool:
+    """Bound and neither finished nor being deleted: the pod occupies its node's cpu."""
+    return bool(
+        pod["spec"].get("nodeName")
+        and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        and not pod["metadata"].get("deletionTimestamp")
+    )
+
+
+class BindingLog:
+    """Every binding seen while polling. A pod's nodeName never changes once set and these pods are not
+    deleted while they are watched, so a binding cannot slip between two polls unseen."""
+
+    def __init__(self) -> None:
+        self.bound: dict[str, str] = {}
+
+    def record(self, pods: list[Obj]) -> list[Obj]:
+        for pod in pods:
+            if pod["spec"].get("nodeName"):
+                self.bound.setdefault(pod["metadata"]["name"], pod["spec"]["nodeName"])
+        return pods
+
+
+def observe_gang_left_pending(gang: Gang, members: int) -> None:
+    """Watch `gang` from its submission until the scheduler has tried and rejected every one of its pods:
+    during that whole window its PodGroup exists and not a single pod is bound to a node."""
+    bindings = BindingLog()
+    pod_group_missing = False
+
+    def all_rejected() -> bool:
+        nonlocal pod_group_missing
+        pods = bindings.record(gang.pods())
+        pod_group_missing = pod_group_missing or gang.pod_group() is None
+        return len(pods) == members and all(attempted_and_unschedulable(p) for p in pods)
+
+    gang.wait_pod_group()
+    wait_for(all_rejected, timeout=60, interval=0.1, what=f"the scheduler to try all {members} pods")
+    # One last look, after the scheduler's verdict on every member.
+    bindings.record(gang.pods())
+    assert bindings.bound == {}, f"pods of a gang that does not fit were bound: {bindings.bound}"
+    assert not pod_group_missing, "the PodGroup disappeared while its pods were pending"
+    assert gang.condition("Running") is None
+
+
+def wait_succeeded_recording_bindings(gang: Gang, bindings: BindingLog) -> None:
+    def succeeded() -> bool:
+        bindings.record(gang.pods())
+        return gang.condition("Succeeded") is not None
+
+    wait_for(succeeded, timeout=TIMEOUT, interval=0.2, what=f"{gang.name} Succeeded")
+
+
+def test_gang_that_does_not_fit_stays_pending_with_no_pod_bound(
+    gang_cluster: LocalCluster, ns: str, nodes: NodeGroup
+) -> None:
+    # 4 cpus, 5 pods of 1 cpu: one at a time, 4 of them would be bound; as a gang, none may be.
+    nodes.add(1)
+    gang = Gang(gang_cluster, ns, "too-big").submit(gang_job("too-big", nodes, workers=4))
+    pod_group = gang.wait_pod_group()
+    assert pod_group["spec"]["minMember"] == 5
+    observe_gang_left_pending(gang, members=5)
+    for pod in gang.pods():
+        assert pod["metadata"]["labels"][POD_GROUP_LABEL] == "too-big"
+        assert pod["spec"]["schedulerName"] == gang_cluster.gang_scheduler_name
+
+
+def test_pending_gang_is_bound_whole_and_succeeds_when_a_node_is_added(
+    gang_cluster: LocalCluster, ns: str, nodes: NodeGroup
+) -> None:
+    (first,) = nodes.add(1)
+    gang = Gang(gang_cluster, ns, "waits").submit(gang_job("waits", nodes, workers=4))
+    observe_gang_left_pending(gang, members=5)
+    members = {p["metadata"]["name"] for p in gang.pods()}
+
+    (second,) = nodes.add(1)
+    bindings = BindingLog()
+    wait_succeeded_recording_bindings(gang, bindings)
+    assert set(bindings.bound) == members
+    # 5 cpus of pods only fit on both 4-cpu nodes together.
+    assert set(bindings.bound.values()) == {first, second}
+
+
+def test_pending_gang_runs_when_its_min_resources_are_lowered(
+    gang_cluster: LocalCluster, ns: str, nodes: NodeGroup
+) -> None:
+    # The 3 pods fit the node, but the gang claims it needs more than the cluster has.
+    nodes.add(1)
+    gang = Gang(gang_cluster, ns, "modest").submit(
+        gang_job("modest", nodes, workers=2, scheduling_policy={"minResources": {"cpu": "8"}})
+    )
+    observe_gang_left_pending(gang, members=3)
+
+    gang.patch({"spec": {"runPolicy": {"schedulingPolicy": {"minResources": {"cpu": "3"}}}}})
+    wait_for(
+        lambda: ((gang.pod_group() or {}).get("spec") or {}).get("minResources", {}).get("cpu"),
+        timeout=60,
+        what="the PodGroup's minResources to follow the MPIJob",
+        done=lambda cpu: str(cpu) == "3",
+    )
+    bindings = BindingLog()
+    wait_succeeded_recording_bindings(gang, bindings)
+    assert len(bindings.bound) == 3
+
+
+def test_two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn(
+    gang_cluster: LocalCluster, ns: str, nodes: NodeGroup
+) -> None:
+    # Each gang needs 3 of the node's 4 cpus: either fits alone, both together do not. Scheduled pod by
+    # pod they could split the node between them; as gangs one runs, then the other.
+    nodes.add(1)
+    gangs = [
+        Gang(gang_cluster, ns, name).submit(gang_job(name, nodes, workers=2, launcher_runs_for="3s"))
+        for name in ("first", "second")
+    ]
+    running_together: list[set[str]] = []
+    launchers_seen_running: set[str] = set()
+    bindings = {gang.name: BindingLog() for gang in gangs}
+
+    def both_succeeded() -> bool:
+        # One list call: a consistent snapshot of both gangs' pods.
+        pods: list[Obj] = gang_cluster.rest.get(f"/api/v1/namespaces/{ns}/pods")["items"]
+        running_launchers = set()
+        for pod in pods:
+            job = pod["metadata"]["labels"].get("training.kubeflow.org/job-name", "")
+            if job in bindings:
+                bindings[job].record([pod])
+            if is_launcher(pod) and holds_node(pod):
+                running_launchers.add(job)
+        launchers_seen_running.update(running_launchers)
+        if len(running_launchers) > 1:
+            running_together.append(running_launchers)
+        return all(gang.condition("Succeeded") is not None for gang in gangs)
+
+    wait_for(both_succeeded, timeout=2 * TIMEOUT, interval=0.1, what="both gangs Succeeded")
+    assert not running_together, f"both launchers held the node at once: {running_together[:3]}"
+    assert launchers_seen_running == {"first", "second"}
+    for gang in gangs:
+        assert len(bindings[gang.name].bound) == 3, bindings[gang.name].bound
