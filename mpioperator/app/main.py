@@ -14,6 +14,7 @@ from prometheus_client import REGISTRY
 from mpioperator import __version__
 from mpioperator.app import logsetup
 from mpioperator.app import options as opts
+from mpioperator.app.gc_tuning import tune_gc
 from mpioperator.app.leases import KubeLeaseClient
 from mpioperator.app.server import HealthServer
 from mpioperator.app.startup import StartupError, check_cluster, make_client
@@ -47,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(version_lines()))
         return 0
     logsetup.configure(log_format=options.log_format, verbosity=options.verbosity)
+    tune_gc()
     try:
         return asyncio.run(run(options))
     except StartupError as exc:

@@ -1,0 +1,154 @@
+"""How fast one informer turns recorded watch events into cached objects, and what each cached Pod costs,
+next to the official client's generated-model path. A benchmark that prints figures, not a test.
+
+    .venv/bin/python -m test.benchmarks.bench_informer [--events 20000]
+
+Our path is the operator's own: each recorded line goes through the watch parser the real stream uses,
+then the reflector, the indexed store and a handler's ordered delivery of a real SharedInformer.
+Pinned to one core, so the figure is per core. Each informer path runs with CPython's default GC
+thresholds and with the ones the operator sets at start-up (mpioperator.app.gc_tuning).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import time
+import tracemalloc
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mpioperator.app.gc_tuning import THRESHOLDS, tune_gc
+from mpioperator.cache.informer import SharedInformer, Transform, strip_managed_fields
+from mpioperator.kube.client import stamp_kind
+from mpioperator.kube.resources import PODS, Resource
+from mpioperator.kube.watch import parse_event
+from test.benchmarks.recorded_pods import watch_lines
+
+Obj = dict[str, Any]
+
+
+class RecordedWatch:
+    """A ListerWatcher that lists nothing, then replays the recorded lines once and stays open."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self._lines = lines
+
+    async def list(self, res: Resource, namespace: str | None = None, **_: Any) -> Obj:
+        return {"metadata": {"resourceVersion": "1"}, "items": []}
+
+    async def watch(self, res: Resource, namespace: str | None = None, **_: Any) -> AsyncIterator[Obj]:
+        stamp = stamp_kind(res)
+        for line in self._lines:
+            yield parse_event(line, stamp)
+        await asyncio.Event().wait()
+
+
+@dataclass(frozen=True)
+class Run:
+    events: int
+    wall: float
+    cpu: float
+    bytes_per_object: float
+
+
+async def _informer_run(lines: list[bytes], transform: Transform | None, *, measure_memory: bool) -> Run:
+    seen = 0
+    done = asyncio.Event()
+
+    def on_add(obj: Obj) -> None:
+        nonlocal seen
+        seen += 1
+        if seen == len(lines):
+            done.set()
+
+    informer = SharedInformer(RecordedWatch(lines), PODS, transform=transform)
+    informer.add_event_handler(on_add=on_add)
+    gc.collect()
+    if measure_memory:
+        tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0] if measure_memory else 0
+    wall, cpu = time.perf_counter(), time.process_time()
+    informer.start()
+    await done.wait()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    size = 0.0
+    if measure_memory:
+        gc.collect()
+        size = (tracemalloc.get_traced_memory()[0] - before) / len(lines)
+        tracemalloc.stop()
+    assert len(informer.store) == len(lines)
+    await informer.stop()
+    return Run(len(lines), wall, cpu, size)
+
+
+def _model_run(lines: list[bytes], *, measure_memory: bool) -> Run:
+    # The one place the benchmark touches the official client: the path D3 keeps off every hot path.
+    import json
+
+    from kubernetes.client import ApiClient
+
+    client = ApiClient()
+    deserialize: Callable[[Any, str], Any] = client._ApiClient__deserialize  # type: ignore[attr-defined]
+    cache: dict[str, Any] = {}
+    gc.collect()
+    if measure_memory:
+        tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0] if measure_memory else 0
+    wall, cpu = time.perf_counter(), time.process_time()
+    for line in lines:
+        event = json.loads(line)
+        pod = deserialize(event["object"], "V1Pod")
+        cache[f"{pod.metadata.namespace}/{pod.metadata.name}"] = pod
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    size = 0.0
+    if measure_memory:
+        gc.collect()
+        size = (tracemalloc.get_traced_memory()[0] - before) / len(lines)
+        tracemalloc.stop()
+    assert len(cache) == len(lines)
+    return Run(len(lines), wall, cpu, size)
+
+
+def _row(name: str, timed: Run, sized: Run) -> str:
+    rate = timed.events / timed.wall
+    return f"{name:<62}{rate:>12,.0f}{timed.cpu / timed.events * 1e6:>14.1f}{sized.bytes_per_object:>16,.0f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--events", type=int, default=20000, help="recorded watch events per run")
+    parser.add_argument("--model-events", type=int, default=5000, help="events for the generated-model path")
+    args = parser.parse_args(argv)
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    lines = watch_lines(args.events)
+    model_lines = lines[: args.model_events]
+    average = sum(map(len, lines)) // len(lines)
+    print(f"{len(lines)} recorded ADDED events of running worker pods, {average} B each")
+    print(f"{'path':<62}{'events/s':>12}{'CPU us/event':>14}{'B/cached pod':>16}")
+    runs: list[tuple[str, Transform | None]] = [
+        ("managedFields stripped", strip_managed_fields),
+        ("no transform", None),
+    ]
+    for gc_name in ("default GC", f"operator GC {THRESHOLDS}"):
+        if gc_name != "default GC":
+            tune_gc()
+        for name, transform in runs:
+            timed = asyncio.run(_informer_run(lines, transform, measure_memory=False))
+            sized = asyncio.run(_informer_run(lines, transform, measure_memory=True))
+            print(_row(f"informer, {name}, {gc_name}", timed, sized))
+        timed = _model_run(model_lines, measure_memory=False)
+        sized = _model_run(model_lines, measure_memory=True)
+        print(_row(f"client V1Pod models ({len(model_lines)} ev), {gc_name}", timed, sized))
+    print("one core; figures vary with the machine and whatever else runs on it")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
