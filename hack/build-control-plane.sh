@@ -35,7 +35,7 @@ progress() { while sleep 60; do log "still building $1 ..."; done; }
 run_step() {
   local what=$1; shift
   log "building $what"
-  progress "$what" & local ticker=$!
+  progress "$what" >/dev/null & local ticker=$!  # off stdout: $(...) callers would wait for its sleep
   if ! "$@" >"$out/build-$what.log" 2>&1; then
     kill "$ticker" 2>/dev/null || true
     tail -30 "$out/build-$what.log" >&2

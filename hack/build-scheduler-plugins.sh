@@ -75,7 +75,7 @@ build_scheduler() {
 }
 
 log "cold build of $module $SCHEDULER_PLUGINS_VERSION (go$go_ver) into $out; several minutes on 2 cores"
-progress scheduler & ticker=$!
+progress scheduler >/dev/null & ticker=$!  # off stdout: $(...) callers would wait for its sleep
 # Started in the background and then waited for: inside `if ! (...)` bash would ignore `set -e` in the
 # subshell, and a failed step (replace list, go mod tidy) would go unnoticed until a confusing build error.
 (build_scheduler) >"$out/build.log" 2>&1 & builder=$!
