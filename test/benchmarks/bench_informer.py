@@ -55,6 +55,32 @@ class Run:
     bytes_per_object: float
 
 
+class Measurement:
+    """Wall and CPU time of a block, and the memory it left allocated (when traced), per event."""
+
+    def __init__(self, events: int, *, trace_memory: bool) -> None:
+        self._events = events
+        self._trace = trace_memory
+        self.run = Run(events, 0.0, 0.0, 0.0)
+
+    def __enter__(self) -> Measurement:
+        gc.collect()
+        if self._trace:
+            tracemalloc.start()
+        self._before = tracemalloc.get_traced_memory()[0] if self._trace else 0
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        wall, cpu = time.perf_counter() - self._wall, time.process_time() - self._cpu
+        size = 0.0
+        if self._trace:
+            gc.collect()
+            size = (tracemalloc.get_traced_memory()[0] - self._before) / self._events
+            tracemalloc.stop()
+        self.run = Run(self._events, wall, cpu, size)
+
+
 async def _informer_run(lines: list[bytes], transform: Transform | None, *, measure_memory: bool) -> Run:
     seen = 0
     done = asyncio.Event()
@@ -67,22 +93,12 @@ async def _informer_run(lines: list[bytes], transform: Transform | None, *, meas
 
     informer = SharedInformer(RecordedWatch(lines), PODS, transform=transform)
     informer.add_event_handler(on_add=on_add)
-    gc.collect()
-    if measure_memory:
-        tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0] if measure_memory else 0
-    wall, cpu = time.perf_counter(), time.process_time()
-    informer.start()
-    await done.wait()
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    size = 0.0
-    if measure_memory:
-        gc.collect()
-        size = (tracemalloc.get_traced_memory()[0] - before) / len(lines)
-        tracemalloc.stop()
+    with Measurement(len(lines), trace_memory=measure_memory) as measured:
+        informer.start()
+        await done.wait()
     assert len(informer.store) == len(lines)
     await informer.stop()
-    return Run(len(lines), wall, cpu, size)
+    return measured.run
 
 
 def _model_run(lines: list[bytes], *, measure_memory: bool) -> Run:
@@ -94,23 +110,12 @@ def _model_run(lines: list[bytes], *, measure_memory: bool) -> Run:
     client = ApiClient()
     deserialize: Callable[[Any, str], Any] = client._ApiClient__deserialize  # type: ignore[attr-defined]
     cache: dict[str, Any] = {}
-    gc.collect()
-    if measure_memory:
-        tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0] if measure_memory else 0
-    wall, cpu = time.perf_counter(), time.process_time()
-    for line in lines:
-        event = json.loads(line)
-        pod = deserialize(event["object"], "V1Pod")
-        cache[f"{pod.metadata.namespace}/{pod.metadata.name}"] = pod
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    size = 0.0
-    if measure_memory:
-        gc.collect()
-        size = (tracemalloc.get_traced_memory()[0] - before) / len(lines)
-        tracemalloc.stop()
+    with Measurement(len(lines), trace_memory=measure_memory) as measured:
+        for line in lines:
+            pod = deserialize(json.loads(line)["object"], "V1Pod")
+            cache[f"{pod.metadata.namespace}/{pod.metadata.name}"] = pod
     assert len(cache) == len(lines)
-    return Run(len(lines), wall, cpu, size)
+    return measured.run
 
 
 def _row(name: str, timed: Run, sized: Run) -> str:
