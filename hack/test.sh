@@ -22,6 +22,9 @@ echo "binaries: $bin_dir"
 SCHEDULER_PLUGINS_BIN=$(bash hack/build-scheduler-plugins.sh)
 export SCHEDULER_PLUGINS_BIN
 echo "scheduler-plugins: $SCHEDULER_PLUGINS_BIN"
+VOLCANO_SCHEDULER_BIN=$(bash hack/build-volcano-scheduler.sh)
+export VOLCANO_SCHEDULER_BIN
+echo "volcano scheduler: $VOLCANO_SCHEDULER_BIN"
 
 echo "== pytest"
 export KUBEBUILDER_ASSETS="$bin_dir"

@@ -75,7 +75,7 @@ def find_binaries(*, build: bool = True) -> Binaries:
     return Binaries(directory)
 
 
-def _run_script(script: Path, *args: str, what: str) -> Path:
+def run_build_script(script: Path, *args: str, what: str) -> Path:
     """Run a hack/ script whose last stdout line is a path; its progress goes to our stderr."""
     if not script.exists():
         raise BinariesUnavailable(f"{what} not found and {script} is missing")
@@ -104,7 +104,7 @@ def find_scheduler_plugins(*, build: bool = True) -> Path:
             f"{SCHEDULER_PLUGINS_BINARY} not found; run hack/build-scheduler-plugins.sh "
             f"or set {SCHEDULER_PLUGINS_BIN_ENV}"
         )
-    binary = _run_script(SCHEDULER_PLUGINS_SCRIPT, what=SCHEDULER_PLUGINS_BINARY)
+    binary = run_build_script(SCHEDULER_PLUGINS_SCRIPT, what=SCHEDULER_PLUGINS_BINARY)
     if not os.access(binary, os.X_OK):
         raise BinariesUnavailable(f"{SCHEDULER_PLUGINS_SCRIPT.name} printed {binary}, not an executable")
     return binary
@@ -113,7 +113,9 @@ def find_scheduler_plugins(*, build: bool = True) -> Path:
 def scheduler_plugins_crd() -> Path:
     """The PodGroup (scheduling.x-k8s.io) CRD shipped with the pinned scheduler-plugins module."""
     explicit = os.environ.get(SCHEDULER_PLUGINS_CRD_ENV)
-    crd = Path(explicit) if explicit else _run_script(SCHEDULER_PLUGINS_SCRIPT, "crd", what="PodGroup CRD")
+    crd = (
+        Path(explicit) if explicit else run_build_script(SCHEDULER_PLUGINS_SCRIPT, "crd", what="PodGroup CRD")
+    )
     if not crd.is_file():
         raise BinariesUnavailable(f"PodGroup CRD {crd} is not a file")
     return crd

@@ -26,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from mpioperator.testing import components, pki
+from mpioperator.testing import components, pki, volcano
 from mpioperator.testing.binaries import (
     Binaries,
     find_binaries,
@@ -72,10 +72,15 @@ class LocalCluster:
         scheduler_plugins: bool = False,
         scheduler_plugins_binary: Path | None = None,
         gang_scheduler_name: str = components.SCHEDULER_PLUGINS_NAME,
+        volcano: bool = False,
     ):
         if scheduler_plugins and tier != "full":
             raise ValueError("scheduler_plugins needs the full tier (pods, nodes and a scheduler to compete)")
+        if volcano and (tier != "full" or scheduler_plugins):
+            raise ValueError("volcano needs the full tier, and no second gang scheduler beside it")
         self.tier: Tier = tier
+        self.volcano = volcano
+        self._volcano_binary: Path | None = None
         self.scheduler_plugins = scheduler_plugins
         self._scheduler_plugins_binary = scheduler_plugins_binary
         # The profile name of the scheduler-plugins scheduler, the value for the operator's --gang-scheduling.
@@ -178,6 +183,8 @@ class LocalCluster:
             if self._scheduler_plugins_binary is None:
                 self._scheduler_plugins_binary = find_scheduler_plugins()
             crd = scheduler_plugins_crd()
+        if self.volcano:
+            self._volcano_binary = volcano.find_scheduler()
         _sweep_abandoned_workdirs()
         root = self._workdir or Path(tempfile.mkdtemp(prefix=_WORKDIR_PREFIX))
         (root / "owner.pid").write_text(str(os.getpid()))
@@ -282,6 +289,10 @@ class LocalCluster:
             raise ClusterStartError("cluster not started")
         return self.layout
 
+    def spawn_component(self, name: str, argv: list[str]) -> ManagedProcess:
+        """Run an extra component (an add-on scheduler) that logs, fails and stops like the others."""
+        return self._spawn(name, argv)
+
     def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> ManagedProcess:
         proc = ManagedProcess(name, argv, self._layout().logs / f"{name}.log", env=env)
         self._procs[name] = proc
@@ -347,6 +358,8 @@ class LocalCluster:
         )
         if self._scheduler_plugins_binary is not None and pod_group_crd is not None:
             self._start_scheduler_plugins(layout, self._scheduler_plugins_binary, pod_group_crd)
+        if self._volcano_binary is not None:
+            volcano.start(self, self._volcano_binary, layout.root)
         if self._initial_nodes:
             self.add_nodes(self._initial_nodes)
 

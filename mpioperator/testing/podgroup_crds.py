@@ -28,13 +28,13 @@ _CRD_IN_MODULE = Path("config/crd/volcano/bases/scheduling.volcano.sh_podgroups.
 def volcano_crd() -> Path:
     """The PodGroup (scheduling.volcano.sh) CRD: $VOLCANO_CRD, else the one in the pinned Go module."""
     explicit = os.environ.get(VOLCANO_CRD_ENV)
-    crd = Path(explicit) if explicit else _module_dir(VOLCANO_MODULE, VOLCANO_VERSION) / _CRD_IN_MODULE
+    crd = Path(explicit) if explicit else module_dir(VOLCANO_MODULE, VOLCANO_VERSION) / _CRD_IN_MODULE
     if not crd.is_file():
         raise BinariesUnavailable(f"Volcano PodGroup CRD {crd} is not a file")
     return crd
 
 
-def _module_dir(module: str, version: str) -> Path:
+def module_dir(module: str, version: str) -> Path:
     go = shutil.which("go")
     if go is None:
         raise BinariesUnavailable(f"Go is needed to fetch {module}@{version}, or set {VOLCANO_CRD_ENV}")

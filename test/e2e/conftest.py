@@ -88,3 +88,20 @@ def gang_operator(
     yield from _run_operator(
         gang_cluster, tmp_path_factory, f"--gang-scheduling={gang_cluster.gang_scheduler_name}"
     )
+
+
+@pytest.fixture(scope="session")
+def volcano_cluster() -> Iterator[LocalCluster]:
+    """The full tier plus Volcano's scheduler and CRDs, and the operator's manifests; nodes come per test."""
+    cluster = _start(LocalCluster("full", nodes=0, volcano=True))
+    install_manifests(cluster)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def volcano_operator(
+    volcano_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    """The operator with --gang-scheduling=volcano: Volcano PodGroups, pods sent to the `volcano` scheduler."""
+    yield from _run_operator(volcano_cluster, tmp_path_factory, "--gang-scheduling=volcano")

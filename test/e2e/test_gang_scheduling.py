@@ -8,7 +8,7 @@ Each test brings its own nodes (a label the jobs select), so other tests' nodes 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -223,15 +223,18 @@ def test_pending_gang_is_bound_whole_and_succeeds_when_a_node_is_added(
     assert set(bindings.bound.values()) == {first, second}
 
 
-def test_pending_gang_runs_when_its_min_resources_are_lowered(
-    gang_cluster: LocalCluster, ns: str, nodes: NodeGroup
+PendingObserver = Callable[[Gang, int], None]
+
+
+def pending_gang_runs_when_its_min_resources_are_lowered(
+    cluster: LocalCluster, ns: str, nodes: NodeGroup, gang_type: type[Gang], left_pending: PendingObserver
 ) -> None:
     # The 3 pods fit the node, but the gang claims it needs more than the cluster has.
     nodes.add(1)
-    gang = Gang(gang_cluster, ns, "modest").submit(
+    gang = gang_type(cluster, ns, "modest").submit(
         gang_job("modest", nodes, workers=2, scheduling_policy={"minResources": {"cpu": "8"}})
     )
-    observe_gang_left_pending(gang, members=3)
+    left_pending(gang, 3)
 
     gang.patch({"spec": {"runPolicy": {"schedulingPolicy": {"minResources": {"cpu": "3"}}}}})
     wait_for(
@@ -245,14 +248,14 @@ def test_pending_gang_runs_when_its_min_resources_are_lowered(
     assert len(bindings.bound) == 3
 
 
-def test_two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn(
-    gang_cluster: LocalCluster, ns: str, nodes: NodeGroup
+def two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn(
+    cluster: LocalCluster, ns: str, nodes: NodeGroup, gang_type: type[Gang]
 ) -> None:
     # Each gang needs 3 of the node's 4 cpus: either fits alone, both together do not. Scheduled pod by
     # pod they could split the node between them; as gangs one runs, then the other.
     nodes.add(1)
     gangs = [
-        Gang(gang_cluster, ns, name).submit(gang_job(name, nodes, workers=2, launcher_runs_for="3s"))
+        gang_type(cluster, ns, name).submit(gang_job(name, nodes, workers=2, launcher_runs_for="3s"))
         for name in ("first", "second")
     ]
     running_together: list[set[str]] = []
@@ -261,7 +264,7 @@ def test_two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn(
 
     def both_succeeded() -> bool:
         # One list call: a consistent snapshot of both gangs' pods.
-        pods: list[Obj] = gang_cluster.rest.get(f"/api/v1/namespaces/{ns}/pods")["items"]
+        pods: list[Obj] = cluster.rest.get(f"/api/v1/namespaces/{ns}/pods")["items"]
         running_launchers = set()
         for pod in pods:
             job = pod["metadata"]["labels"].get("training.kubeflow.org/job-name", "")
@@ -279,3 +282,17 @@ def test_two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn(
     assert launchers_seen_running == {"first", "second"}
     for gang in gangs:
         assert len(bindings[gang.name].bound) == 3, bindings[gang.name].bound
+
+
+def test_pending_gang_runs_when_its_min_resources_are_lowered(
+    gang_cluster: LocalCluster, ns: str, nodes: NodeGroup
+) -> None:
+    pending_gang_runs_when_its_min_resources_are_lowered(
+        gang_cluster, ns, nodes, Gang, lambda gang, members: observe_gang_left_pending(gang, members=members)
+    )
+
+
+def test_two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn(
+    gang_cluster: LocalCluster, ns: str, nodes: NodeGroup
+) -> None:
+    two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn(gang_cluster, ns, nodes, Gang)

@@ -1,0 +1,124 @@
+"""Gang scheduling end to end with Volcano: the operator's Volcano PodGroups and the real vc-scheduler
+on kwok nodes, sized as in test_gang_scheduling.py so that what fits is exact."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.operator import OperatorProcess
+from mpioperator.testing.rest import RestError
+from mpioperator.testing.wait import wait_for
+from test.e2e.test_gang_scheduling import (
+    BindingLog,
+    Gang,
+    NodeGroup,
+    gang_job,
+    pending_gang_runs_when_its_min_resources_are_lowered,
+    two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn,
+    wait_succeeded_recording_bindings,
+)
+
+pytestmark = pytest.mark.e2e
+
+Obj = dict[str, Any]
+PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1"
+GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+
+
+class VolcanoGang(Gang):
+    def pod_group(self) -> Obj | None:
+        try:
+            found: Obj = self.cluster.rest.get(f"{PODGROUPS}/namespaces/{self.ns}/podgroups/{self.name}")
+            return found
+        except RestError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+
+@pytest.fixture
+def nodes(volcano_cluster: LocalCluster) -> Iterator[NodeGroup]:
+    group = NodeGroup(volcano_cluster)
+    yield group
+    if group.names and volcano_cluster.layout is not None:
+        volcano_cluster.remove_nodes(group.names)
+
+
+@pytest.fixture
+def ns(volcano_cluster: LocalCluster, make_namespace: Any, volcano_operator: OperatorProcess) -> str:
+    name: str = make_namespace(volcano_cluster)
+    return name
+
+
+def refused(gang: Gang, members: int) -> bool:
+    """Volcano has judged the gang: its PodGroup says it cannot be scheduled, or every pod was tried."""
+    pods = gang.pods()
+    tried = len(pods) == members and all(
+        any(
+            c.get("type") == "PodScheduled" and c.get("status") == "False"
+            for c in (p.get("status") or {}).get("conditions") or ()
+        )
+        for p in pods
+    )
+    conditions = ((gang.pod_group() or {}).get("status") or {}).get("conditions") or ()
+    return tried or any(c.get("type") == "Unschedulable" and c.get("status") == "True" for c in conditions)
+
+
+def observe_left_pending(gang: Gang, members: int) -> None:
+    bindings = BindingLog()
+
+    def judged() -> bool:
+        bindings.record(gang.pods())
+        return refused(gang, members)
+
+    gang.wait_pod_group()
+    wait_for(judged, timeout=60, interval=0.1, what=f"Volcano to refuse the gang of {members}")
+    bindings.record(gang.pods())
+    assert bindings.bound == {}, f"pods of a gang that does not fit were bound: {bindings.bound}"
+    assert gang.condition("Running") is None
+
+
+def test_volcano_gang_that_does_not_fit_stays_pending_with_no_pod_bound(
+    volcano_cluster: LocalCluster, ns: str, nodes: NodeGroup
+) -> None:
+    nodes.add(1)
+    gang = VolcanoGang(volcano_cluster, ns, "too-big").submit(gang_job("too-big", nodes, workers=4))
+    pod_group = gang.wait_pod_group()
+    assert pod_group["spec"]["minMember"] == 5
+    observe_left_pending(gang, members=5)
+    for pod in gang.pods():
+        assert pod["metadata"]["annotations"][GROUP_ANNOTATION] == "too-big"
+        assert pod["spec"]["schedulerName"] == "volcano"
+
+
+def test_volcano_pending_gang_is_bound_whole_and_succeeds_when_a_node_is_added(
+    volcano_cluster: LocalCluster, ns: str, nodes: NodeGroup
+) -> None:
+    (first,) = nodes.add(1)
+    gang = VolcanoGang(volcano_cluster, ns, "waits").submit(gang_job("waits", nodes, workers=4))
+    observe_left_pending(gang, members=5)
+    members = {p["metadata"]["name"] for p in gang.pods()}
+
+    (second,) = nodes.add(1)
+    bindings = BindingLog()
+    wait_succeeded_recording_bindings(gang, bindings)
+    assert set(bindings.bound) == members
+    assert set(bindings.bound.values()) == {first, second}
+
+
+def test_volcano_pending_gang_runs_when_its_min_resources_are_lowered(
+    volcano_cluster: LocalCluster, ns: str, nodes: NodeGroup
+) -> None:
+    pending_gang_runs_when_its_min_resources_are_lowered(
+        volcano_cluster, ns, nodes, VolcanoGang, observe_left_pending
+    )
+
+
+def test_volcano_two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn(
+    volcano_cluster: LocalCluster, ns: str, nodes: NodeGroup
+) -> None:
+    two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn(volcano_cluster, ns, nodes, VolcanoGang)
