@@ -113,8 +113,9 @@ async def test_a_watch_event_enqueues_a_backed_off_job_at_once(scene: Scene) -> 
     taken, _ = await queue.get()
     assert taken == key
     queue.done(key)
-    for _ in range(12):  # 5 ms doubling twelve times: a backoff of about 10 s
-        queue.add_rate_limited(key)
+    for _ in range(12):  # twelve failed syncs behind it: 5 ms doubled twelve times, about 20 s
+        queue.rate_limiter.when(key)
+    queue.add_rate_limited(key)
     assert len(queue) == 0 and queue.waiting == 1
 
     scene.patch_spec("busy", {"spec": copy.deepcopy({"slotsPerWorker": 2})})
