@@ -193,26 +193,28 @@ def wait_succeeded_recording_bindings(gang: Gang, bindings: BindingLog) -> None:
     wait_for(succeeded, timeout=TIMEOUT, interval=0.2, what=f"{gang.name} Succeeded")
 
 
-def test_gang_that_does_not_fit_stays_pending_with_no_pod_bound(
-    gang_cluster: LocalCluster, ns: str, nodes: NodeGroup
-) -> None:
+PendingObserver = Callable[[Gang, int], None]
+
+
+def gang_that_does_not_fit_stays_pending(
+    cluster: LocalCluster, ns: str, nodes: NodeGroup, gang_type: type[Gang], left_pending: PendingObserver
+) -> list[Obj]:
+    """The pods of a gang of 5 on one 4-cpu node, after the scheduler refused them all; none bound."""
     # 4 cpus, 5 pods of 1 cpu: one at a time, 4 of them would be bound; as a gang, none may be.
     nodes.add(1)
-    gang = Gang(gang_cluster, ns, "too-big").submit(gang_job("too-big", nodes, workers=4))
+    gang = gang_type(cluster, ns, "too-big").submit(gang_job("too-big", nodes, workers=4))
     pod_group = gang.wait_pod_group()
     assert pod_group["spec"]["minMember"] == 5
-    observe_gang_left_pending(gang, members=5)
-    for pod in gang.pods():
-        assert pod["metadata"]["labels"][POD_GROUP_LABEL] == "too-big"
-        assert pod["spec"]["schedulerName"] == gang_cluster.gang_scheduler_name
+    left_pending(gang, 5)
+    return gang.pods()
 
 
-def test_pending_gang_is_bound_whole_and_succeeds_when_a_node_is_added(
-    gang_cluster: LocalCluster, ns: str, nodes: NodeGroup
+def pending_gang_is_bound_whole_when_a_node_is_added(
+    cluster: LocalCluster, ns: str, nodes: NodeGroup, gang_type: type[Gang], left_pending: PendingObserver
 ) -> None:
     (first,) = nodes.add(1)
-    gang = Gang(gang_cluster, ns, "waits").submit(gang_job("waits", nodes, workers=4))
-    observe_gang_left_pending(gang, members=5)
+    gang = gang_type(cluster, ns, "waits").submit(gang_job("waits", nodes, workers=4))
+    left_pending(gang, 5)
     members = {p["metadata"]["name"] for p in gang.pods()}
 
     (second,) = nodes.add(1)
@@ -223,7 +225,22 @@ def test_pending_gang_is_bound_whole_and_succeeds_when_a_node_is_added(
     assert set(bindings.bound.values()) == {first, second}
 
 
-PendingObserver = Callable[[Gang, int], None]
+def _left_pending(gang: Gang, members: int) -> None:
+    observe_gang_left_pending(gang, members=members)
+
+
+def test_gang_that_does_not_fit_stays_pending_with_no_pod_bound(
+    gang_cluster: LocalCluster, ns: str, nodes: NodeGroup
+) -> None:
+    for pod in gang_that_does_not_fit_stays_pending(gang_cluster, ns, nodes, Gang, _left_pending):
+        assert pod["metadata"]["labels"][POD_GROUP_LABEL] == "too-big"
+        assert pod["spec"]["schedulerName"] == gang_cluster.gang_scheduler_name
+
+
+def test_pending_gang_is_bound_whole_and_succeeds_when_a_node_is_added(
+    gang_cluster: LocalCluster, ns: str, nodes: NodeGroup
+) -> None:
+    pending_gang_is_bound_whole_when_a_node_is_added(gang_cluster, ns, nodes, Gang, _left_pending)
 
 
 def pending_gang_runs_when_its_min_resources_are_lowered(
@@ -287,9 +304,7 @@ def two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn(
 def test_pending_gang_runs_when_its_min_resources_are_lowered(
     gang_cluster: LocalCluster, ns: str, nodes: NodeGroup
 ) -> None:
-    pending_gang_runs_when_its_min_resources_are_lowered(
-        gang_cluster, ns, nodes, Gang, lambda gang, members: observe_gang_left_pending(gang, members=members)
-    )
+    pending_gang_runs_when_its_min_resources_are_lowered(gang_cluster, ns, nodes, Gang, _left_pending)
 
 
 def test_two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn(

@@ -16,10 +16,10 @@ from test.e2e.test_gang_scheduling import (
     BindingLog,
     Gang,
     NodeGroup,
-    gang_job,
+    gang_that_does_not_fit_stays_pending,
+    pending_gang_is_bound_whole_when_a_node_is_added,
     pending_gang_runs_when_its_min_resources_are_lowered,
     two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn,
-    wait_succeeded_recording_bindings,
 )
 
 pytestmark = pytest.mark.e2e
@@ -85,12 +85,9 @@ def observe_left_pending(gang: Gang, members: int) -> None:
 def test_volcano_gang_that_does_not_fit_stays_pending_with_no_pod_bound(
     volcano_cluster: LocalCluster, ns: str, nodes: NodeGroup
 ) -> None:
-    nodes.add(1)
-    gang = VolcanoGang(volcano_cluster, ns, "too-big").submit(gang_job("too-big", nodes, workers=4))
-    pod_group = gang.wait_pod_group()
-    assert pod_group["spec"]["minMember"] == 5
-    observe_left_pending(gang, members=5)
-    for pod in gang.pods():
+    for pod in gang_that_does_not_fit_stays_pending(
+        volcano_cluster, ns, nodes, VolcanoGang, observe_left_pending
+    ):
         assert pod["metadata"]["annotations"][GROUP_ANNOTATION] == "too-big"
         assert pod["spec"]["schedulerName"] == "volcano"
 
@@ -98,16 +95,9 @@ def test_volcano_gang_that_does_not_fit_stays_pending_with_no_pod_bound(
 def test_volcano_pending_gang_is_bound_whole_and_succeeds_when_a_node_is_added(
     volcano_cluster: LocalCluster, ns: str, nodes: NodeGroup
 ) -> None:
-    (first,) = nodes.add(1)
-    gang = VolcanoGang(volcano_cluster, ns, "waits").submit(gang_job("waits", nodes, workers=4))
-    observe_left_pending(gang, members=5)
-    members = {p["metadata"]["name"] for p in gang.pods()}
-
-    (second,) = nodes.add(1)
-    bindings = BindingLog()
-    wait_succeeded_recording_bindings(gang, bindings)
-    assert set(bindings.bound) == members
-    assert set(bindings.bound.values()) == {first, second}
+    pending_gang_is_bound_whole_when_a_node_is_added(
+        volcano_cluster, ns, nodes, VolcanoGang, observe_left_pending
+    )
 
 
 def test_volcano_pending_gang_runs_when_its_min_resources_are_lowered(
