@@ -35,9 +35,11 @@ class SharedInformerFactory:
         namespace: str | None = None,
         *,
         indexers: Mapping[str, IndexFunc] | None = None,
+        transform: Transform | None = None,
     ) -> SharedInformer:
         """The shared informer for `res` in `namespace` (None: all namespaces), made on first use.
-        `indexers` not yet registered on it are added."""
+        `indexers` not yet registered on it are added. `transform` replaces the factory's own for this
+        informer; it counts only when the informer is made."""
         key = (res, namespace or None)
         informer = self._informers.get(key)
         if informer is None:
@@ -46,7 +48,7 @@ class SharedInformerFactory:
                 res,
                 namespace or None,
                 indexers=indexers,
-                transform=self._transform,
+                transform=transform or self._transform,
                 clock=self._clock,
                 inactivity_timeout=self._inactivity_timeout,
                 page_size=self._page_size,

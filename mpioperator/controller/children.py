@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from collections import OrderedDict
 from typing import Any
 
 import structlog
@@ -70,6 +71,26 @@ def not_managed_message(name: str, kind: str) -> str:
     return f'Resource "{name}" of Kind "{kind}" already exists and is not managed by MPIJob'
 
 
+class RecentlyDeleted:
+    """UIDs of pods this process deleted, the newest `capacity` of them: a UID is never reused, so a pod
+    once deleted never needs another DELETE."""
+
+    def __init__(self, capacity: int = 20_000) -> None:
+        self._uids: OrderedDict[str, None] = OrderedDict()
+        self._capacity = capacity
+
+    def add(self, uid: str) -> None:
+        if not uid:
+            return
+        self._uids[uid] = None
+        self._uids.move_to_end(uid)
+        while len(self._uids) > self._capacity:
+            self._uids.popitem(last=False)
+
+    def seen(self, uid: str) -> bool:
+        return bool(uid) and uid in self._uids
+
+
 class ChildReconciler:
     def __init__(
         self,
@@ -85,6 +106,7 @@ class ChildReconciler:
         self._domain = cluster_domain
         # Gang scheduling decorates worker pods and the launcher template (§3.8); off by default.
         self._backend: PodGroupBackend = backend or NullBackend()
+        self._deleted = RecentlyDeleted()
 
     def _refuse(self, job: Obj, obj: Obj, kind: str = "") -> SyncError:
         message = not_managed_message(obj["metadata"]["name"], obj.get("kind", kind))
@@ -214,13 +236,8 @@ class ChildReconciler:
                 index = int(label)
             except ValueError:
                 continue
-            if index >= replicas and not pod["metadata"].get("deletionTimestamp"):
-                try:
-                    await self._w.delete(PODS, pod["metadata"]["name"], ns)
-                except errors.NotFound:
-                    pass
-                except errors.ApiError as exc:
-                    raise SyncError(str(exc)) from exc
+            if index >= replicas:
+                await self._delete_pod(pod)
 
     async def create_launcher(self, job: Obj) -> Obj:
         desired, overridden = launcher_job.new_launcher_job(job, decorator_for(self._backend, job))
@@ -289,12 +306,7 @@ class ChildReconciler:
                 raise self._refuse(job, pod)
             if keep_finished and pod.get("status", {}).get("phase") not in ("Running", "Pending"):
                 continue
-            try:
-                await self._w.delete(PODS, pod["metadata"]["name"], ns)
-            except errors.NotFound:
-                pass
-            except errors.ApiError as exc:
-                raise SyncError(str(exc)) from exc
+            await self._delete_pod(pod)
         replica_statuses = status.setdefault("replicaStatuses", {})
         replica_statuses[api.WORKER] = {}
 
@@ -304,15 +316,22 @@ class ChildReconciler:
         if launcher is None:
             return
         for pod in self._l.pods.owned_by(launcher["metadata"].get("uid", "")):
-            if pod.get("status", {}).get("phase") in ("Running", "Pending") and not pod["metadata"].get(
-                "deletionTimestamp"
-            ):
-                try:
-                    await self._w.delete(PODS, pod["metadata"]["name"], job["metadata"]["namespace"])
-                except errors.NotFound:
-                    pass
-                except errors.ApiError as exc:
-                    raise SyncError(str(exc)) from exc
+            if pod.get("status", {}).get("phase") in ("Running", "Pending"):
+                await self._delete_pod(pod)
+
+    async def _delete_pod(self, pod: Obj) -> None:
+        """Delete `pod` unless it is already going: terminating in the cache, or deleted by us moments ago
+        and not yet seen terminating (the cache lags our own writes; a second DELETE would be wasted)."""
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp") or self._deleted.seen(meta.get("uid", "")):
+            return
+        try:
+            await self._w.delete(PODS, meta["name"], meta.get("namespace", ""))
+        except errors.NotFound:
+            pass
+        except errors.ApiError as exc:
+            raise SyncError(str(exc)) from exc
+        self._deleted.add(meta.get("uid", ""))
 
 
 def same(a: Any, b: Any) -> bool:

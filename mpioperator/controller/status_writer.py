@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections import OrderedDict
 
 import structlog
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
@@ -17,7 +18,45 @@ log = structlog.get_logger(__name__)
 _ATTEMPTS = 4
 
 
-async def write_if_changed(writer: Writer, cached: Obj, status: Obj) -> bool:
+class RecentStatusWrites:
+    """Each MPIJob's object as our last status write returned it, until the cache shows that write.
+
+    The informer delivers our own writes a moment later; a sync in between would compute from the old
+    object and PUT with its stale resourceVersion, only to get a Conflict (and, for a job just created,
+    repeat its Created event). The cached object is replaced by the newer one we wrote while the cache
+    still holds exactly the version that write replaced; any other version means the cache moved on.
+    """
+
+    def __init__(self, capacity: int = 10_000) -> None:
+        self._by_uid: OrderedDict[str, tuple[str, Obj]] = OrderedDict()
+        self._capacity = capacity
+
+    def remember(self, replaced: Obj, written: Obj) -> None:
+        uid = written.get("metadata", {}).get("uid")
+        version = replaced.get("metadata", {}).get("resourceVersion")
+        if not uid or not version:
+            return
+        written.get("metadata", {}).pop("managedFields", None)
+        self._by_uid[uid] = (version, written)
+        self._by_uid.move_to_end(uid)
+        while len(self._by_uid) > self._capacity:
+            self._by_uid.popitem(last=False)
+
+    def freshest(self, cached: Obj) -> Obj:
+        meta = cached.get("metadata", {})
+        entry = self._by_uid.get(meta.get("uid", ""))
+        if entry is None:
+            return cached
+        replaced_version, written = entry
+        if meta.get("resourceVersion") == replaced_version:
+            return written
+        del self._by_uid[meta["uid"]]
+        return cached
+
+
+async def write_if_changed(
+    writer: Writer, cached: Obj, status: Obj, recent: RecentStatusWrites | None = None
+) -> bool:
     """PUT `status` to mpijobs/status unless the cached object already has it; True if written.
 
     A Conflict means our cache is behind; the status we computed still describes the children we
@@ -44,7 +83,9 @@ async def write_if_changed(writer: Writer, cached: Obj, status: Obj) -> bool:
                         return False
                     fresh["status"] = status
                     target = fresh
-                await writer.update_status(MPIJOBS, target, meta.get("namespace"))
+                written = await writer.update_status(MPIJOBS, target, meta.get("namespace"))
+                if recent is not None:
+                    recent.remember(target, written)
     except errors.NotFound:
         return False
     except errors.ApiError as exc:

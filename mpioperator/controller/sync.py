@@ -79,6 +79,7 @@ class JobSyncer:
         self._utcnow = utcnow
         self._settings = settings or SyncSettings()
         self._once = _Once()
+        self._recent = status_writer.RecentStatusWrites()
         backend = backend or NullBackend()
         self._children = children.ChildReconciler(
             listers, writer, recorder, self._settings.cluster_domain, backend
@@ -99,6 +100,7 @@ class JobSyncer:
         cached = self._l.mpijobs.get(namespace, name)
         if cached is None:
             return SyncResult()
+        cached = self._recent.freshest(cached)
         job = set_defaults(cached)
         managed_by = job.get("spec", {}).get("runPolicy", {}).get("managedBy")
         if managed_by is not None and managed_by != api.KUBEFLOW_JOB_CONTROLLER:
@@ -134,7 +136,7 @@ class JobSyncer:
         others = [c for c in status.get("conditions") or () if c.get("type") != INVALID_CONDITION]
         status["conditions"] = [*others, condition]
         self._rec.record(job, WARNING, api.REASON_VALIDATION_ERROR, message)
-        await status_writer.write_if_changed(self._w, cached, status)
+        await status_writer.write_if_changed(self._w, cached, status, self._recent)
         return False
 
     async def _sync_valid(self, cached: Obj, job: Obj) -> SyncResult:
@@ -190,7 +192,7 @@ class JobSyncer:
         for event in result.events:
             self._rec.record(job, event.type, event.reason, event.message)
         self._observe(job, cached, result.status, launcher)
-        await status_writer.write_if_changed(self._w, cached, result.status)
+        await status_writer.write_if_changed(self._w, cached, result.status, self._recent)
         return SyncResult()
 
     async def _sync_finished(self, cached: Obj, job: Obj) -> SyncResult:
@@ -200,7 +202,7 @@ class JobSyncer:
             await self._clean_up(job, status)
             if policy == api.CLEAN_POD_POLICY_ALL:
                 await self._children.delete_running_launcher_pods(job)
-            await status_writer.write_if_changed(self._w, cached, status)
+            await status_writer.write_if_changed(self._w, cached, status, self._recent)
         return await self._expire(job)
 
     async def _clean_up(self, job: Obj, status: Obj) -> None:

@@ -187,6 +187,7 @@ class LocalCluster:
             self._volcano_binary = volcano.find_scheduler()
         _sweep_abandoned_workdirs()
         root = self._workdir or Path(tempfile.mkdtemp(prefix=_WORKDIR_PREFIX))
+        root.mkdir(parents=True, exist_ok=True)
         (root / "owner.pid").write_text(str(os.getpid()))
         layout = components.Layout(root)
         self.layout = layout

@@ -9,29 +9,13 @@ same MPIJobs."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from mpioperator.testing.cluster import LocalCluster, wait_crd_established
+from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.install import OPERATOR_NAMESPACE, install_manifests
 from mpioperator.testing.operator import OperatorProcess
-from mpioperator.testing.wait import wait_for
 from test.conftest import _start
-
-REPO = Path(__file__).resolve().parents[2]
-OVERLAY = REPO / "manifests" / "overlays" / "standalone"
-OPERATOR_NAMESPACE = "mpi-operator"
-
-
-def install_manifests(cluster: LocalCluster) -> None:
-    cluster.kubectl("apply", "--server-side", "-k", str(OVERLAY))
-    wait_crd_established(cluster, "mpijobs.kubeflow.org")
-    cluster.kubectl("-n", OPERATOR_NAMESPACE, "scale", "deployment/mpi-operator", "--replicas=0")
-    wait_for(
-        lambda: cluster.rest.get(f"/api/v1/namespaces/{OPERATOR_NAMESPACE}/serviceaccounts/mpi-operator"),
-        timeout=30,
-        what="the operator's ServiceAccount",
-    )
 
 
 @pytest.fixture(scope="session")

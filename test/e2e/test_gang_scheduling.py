@@ -18,7 +18,7 @@ from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.nodes import NodeShape
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.rest import RestError
-from mpioperator.testing.wait import wait_for
+from mpioperator.testing.wait import ProbeAborted, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -164,16 +164,21 @@ class BindingLog:
         return pods
 
 
+class GangViolation(ProbeAborted, AssertionError):
+    """Seen while waiting: what must never happen did; waiting longer cannot undo it."""
+
+
 def observe_gang_left_pending(gang: Gang, members: int) -> None:
     """Watch `gang` from its submission until the scheduler has tried and rejected every one of its pods:
     during that whole window its PodGroup exists and not a single pod is bound to a node."""
     bindings = BindingLog()
-    pod_group_missing = False
 
     def all_rejected() -> bool:
-        nonlocal pod_group_missing
         pods = bindings.record(gang.pods())
-        pod_group_missing = pod_group_missing or gang.pod_group() is None
+        if bindings.bound:
+            raise GangViolation(f"pods of a gang that does not fit were bound: {bindings.bound}")
+        if gang.pod_group() is None:
+            raise GangViolation("the PodGroup disappeared while its pods were pending")
         return len(pods) == members and all(attempted_and_unschedulable(p) for p in pods)
 
     gang.wait_pod_group()
@@ -181,7 +186,6 @@ def observe_gang_left_pending(gang: Gang, members: int) -> None:
     # One last look, after the scheduler's verdict on every member.
     bindings.record(gang.pods())
     assert bindings.bound == {}, f"pods of a gang that does not fit were bound: {bindings.bound}"
-    assert not pod_group_missing, "the PodGroup disappeared while its pods were pending"
     assert gang.condition("Running") is None
 
 
@@ -275,7 +279,6 @@ def two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn(
         gang_type(cluster, ns, name).submit(gang_job(name, nodes, workers=2, launcher_runs_for="3s"))
         for name in ("first", "second")
     ]
-    running_together: list[set[str]] = []
     launchers_seen_running: set[str] = set()
     bindings = {gang.name: BindingLog() for gang in gangs}
 
@@ -291,11 +294,10 @@ def two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn(
                 running_launchers.add(job)
         launchers_seen_running.update(running_launchers)
         if len(running_launchers) > 1:
-            running_together.append(running_launchers)
+            raise GangViolation(f"both launchers held the node at once: {sorted(running_launchers)}")
         return all(gang.condition("Succeeded") is not None for gang in gangs)
 
     wait_for(both_succeeded, timeout=2 * TIMEOUT, interval=0.1, what="both gangs Succeeded")
-    assert not running_together, f"both launchers held the node at once: {running_together[:3]}"
     assert launchers_seen_running == {"first", "second"}
     for gang in gangs:
         assert len(bindings[gang.name].bound) == 3, bindings[gang.name].bound

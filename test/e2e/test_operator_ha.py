@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.install import OPERATOR_NAMESPACE
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.wait import wait_for
-from test.e2e.conftest import OPERATOR_NAMESPACE
 
 pytestmark = pytest.mark.e2e
 

@@ -1,0 +1,188 @@
+"""mpioperator side by side with upstream's Go operator, on the same local cluster build (issue 8).
+
+Each round starts a fresh full-tier cluster per contender (so neither inherits the other's objects or
+caches), runs the same scenarios with the same QPS, burst and worker settings, and alternates which
+contender goes first. The bare-client limit runs once per round on a cluster of its own.
+
+    .venv/bin/python -m test.benchmarks.bench_operators --rounds 2 --out bench-results
+    (or hack/bench-operators.sh, which also installs the chart's dependency and builds upstream)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from test.benchmarks import report, scale, scenarios
+from test.benchmarks.audit import Writes, minimum_writes_per_job
+from test.benchmarks.contenders import Contender, Ours, Settings, Upstream, build_upstream
+from test.benchmarks.scenarios import Bench, Figures
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def dir_factory(root: Path, prefix: str) -> Callable[[], Path]:
+    def make() -> Path:
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+
+    return make
+
+
+def run_contender(
+    contender: Contender, args: argparse.Namespace, root: Path, *, with_scale: bool
+) -> tuple[Figures, Writes]:
+    workdir = Path(tempfile.mkdtemp(prefix="run-", dir=root))
+    bench = Bench.start(workdir)
+    try:
+        contender.start(bench.cluster, workdir / "operator")
+        contender.wait_ready(timeout=120)
+        log(f"{contender.name}: throughput, {args.jobs} x {args.workers}")
+        figures, writes = scenarios.throughput(bench, contender, jobs=args.jobs, workers=args.workers)
+        figures["writes_per_job"] = writes.total(excluding=scenarios.LEASES) / args.jobs
+        log(f"{contender.name}: latency, {args.latency_rate}/s for {args.latency_seconds}s")
+        figures |= scenarios.latency(
+            bench, contender, rate=args.latency_rate, seconds=args.latency_seconds, workers=args.workers
+        )
+        if with_scale:
+            log(f"{contender.name}: {args.scale_jobs} long-running jobs, then a restart with 10,000 pods")
+            figures |= scale.steady_state(bench, contender, jobs=args.scale_jobs)
+            figures |= scale.startup(bench, contender, dir_factory(workdir, "restart-"))
+        log(f"{contender.name}: {json.dumps({k: round(v, 3) for k, v in figures.items()})}")
+        return figures, writes
+    finally:
+        contender.stop()
+        bench.stop()
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run_bare(args: argparse.Namespace, root: Path) -> Figures:
+    workdir = Path(tempfile.mkdtemp(prefix="bare-", dir=root))
+    bench = Bench.start(workdir)
+    try:
+        log(f"bare client: {args.jobs} x {args.workers}, {args.threadiness} jobs in flight")
+        figures = scenarios.bare_client_limit(
+            bench, jobs=args.jobs, workers=args.workers, concurrency=args.threadiness
+        )
+        log(f"bare client: {json.dumps({k: round(v, 3) for k, v in figures.items()})}")
+        return figures
+    finally:
+        bench.stop()
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--jobs", type=int, default=200, help="MPIJobs in the throughput burst")
+    parser.add_argument("--workers", type=int, default=8, help="workers per MPIJob")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds of both operators")
+    parser.add_argument("--latency-rate", type=float, default=4.0, help="MPIJobs per second")
+    parser.add_argument("--latency-seconds", type=float, default=30.0)
+    parser.add_argument("--scale-jobs", type=int, default=1000, help="long-running MPIJobs (8 workers each)")
+    parser.add_argument("--scale-rounds", type=int, default=1, help="rounds that also run the scale scenario")
+    parser.add_argument("--qps", type=int, default=Settings.qps)
+    parser.add_argument("--burst", type=int, default=Settings.burst)
+    parser.add_argument("--threadiness", type=int, default=Settings.threadiness)
+    parser.add_argument("--only", choices=["mpioperator", "upstream"], help="run one contender")
+    parser.add_argument("--no-bare", action="store_true", help="skip the bare-client limit")
+    parser.add_argument("--out", type=Path, default=Path("bench-results"))
+    parser.add_argument("--keep", action="store_true", help="keep cluster work directories")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    settings = Settings(qps=args.qps, burst=args.burst, threadiness=args.threadiness)
+    contenders: list[Contender] = []
+    if args.only != "upstream":
+        contenders.append(Ours(settings))
+    if args.only != "mpioperator":
+        contenders.append(Upstream(settings, build_upstream()))
+    args.out.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="mpioperator-bench-"))
+    figures: dict[str, list[Figures]] = {c.name: [] for c in contenders}
+    writes: dict[str, list[Writes]] = {c.name: [] for c in contenders}
+    bare: list[Figures] = []
+    started = time.monotonic()
+    for n in range(args.rounds):
+        order = contenders if n % 2 == 0 else contenders[::-1]
+        for contender in order:
+            log(f"round {n + 1}/{args.rounds}: {contender.name}")
+            run_figures, run_writes = run_contender(contender, args, root, with_scale=n < args.scale_rounds)
+            figures[contender.name].append(run_figures)
+            writes[contender.name].append(run_writes)
+        if not args.no_bare:
+            bare.append(run_bare(args, root))
+    shutil.rmtree(root, ignore_errors=True)
+    summary = summarize(args, settings, contenders, figures, writes, bare, time.monotonic() - started)
+    print(summary)
+    (args.out / "summary.txt").write_text(summary + "\n")
+    raw = {"settings": vars(settings), "figures": figures, "bare": bare, "args": _jsonable(vars(args))}
+    (args.out / "results.json").write_text(json.dumps(raw, indent=2) + "\n")
+
+
+def _jsonable(values: dict[str, object]) -> dict[str, object]:
+    return {k: str(v) if isinstance(v, Path) else v for k, v in values.items()}
+
+
+def summarize(
+    args: argparse.Namespace,
+    settings: Settings,
+    contenders: list[Contender],
+    figures: dict[str, list[Figures]],
+    writes: dict[str, list[Writes]],
+    bare: list[Figures],
+    wall: float,
+) -> str:
+    names = [c.name for c in contenders]
+    heading = (
+        f"{args.rounds} alternating rounds, median shown; {args.jobs} MPIJobs x {args.workers} workers; "
+        f"qps {settings.qps}, burst {settings.burst}, threadiness {settings.threadiness}; "
+        f"{platform.machine()}, {_cpus()} CPUs; {wall / 60:.0f} min"
+    )
+    parts = [heading, ""]
+    if len(names) != 2:
+        for name in names:
+            parts.append(f"{name}: {json.dumps(figures[name], indent=1)}")
+        return "\n".join(parts)
+    ours, upstream = figures[names[0]], figures[names[1]]
+    table = report.rows(ours, upstream, args.jobs, args.workers)
+    parts.append(report.format_table(table, names=(names[0], names[1])))
+    parts.append("")
+    parts.append(
+        report.format_writes(
+            writes[names[0]][0], writes[names[1]][0], args.jobs, minimum_writes_per_job(args.workers)
+        )
+    )
+    if bare:
+        rate = report.metrics(args.jobs, args.workers)[0]
+        parts += ["", report.format_limit(table[0].ours, table[0].upstream, report.median_of(bare, rate))]
+    chart = args.out / "bench-operators.png"
+    try:
+        report.draw_chart(table, chart, heading)
+        parts += ["", f"chart: {chart}"]
+    except ImportError:
+        parts += ["", "chart skipped: pip install -e '.[bench]' for matplotlib"]
+    return "\n".join(parts)
+
+
+def _cpus() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""The two operators the side-by-side benchmark runs, behind one small interface.
+
+Both run as local processes with the same ServiceAccount token, the same QPS, burst and worker count, and
+are measured the same way: CPU and memory from /proc, readiness from what each one exposes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.install import OPERATOR_ACCOUNT, OPERATOR_NAMESPACE
+from mpioperator.testing.operator import OperatorProcess, service_account_token
+from mpioperator.testing.pki import write_kubeconfig
+from mpioperator.testing.ports import free_port
+from mpioperator.testing.process import ManagedProcess
+from mpioperator.testing.wait import ProbeAborted, wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+# Upstream serves /healthz on a fixed port (a constant in its server.go), so only one can run at a time.
+UPSTREAM_HEALTH_PORT = 8080
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What both operators are given alike."""
+
+    qps: int = 300
+    burst: int = 600
+    threadiness: int = 8
+
+
+@dataclass(frozen=True)
+class ProcStats:
+    cpu_seconds: float
+    rss_bytes: int
+    peak_rss_bytes: int
+
+
+def proc_stats(pid: int) -> ProcStats:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    memory = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            memory[key] = int(value.split()[0]) * 1024
+    return ProcStats(cpu, memory.get("VmRSS", 0), memory.get("VmHWM", 0))
+
+
+class Contender(Protocol):
+    name: str
+
+    def start(self, cluster: LocalCluster, workdir: Path) -> None: ...
+
+    def wait_ready(self, timeout: float) -> None:
+        """Leading, caches synced, workers started."""
+        ...
+
+    def stats(self) -> ProcStats: ...
+
+    def alive(self) -> bool: ...
+
+    def stop(self) -> None: ...
+
+    def log_tail(self) -> str: ...
+
+
+class Ours:
+    name = "mpioperator"
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._proc: OperatorProcess | None = None
+
+    def start(self, cluster: LocalCluster, workdir: Path) -> None:
+        args = (
+            f"--lock-namespace={OPERATOR_NAMESPACE}",
+            f"--threadiness={self.settings.threadiness}",
+            f"--kube-api-qps={self.settings.qps}",
+            f"--kube-api-burst={self.settings.burst}",
+        )
+        self._proc = OperatorProcess(cluster, args=args, workdir=workdir)
+        self._proc.start()
+
+    def wait_ready(self, timeout: float) -> None:
+        assert self._proc is not None
+        self._proc.wait_ready(timeout=timeout)
+
+    def stats(self) -> ProcStats:
+        assert self._proc is not None and self._proc.pid is not None
+        return proc_stats(self._proc.pid)
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.running
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+
+    def log_tail(self) -> str:
+        return self._proc.log_tail() if self._proc else ""
+
+
+def build_upstream() -> Path:
+    """The upstream binary, built from its Go module on first use (cached by version afterwards)."""
+    script = REPO / "hack" / "build-upstream-operator.sh"
+    out = subprocess.run(["bash", str(script)], check=True, stdout=subprocess.PIPE, text=True).stdout
+    return Path(out.strip().splitlines()[-1])
+
+
+class Upstream:
+    name = "upstream v0.8.2"
+
+    def __init__(self, settings: Settings, binary: Path) -> None:
+        self.settings = settings
+        self.binary = binary
+        self._proc: ManagedProcess | None = None
+        self._log: Path | None = None
+
+    def start(self, cluster: LocalCluster, workdir: Path) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        kubeconfig = workdir / "kubeconfig"
+        token = service_account_token(cluster, OPERATOR_NAMESPACE, OPERATOR_ACCOUNT)
+        write_kubeconfig(kubeconfig, server=cluster.server, ca_file=cluster.ca_file, token=token)
+        argv = [
+            str(self.binary),
+            f"-kubeConfig={kubeconfig}",
+            f"-lock-namespace={OPERATOR_NAMESPACE}",
+            f"-monitoring-port={free_port()}",
+            f"-threadiness={self.settings.threadiness}",
+            f"-kube-api-qps={self.settings.qps}",
+            f"-kube-api-burst={self.settings.burst}",
+        ]
+        # Upstream lets $KUBECONFIG win over its flag; the benchmark's token must be the one used.
+        env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+        self._log = workdir / "upstream.log"
+        self._proc = ManagedProcess("upstream-mpi-operator", argv, self._log, env=env)
+        self._proc.start()
+        wait_for(self._healthz, timeout=60, what="upstream /healthz", done=lambda code: code == 200)
+
+    def _healthz(self) -> int:
+        if self._proc is None or not self._proc.running():
+            raise ProbeAborted(f"upstream operator exited:\n{self.log_tail()}")
+        try:
+            url = f"http://127.0.0.1:{UPSTREAM_HEALTH_PORT}/healthz"
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                return int(answer.status)
+        except urllib.error.HTTPError as exc:
+            return int(exc.code)
+
+    def _workers_started(self) -> bool:
+        if self._proc is None or not self._proc.running():
+            raise ProbeAborted(f"upstream operator exited:\n{self.log_tail()}")
+        # Logged right after WaitForCacheSync returns (pkg/controller/mpi_job_controller.go).
+        return self._log is not None and "Starting workers" in self._log.read_text(errors="replace")
+
+    def wait_ready(self, timeout: float) -> None:
+        wait_for(self._workers_started, timeout=timeout, what="upstream to start its workers")
+
+    def stats(self) -> ProcStats:
+        assert self._proc is not None and self._proc.pid is not None
+        return proc_stats(self._proc.pid)
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.running()
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            self._proc.stop(timeout=15)
+
+    def log_tail(self) -> str:
+        return self._proc.tail(40) if self._proc else ""

@@ -1,0 +1,168 @@
+"""Figures from the runs turned into the comparison: an aligned table with ratios and targets, and a chart."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from test.benchmarks.audit import Writes
+
+Figures = dict[str, float]
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Metric:
+    label: str
+    unit: str
+    value: Callable[[Figures], float]
+    higher_is_better: bool
+    target: float | None = None  # the ours/upstream ratio to reach; None for figures shown for context
+
+
+@dataclass(frozen=True)
+class Row:
+    metric: Metric
+    ours: float
+    upstream: float
+
+    @property
+    def ratio(self) -> float:
+        return self.ours / self.upstream if self.upstream else float("nan")
+
+    @property
+    def verdict(self) -> str:
+        target = self.metric.target
+        if target is None:
+            return ""
+        met = self.ratio >= target if self.metric.higher_is_better else self.ratio <= target
+        sign = ">=" if self.metric.higher_is_better else "<="
+        return f"{sign} {target:.1f}x {'met' if met else 'MISSED'}"
+
+
+def metrics(jobs: int, workers: int) -> list[Metric]:
+    per_job = float(jobs)
+    return [
+        Metric(
+            f"throughput {jobs}x{workers}: children", "jobs/s", lambda f: per_job / f["children_s"], True, 1.0
+        ),
+        Metric("throughput: all Running", "jobs/s", lambda f: per_job / f["running_s"], True, 1.0),
+        Metric("throughput: all Succeeded", "jobs/s", lambda f: per_job / f["succeeded_s"], True, 1.0),
+        Metric("latency to launcher Job p50", "ms", lambda f: 1000 * f["latency_p50_s"], False),
+        Metric("latency to launcher Job p99", "ms", lambda f: 1000 * f["latency_p99_s"], False, 1.0),
+        Metric("writes per MPIJob", "requests", lambda f: f["writes_per_job"], False, 1.0),
+        Metric("CPU per MPIJob", "ms", lambda f: 1000 * f["cpu_s"] / per_job, False, 1.5),
+        Metric("peak RSS, throughput run", "MiB", lambda f: f["peak_rss_b"] / MIB, False),
+        Metric("RSS with 1,000 jobs / 9,000 pods", "MiB", lambda f: f["steady_rss_b"] / MIB, False, 1.0),
+        Metric("start-up to ready, 10,000 pods", "s", lambda f: f["startup_ready_s"], False),
+        Metric("start-up to a new job's launcher", "s", lambda f: f["startup_probe_s"], False),
+    ]
+
+
+def median_of(runs: Sequence[Figures], metric: Metric) -> float:
+    values = [metric.value(run) for run in runs if _has(run, metric)]
+    return statistics.median(values) if values else float("nan")
+
+
+def _has(run: Figures, metric: Metric) -> bool:
+    try:
+        metric.value(run)
+    except (KeyError, ZeroDivisionError):
+        return False
+    return True
+
+
+def rows(ours: Sequence[Figures], upstream: Sequence[Figures], jobs: int, workers: int) -> list[Row]:
+    return [Row(m, median_of(ours, m), median_of(upstream, m)) for m in metrics(jobs, workers)]
+
+
+def _fmt(value: float) -> str:
+    if value != value:  # NaN: the figure was not measured in these runs
+        return "-"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.2f}"
+
+
+def format_table(table: Sequence[Row], *, names: tuple[str, str] = ("mpioperator", "upstream")) -> str:
+    header = ("metric", "unit", names[0], names[1], "ratio", "target")
+    lines = [header] + [
+        (
+            r.metric.label,
+            r.metric.unit,
+            _fmt(r.ours),
+            _fmt(r.upstream),
+            "-" if r.ratio != r.ratio else f"{r.ratio:.2f}x",
+            r.verdict,
+        )
+        for r in table
+    ]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    out = []
+    for n, line in enumerate(lines):
+        cells = [
+            c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths, strict=True))
+        ]
+        out.append("  ".join(cells).rstrip())
+        if n == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def format_limit(ours_rate: float, upstream_rate: float, bare_rate: float) -> str:
+    """Both operators' child-creation rates against the controller-less client's."""
+    return "\n".join(
+        [
+            f"bare client (no controller, no rate limit): {bare_rate:.2f} jobs/s to all children",
+            f"  mpioperator {ours_rate:.2f} jobs/s = {ours_rate / bare_rate:.2f}x the bare client (target >= 0.8x)",
+            f"  upstream    {upstream_rate:.2f} jobs/s = {upstream_rate / bare_rate:.2f}x the bare client",
+        ]
+    )
+
+
+def format_writes(ours: Writes, upstream: Writes, jobs: int, minimum: int) -> str:
+    """Write requests per MPIJob by verb and resource, failed ones (conflicts, already-exists) in brackets."""
+    keys = sorted(set(ours.by_kind) | set(upstream.by_kind), key=lambda k: (k[1], k[0]))
+
+    def cell(w: Writes, key: tuple[str, str]) -> str:
+        text = f"{w.by_kind.get(key, 0) / jobs:.2f}"
+        failed = w.failed.get(key, 0)
+        return f"{text} [{failed / jobs:.2f} failed]" if failed else text
+
+    lines = [("verb", "resource", "mpioperator/job", "upstream/job")]
+    lines += [
+        (verb, resource, cell(ours, (verb, resource)), cell(upstream, (verb, resource)))
+        for verb, resource in keys
+    ]
+    lines.append(("total", "", f"{ours.total() / jobs:.2f}", f"{upstream.total() / jobs:.2f}"))
+    lines.append(("minimum", "", str(minimum), str(minimum)))
+    widths = [max(len(line[i]) for line in lines) for i in range(4)]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    )
+
+
+def draw_chart(table: Sequence[Row], path: Path, title: str) -> None:
+    """One small bar pair per metric, each panel in its own unit."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = [r for r in table if r.ours == r.ours and r.upstream == r.upstream]
+    columns = 4
+    rows_needed = -(-len(shown) // columns)
+    fig, axes = plt.subplots(rows_needed, columns, figsize=(4 * columns, 3.2 * rows_needed), squeeze=False)
+    for ax, row in zip(axes.flat, shown, strict=False):
+        bars = ax.bar(["mpioperator", "upstream"], [row.ours, row.upstream], color=["#2a7ab9", "#9a9a9a"])
+        ax.bar_label(bars, labels=[_fmt(row.ours), _fmt(row.upstream)], fontsize=8)
+        better = "higher" if row.metric.higher_is_better else "lower"
+        ax.set_title(f"{row.metric.label}\n({row.metric.unit}, {better} is better)", fontsize=9)
+        ax.tick_params(labelsize=8)
+        ax.margins(y=0.15)
+    for ax in list(axes.flat)[len(shown) :]:
+        ax.axis("off")
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
