@@ -139,7 +139,6 @@ class SharedInformer:
         self.resource = resource
         self.namespace = namespace
         self.store = Store(indexers)
-        self._transform = transform
         self._handlers: builtins.list[HandlerRegistration] = []
         self._synced = False
         self._synced_event = asyncio.Event()
@@ -155,6 +154,7 @@ class SharedInformer:
             page_size=page_size,
             inactivity_timeout=inactivity_timeout,
             min_watch_timeout=min_watch_timeout,
+            transform=transform,
         )
 
     # Handlers.
@@ -229,7 +229,6 @@ class SharedInformer:
     # Called by the reflector, through _StoreThenNotify.
 
     def _apply(self, obj: Obj) -> None:
-        obj = self._prepare(obj)
         old = self.store.update(obj)
         if old is None:
             self._notify("add", obj)
@@ -237,12 +236,11 @@ class SharedInformer:
             self._notify("update", old, obj)
 
     def _apply_delete(self, obj: Obj) -> None:
-        obj = self._prepare(obj)
         self.store.delete(obj)
         self._notify("delete", obj)
 
     def _apply_replace(self, items: builtins.list[Obj]) -> None:
-        result = self.store.replace([self._prepare(obj) for obj in items])
+        result = self.store.replace(items)
         for old, new in result.changed:
             if old is None:
                 self._notify("add", new)
@@ -255,9 +253,6 @@ class SharedInformer:
             for reg in self._handlers:
                 reg._mark_synced_here()
             self._synced_event.set()
-
-    def _prepare(self, obj: Obj) -> Obj:
-        return self._transform(obj) if self._transform is not None else obj
 
     def _notify(self, kind: str, *args: Any) -> None:
         for reg in self._handlers:

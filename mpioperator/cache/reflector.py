@@ -73,8 +73,11 @@ class Reflector:
         backoff: Backoff | None = None,
         rand: Callable[[], float] = random.random,
         min_watch_timeout: int = MIN_WATCH_TIMEOUT,
+        transform: Callable[[Obj], Obj] | None = None,
     ) -> None:
         self.resource = resource
+        # Applied to each object as it arrives, so a list of 10,000 pods never holds 10,000 whole pods.
+        self._transform = transform
         self.namespace = namespace
         self._lw = lw
         self._store = store
@@ -192,6 +195,7 @@ class Reflector:
     def _handle(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         obj = event.get("object") or {}
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
         if kind == "ERROR":
             raise error_from_status(int(obj.get("code") or 500), obj)
         if kind in ("ADDED", "MODIFIED"):
@@ -204,7 +208,6 @@ class Reflector:
             self._store.delete(self._typed(obj))
         elif kind != "BOOKMARK":
             raise ValueError(f"unexpected watch event type {kind!r}")
-        rv = (obj.get("metadata") or {}).get("resourceVersion")
         if rv:
             self._last_rv = str(rv)
 
@@ -214,4 +217,4 @@ class Reflector:
             obj["kind"] = self.resource.kind
         if "apiVersion" not in obj:
             obj["apiVersion"] = self.resource.api_version
-        return obj
+        return self._transform(obj) if self._transform is not None else obj

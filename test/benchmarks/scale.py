@@ -15,7 +15,7 @@ from typing import Any
 from mpioperator.testing.install import OPERATOR_NAMESPACE
 from mpioperator.testing.rest import RestError
 from test.benchmarks.contenders import Contender
-from test.benchmarks.scenarios import SUBMITTERS, Bench, Figures, _wait, bench_job
+from test.benchmarks.scenarios import SUBMITTERS, Bench, Figures, _wait, bench_job, wait_quiet
 from test.benchmarks.timeline import Timeline
 
 SCALE_WORKERS = 8
@@ -47,29 +47,35 @@ def bystander_pod(name: str) -> dict[str, Any]:
 
 
 def steady_state(bench: Bench, contender: Contender, *, jobs: int) -> Figures:
-    """Run `jobs` long-running MPIJobs; once all run, sample the contender's resident memory."""
+    """Run `jobs` long-running MPIJobs; once every worker and launcher Job exists and the contender's
+    writes have settled, sample its resident memory."""
     ns = bench.namespace("bench-steady")
-    timeline = Timeline(bench.cluster.rest, ns, kinds=()).start(expected_children=0)
+    # Eight worker pods and the launcher Job per MPIJob; the Job's pod follows from kube-controller-manager.
+    timeline = Timeline(bench.cluster.rest, ns, kinds=("pods", "jobs")).start(
+        expected_children=SCALE_WORKERS + 1
+    )
     cpu_before = contender.stats().cpu_seconds
     started = time.monotonic()
     bench.submit(ns, [bench_job(f"st-{i:04d}", SCALE_WORKERS, "24h") for i in range(jobs)])
     _wait(
-        f"{jobs} MPIJobs Running",
-        lambda: timeline.count(timeline.running_at) == jobs,
+        f"children of {jobs} MPIJobs",
+        lambda: timeline.count(timeline.child_complete_at) == jobs,
         contender,
         timeout=120 + jobs * 2,
     )
-    all_running = time.monotonic() - started
+    all_children = time.monotonic() - started
+    wait_quiet(bench, timeout=600)
     timeline.stop()
     cpu_busy = contender.stats().cpu_seconds - cpu_before
     rss: list[int] = []
     idle_before = contender.stats().cpu_seconds
-    # Sampled over a fixed window once everything runs: a steady-state reading, not a wait.
+    # Sampled over a fixed window once everything exists: a steady-state reading, not a wait.
     for _ in range(SETTLE_SAMPLES):
         time.sleep(1.0)
         rss.append(contender.stats().rss_bytes)
     return {
-        "steady_running_s": all_running,
+        "steady_children_s": all_children,
+        "steady_running_jobs": float(timeline.count(timeline.running_at)),
         "steady_cpu_s": cpu_busy,
         "steady_rss_b": float(statistics.median(rss)),
         "steady_idle_cpu_per_s": (contender.stats().cpu_seconds - idle_before) / SETTLE_SAMPLES,

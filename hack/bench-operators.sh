@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Sets everything up and runs the side-by-side benchmark against upstream's Go operator (issue 8):
+# the venv with the chart's dependency, the control plane, upstream's operator built from its Go module.
+# Usage: hack/bench-operators.sh [bench_operators flags, e.g. --rounds 2 --out bench-results]
+# Prints the table at the end; bench-results/ gets summary.txt, results.json and bench-operators.png.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+bash hack/setup.sh --no-control-plane
+if ! .venv/bin/python -c 'import matplotlib' 2>/dev/null; then
+  echo "[bench] installing the chart's dependency (the bench extra)" >&2
+  .venv/bin/python -m pip install -q -e '.[bench]'
+fi
+KUBEBUILDER_ASSETS=$(bash hack/build-control-plane.sh)
+export KUBEBUILDER_ASSETS
+bash hack/build-upstream-operator.sh >/dev/null
+exec .venv/bin/python -m test.benchmarks.bench_operators "$@"

@@ -1,0 +1,84 @@
+"""The benchmark's arithmetic: audit lines counted per user, percentiles, ratios judged against targets."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from test.benchmarks.audit import count_writes, minimum_writes_per_job
+from test.benchmarks.report import Metric, Row, format_table
+from test.benchmarks.scenarios import percentile
+
+pytestmark = pytest.mark.unit
+
+OPERATOR = "system:serviceaccount:mpi-operator:mpi-operator"
+
+
+def audit_line(verb: str, resource: str, *, user: str = OPERATOR, code: int = 201, **extra: str) -> str:
+    event = {
+        "stage": extra.get("stage", "ResponseComplete"),
+        "verb": verb,
+        "user": {"username": user},
+        "objectRef": {"resource": resource, **({"subresource": extra["sub"]} if "sub" in extra else {})},
+        "responseStatus": {"code": code},
+    }
+    return json.dumps(event)
+
+
+def test_writes_are_counted_by_verb_and_resource_for_one_user_only() -> None:
+    lines = [
+        audit_line("create", "pods"),
+        audit_line("create", "pods"),
+        audit_line("update", "mpijobs", sub="status"),
+        audit_line("update", "mpijobs", sub="status", code=409),
+        audit_line("create", "pods", user="system:kube-scheduler"),
+        audit_line("get", "pods"),
+        audit_line("create", "pods", stage="RequestReceived"),
+    ]
+    writes = count_writes(lines, OPERATOR)
+    assert dict(writes.by_kind) == {("create", "pods"): 2, ("update", "mpijobs/status"): 2}
+    assert dict(writes.failed) == {("update", "mpijobs/status"): 1}
+    assert writes.total() == 4
+    assert writes.total(excluding=("pods",)) == 2
+
+
+def test_writes_of_a_later_reading_minus_an_earlier_one_are_the_new_writes() -> None:
+    before = count_writes([audit_line("update", "leases")], OPERATOR)
+    after = count_writes([audit_line("update", "leases"), audit_line("create", "services")], OPERATOR)
+    assert dict(after.minus(before).by_kind) == {("create", "services"): 1}
+
+
+def test_minimum_writes_for_eight_workers() -> None:
+    # 12 creates, 1 ConfigMap update, 3 status writes, 3 events, 8 worker deletes.
+    assert minimum_writes_per_job(8) == 27
+
+
+@pytest.mark.parametrize(("q", "expected"), [(50, 50.0), (99, 99.0), (100, 100.0), (1, 1.0)])
+def test_nearest_rank_percentile_of_one_to_a_hundred(q: float, expected: float) -> None:
+    assert percentile([float(v) for v in range(100, 0, -1)], q) == expected
+
+
+def test_p99_of_few_samples_is_their_maximum() -> None:
+    assert percentile([3.0, 1.0, 2.0], 99) == 3.0
+
+
+def metric(higher: bool, target: float | None) -> Metric:
+    return Metric("m", "s", lambda f: f["v"], higher, target)
+
+
+def test_ratio_is_ours_over_upstream_and_is_judged_in_the_metrics_direction() -> None:
+    assert Row(metric(True, 1.0), ours=12.0, upstream=10.0).verdict == ">= 1.0x met"
+    assert Row(metric(True, 1.0), ours=9.0, upstream=10.0).verdict == ">= 1.0x MISSED"
+    assert Row(metric(False, 1.5), ours=14.0, upstream=10.0).verdict == "<= 1.5x met"
+    assert Row(metric(False, 1.5), ours=16.0, upstream=10.0).verdict == "<= 1.5x MISSED"
+    assert Row(metric(False, None), ours=16.0, upstream=10.0).verdict == ""
+
+
+def test_table_aligns_columns_and_marks_unmeasured_figures() -> None:
+    table = format_table([Row(metric(True, 1.0), 2.0, 1.0), Row(metric(False, None), float("nan"), 3.0)])
+    lines = table.splitlines()
+    assert lines[0].split() == ["metric", "unit", "mpioperator", "upstream", "ratio", "target"]
+    assert lines[2].split()[-4:] == ["2.00x", ">=", "1.0x", "met"]
+    assert lines[3].split()[2] == "-"
+    assert len({len(line) for line in lines[:3]}) == 1

@@ -1,0 +1,87 @@
+"""The pod cache keeps what the controller reads of a pod, and drops the rest."""
+
+from __future__ import annotations
+
+import pytest
+
+from mpioperator.controller.children import pod_ready
+from mpioperator.controller.pod_cache import slim_pod
+
+pytestmark = pytest.mark.unit
+
+
+def full_pod() -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "pi-worker-0",
+            "namespace": "ns",
+            "uid": "u-1",
+            "resourceVersion": "42",
+            "creationTimestamp": "2026-11-23T10:00:00Z",
+            "deletionTimestamp": "2026-11-23T10:05:00Z",
+            "labels": {
+                "training.kubeflow.org/job-role": "worker",
+                "training.kubeflow.org/replica-index": "0",
+            },
+            "annotations": {"big": "x" * 1000},
+            "ownerReferences": [{"kind": "MPIJob", "name": "pi", "uid": "j-1", "controller": True}],
+            "managedFields": [{"manager": "kubectl"}],
+        },
+        "spec": {"containers": [{"name": "worker", "image": "mpi", "env": [{"name": "A", "value": "b"}]}]},
+        "status": {
+            "phase": "Failed",
+            "reason": "Evicted",
+            "message": "The node was low on resource: memory.",
+            "conditions": [
+                {"type": "Ready", "status": "False", "lastTransitionTime": "2026-11-23T10:01:00Z"},
+            ],
+            "containerStatuses": [{"name": "worker", "state": {"terminated": {"exitCode": 137}}}],
+        },
+    }
+
+
+def test_slim_pod_keeps_identity_ownership_labels_and_deletion_mark() -> None:
+    slim = slim_pod(full_pod())
+    meta = slim["metadata"]
+    assert meta["name"] == "pi-worker-0" and meta["namespace"] == "ns" and meta["uid"] == "u-1"
+    assert meta["resourceVersion"] == "42"
+    assert meta["deletionTimestamp"] == "2026-11-23T10:05:00Z"
+    assert meta["labels"]["training.kubeflow.org/replica-index"] == "0"
+    assert meta["ownerReferences"][0]["uid"] == "j-1"
+
+
+def test_slim_pod_keeps_phase_reason_message_and_condition_truth() -> None:
+    slim = slim_pod(full_pod())
+    assert slim["status"]["phase"] == "Failed"
+    assert slim["status"]["reason"] == "Evicted"
+    assert slim["status"]["message"] == "The node was low on resource: memory."
+    assert slim["status"]["conditions"] == [{"type": "Ready", "status": "False"}]
+    assert pod_ready(slim) is False
+
+
+def test_slim_pod_drops_spec_annotations_managed_fields_and_container_statuses() -> None:
+    slim = slim_pod(full_pod())
+    assert "spec" not in slim
+    assert "annotations" not in slim["metadata"]
+    assert "managedFields" not in slim["metadata"]
+    assert "containerStatuses" not in slim["status"]
+
+
+def test_slim_pods_share_one_copy_of_repeated_label_strings() -> None:
+    # Built at run time, as a JSON parser makes them: equal strings that are distinct objects.
+    key_1, key_2 = ("".join(["training.kubeflow.org/", "job-role"]) for _ in range(2))
+    value_1, value_2 = ("".join(["work", "er"]) for _ in range(2))
+    assert key_1 is not key_2 and value_1 is not value_2
+    first, second = full_pod(), full_pod()
+    first["metadata"]["labels"] = {key_1: value_1}  # type: ignore[index]
+    second["metadata"]["labels"] = {key_2: value_2}  # type: ignore[index]
+    ((a_key, a_value),) = slim_pod(first)["metadata"]["labels"].items()
+    ((b_key, b_value),) = slim_pod(second)["metadata"]["labels"].items()
+    assert a_key is b_key
+    assert a_value is b_value
+
+
+def test_slim_pod_of_a_pod_without_status_has_an_empty_status() -> None:
+    assert slim_pod({"metadata": {"name": "p"}})["status"] == {}
