@@ -20,6 +20,8 @@ class Metric:
     value: Callable[[Figures], float]
     higher_is_better: bool
     target: float | None = None  # the ours/upstream ratio to reach; None for figures shown for context
+    # True for a run that did not get there in time: its value is then a bound (a rate of at most).
+    capped: Callable[[Figures], bool] = lambda f: False
 
 
 @dataclass(frozen=True)
@@ -27,15 +29,25 @@ class Row:
     metric: Metric
     ours: float
     upstream: float
+    ours_capped: bool = False
+    upstream_capped: bool = False
 
     @property
     def ratio(self) -> float:
         return self.ours / self.upstream if self.upstream else float("nan")
 
     @property
+    def ratio_text(self) -> str:
+        if self.ratio != self.ratio:
+            return "-"
+        # Only upstream capped: its rate is at most the figure, so ours/upstream is at least the ratio.
+        bound = ">" if self.upstream_capped and not self.ours_capped else ""
+        return f"{bound}{self.ratio:.2f}x" if not self.ours_capped else "?"
+
+    @property
     def verdict(self) -> str:
         target = self.metric.target
-        if target is None:
+        if target is None or self.ours_capped:
             return ""
         met = self.ratio >= target if self.metric.higher_is_better else self.ratio <= target
         sign = ">=" if self.metric.higher_is_better else "<="
@@ -75,7 +87,16 @@ def _has(run: Figures, metric: Metric) -> bool:
 
 
 def rows(ours: Sequence[Figures], upstream: Sequence[Figures], jobs: int, workers: int) -> list[Row]:
-    return [Row(m, median_of(ours, m), median_of(upstream, m)) for m in metrics(jobs, workers)]
+    return [
+        Row(
+            m,
+            median_of(ours, m),
+            median_of(upstream, m),
+            any(m.capped(run) for run in ours),
+            any(m.capped(run) for run in upstream),
+        )
+        for m in metrics(jobs, workers)
+    ]
 
 
 def _fmt(value: float) -> str:
@@ -90,9 +111,9 @@ def format_table(table: Sequence[Row], *, names: tuple[str, str] = ("mpioperator
         (
             r.metric.label,
             r.metric.unit,
-            _fmt(r.ours),
-            _fmt(r.upstream),
-            "-" if r.ratio != r.ratio else f"{r.ratio:.2f}x",
+            ("<" if r.ours_capped else "") + _fmt(r.ours),
+            ("<" if r.upstream_capped else "") + _fmt(r.upstream),
+            r.ratio_text,
             r.verdict,
         )
         for r in table

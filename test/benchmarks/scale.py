@@ -64,7 +64,7 @@ def steady_state(bench: Bench, contender: Contender, *, jobs: int) -> Figures:
         timeout=120 + jobs * 2,
     )
     all_children = time.monotonic() - started
-    wait_quiet(bench, timeout=600)
+    wait_quiet(bench, timeout=60)
     timeline.stop()
     cpu_busy = contender.stats().cpu_seconds - cpu_before
     rss: list[int] = []

@@ -82,3 +82,17 @@ def test_table_aligns_columns_and_marks_unmeasured_figures() -> None:
     assert lines[2].split()[-4:] == ["2.00x", ">=", "1.0x", "met"]
     assert lines[3].split()[2] == "-"
     assert len({len(line) for line in lines[:3]}) == 1
+
+
+def test_a_contender_cut_off_before_finishing_is_shown_as_a_bound() -> None:
+    row = Row(metric(True, 1.0), ours=3.0, upstream=0.5, ours_capped=False, upstream_capped=True)
+    assert row.ratio_text == ">6.00x"
+    assert row.verdict == ">= 1.0x met"
+    lines = format_table([row]).splitlines()
+    assert lines[2].split()[2:4] == ["3.00", "<0.50"]
+
+
+def test_no_verdict_when_ours_was_cut_off() -> None:
+    row = Row(metric(True, 1.0), ours=0.5, upstream=3.0, ours_capped=True, upstream_capped=False)
+    assert row.ratio_text == "?"
+    assert row.verdict == ""
