@@ -176,6 +176,11 @@ def summarize(
                     f"{run['succeeded_jobs']:.0f} Succeeded when the benchmark stopped waiting, "
                     f"{run['finish_within_s']:.0f}s after submitting them"
                 )
+            if run.get("latency_missing"):
+                parts.append(
+                    f"never: {name}, round {n}, had not created the launcher Job of {run['latency_missing']:.0f} "
+                    f"of {run['latency_samples']:.0f} MPIJobs {scenarios.LATENCY_GIVE_UP_S:.0f}s after the last arrived"
+                )
     parts.append("")
     parts.append(
         report.format_writes(

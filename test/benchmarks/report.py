@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -102,6 +103,8 @@ def rows(ours: Sequence[Figures], upstream: Sequence[Figures], jobs: int, worker
 def _fmt(value: float) -> str:
     if value != value:  # NaN: the figure was not measured in these runs
         return "-"
+    if value == float("inf"):  # some launcher never appeared: see the note under the table
+        return "never"
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.2f}"
 
 
@@ -170,7 +173,7 @@ def draw_chart(table: Sequence[Row], path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    shown = [r for r in table if r.ours == r.ours and r.upstream == r.upstream]
+    shown = [r for r in table if math.isfinite(r.ours) and math.isfinite(r.upstream)]
     columns = 4
     rows_needed = -(-len(shown) // columns)
     fig, axes = plt.subplots(rows_needed, columns, figsize=(4 * columns, 3.2 * rows_needed), squeeze=False)
