@@ -17,6 +17,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -107,11 +108,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-bare", action="store_true", help="skip the bare-client limit")
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
     parser.add_argument("--keep", action="store_true", help="keep cluster work directories")
+    parser.add_argument("--report-from", type=Path, help="only print the summary of an earlier results.json")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.report_from:
+        report_from(args.report_from, args)
+        return
     settings = Settings(qps=args.qps, burst=args.burst, threadiness=args.threadiness)
     contenders: list[Contender] = []
     if args.only != "upstream":
@@ -137,8 +142,44 @@ def main(argv: list[str] | None = None) -> None:
     summary = summarize(args, settings, contenders, figures, writes, bare, time.monotonic() - started)
     print(summary)
     (args.out / "summary.txt").write_text(summary + "\n")
-    raw = {"settings": vars(settings), "figures": figures, "bare": bare, "args": _jsonable(vars(args))}
+    raw = {
+        "settings": vars(settings),
+        "contenders": [c.name for c in contenders],
+        "figures": figures,
+        "writes": {name: [_writes_json(w) for w in runs] for name, runs in writes.items()},
+        "bare": bare,
+        "args": _jsonable(vars(args)),
+    }
     (args.out / "results.json").write_text(json.dumps(raw, indent=2) + "\n")
+
+
+def _writes_json(writes: Writes) -> dict[str, dict[str, int]]:
+    return {
+        "by_kind": {f"{verb} {res}": n for (verb, res), n in writes.by_kind.items()},
+        "failed": {f"{verb} {res}": n for (verb, res), n in writes.failed.items()},
+    }
+
+
+def _writes_from_json(raw: dict[str, dict[str, int]]) -> Writes:
+    def counter(part: dict[str, int]) -> Counter[tuple[str, str]]:
+        return Counter({(key.split(" ", 1)[0], key.split(" ", 1)[1]): n for key, n in part.items()})
+
+    return Writes(counter(raw.get("by_kind", {})), counter(raw.get("failed", {})))
+
+
+def report_from(path: Path, args: argparse.Namespace) -> None:
+    """Print the summary of an earlier run from its results.json (and redraw its chart into --out)."""
+    raw = json.loads(path.read_text())
+    names = raw.get("contenders") or list(raw["figures"])
+    for key in ("jobs", "workers", "rounds"):
+        setattr(args, key, raw["args"][key])
+    settings = Settings(**raw["settings"])
+    contenders: list[Contender] = [
+        Ours(settings) if n == Ours.name else Upstream(settings, Path()) for n in names
+    ]
+    writes = {n: [_writes_from_json(w) for w in raw.get("writes", {}).get(n, [])] for n in names}
+    args.out.mkdir(parents=True, exist_ok=True)
+    print(summarize(args, settings, contenders, raw["figures"], writes, raw["bare"], 0.0))
 
 
 def _jsonable(values: dict[str, object]) -> dict[str, object]:
@@ -158,7 +199,7 @@ def summarize(
     heading = (
         f"{args.rounds} alternating rounds, median shown; {args.jobs} MPIJobs x {args.workers} workers; "
         f"qps {settings.qps}, burst {settings.burst}, threadiness {settings.threadiness}; "
-        f"{platform.machine()}, {_cpus()} CPUs; {wall / 60:.0f} min"
+        f"{platform.machine()}, {_cpus()} CPUs" + (f"; {wall / 60:.0f} min" if wall else "")
     )
     parts = [heading, ""]
     if len(names) != 2:
@@ -181,12 +222,13 @@ def summarize(
                     f"never: {name}, round {n}, had not created the launcher Job of {run['latency_missing']:.0f} "
                     f"of {run['latency_samples']:.0f} MPIJobs {scenarios.LATENCY_GIVE_UP_S:.0f}s after the last arrived"
                 )
-    parts.append("")
-    parts.append(
-        report.format_writes(
-            writes[names[0]][0], writes[names[1]][0], args.jobs, minimum_writes_per_job(args.workers)
+    if writes[names[0]] and writes[names[1]]:
+        parts.append("")
+        parts.append(
+            report.format_writes(
+                writes[names[0]][0], writes[names[1]][0], args.jobs, minimum_writes_per_job(args.workers)
+            )
         )
-    )
     if bare:
         rate = report.metrics(args.jobs, args.workers)[0]
         parts += ["", report.format_limit(table[0].ours, table[0].upstream, report.median_of(bare, rate))]

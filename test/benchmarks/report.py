@@ -38,35 +38,64 @@ class Row:
         return self.ours / self.upstream if self.upstream else float("nan")
 
     @property
+    def comparable(self) -> bool:
+        """A rate cut off still bounds the ratio; a cost of unfinished work says nothing about a lifecycle."""
+        if self.ours_capped:
+            return False
+        return self.metric.higher_is_better or not self.upstream_capped
+
+    @property
     def ratio_text(self) -> str:
-        if self.ratio != self.ratio:
-            return "-"
+        if self.ratio != self.ratio or not self.comparable:
+            return "n/a" if not self.comparable else "-"
         # Only upstream capped: its rate is at most the figure, so ours/upstream is at least the ratio.
-        bound = ">" if self.upstream_capped and not self.ours_capped else ""
-        return f"{bound}{self.ratio:.2f}x" if not self.ours_capped else "?"
+        return f"{'>' if self.upstream_capped else ''}{self.ratio:.2f}x"
 
     @property
     def verdict(self) -> str:
         target = self.metric.target
-        if target is None or self.ours_capped:
+        if target is None or not self.comparable:
             return ""
         met = self.ratio >= target if self.metric.higher_is_better else self.ratio <= target
         sign = ">=" if self.metric.higher_is_better else "<="
         return f"{sign} {target:.1f}x {'met' if met else 'MISSED'}"
 
 
+def _rate(jobs: float, seconds_key: str) -> Callable[[Figures], float]:
+    """Jobs per second to reach a state; for a run cut off first, the rate it stayed below."""
+
+    def rate(f: Figures) -> float:
+        seconds = f[seconds_key]
+        return jobs / (f["finish_within_s"] if math.isnan(seconds) else seconds)
+
+    return rate
+
+
+def _cut_off(count_key: str, jobs: int) -> Callable[[Figures], bool]:
+    return lambda f: f.get(count_key, jobs) < jobs
+
+
 def metrics(jobs: int, workers: int) -> list[Metric]:
     per_job = float(jobs)
+    unfinished = _cut_off("succeeded_jobs", jobs)
     return [
         Metric(
             f"throughput {jobs}x{workers}: children", "jobs/s", lambda f: per_job / f["children_s"], True, 1.0
         ),
-        Metric("throughput: all Running", "jobs/s", lambda f: per_job / f["running_s"], True, 1.0),
-        Metric("throughput: all Succeeded", "jobs/s", lambda f: per_job / f["succeeded_s"], True, 1.0),
+        Metric(
+            "throughput: all Running",
+            "jobs/s",
+            _rate(per_job, "running_s"),
+            True,
+            1.0,
+            _cut_off("running_jobs", jobs),
+        ),
+        Metric("throughput: all Succeeded", "jobs/s", _rate(per_job, "succeeded_s"), True, 1.0, unfinished),
         Metric("latency to launcher Job p50", "ms", lambda f: 1000 * f["latency_p50_s"], False),
         Metric("latency to launcher Job p99", "ms", lambda f: 1000 * f["latency_p99_s"], False, 1.0),
-        Metric("writes per MPIJob", "requests", lambda f: f["writes_per_job"], False, 1.0),
-        Metric("CPU per MPIJob", "ms", lambda f: 1000 * f["cpu_s"] / per_job, False, 1.5),
+        # Both count a whole lifecycle only when every job finished within the run.
+        Metric("writes per MPIJob", "requests", lambda f: f["writes_per_job"], False, 1.0, unfinished),
+        Metric("CPU per MPIJob", "ms", lambda f: 1000 * f["cpu_s"] / per_job, False, 1.5, unfinished),
         Metric("peak RSS, throughput run", "MiB", lambda f: f["peak_rss_b"] / MIB, False),
         Metric("RSS with 1,000 jobs / 9,000 pods", "MiB", lambda f: f["steady_rss_b"] / MIB, False, 1.0),
         Metric("start-up to ready, 10,000 pods", "s", lambda f: f["startup_ready_s"], False),

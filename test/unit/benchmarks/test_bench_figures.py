@@ -94,5 +94,11 @@ def test_a_contender_cut_off_before_finishing_is_shown_as_a_bound() -> None:
 
 def test_no_verdict_when_ours_was_cut_off() -> None:
     row = Row(metric(True, 1.0), ours=0.5, upstream=3.0, ours_capped=True, upstream_capped=False)
-    assert row.ratio_text == "?"
+    assert row.ratio_text == "n/a"
+    assert row.verdict == ""
+
+
+def test_a_cost_of_work_upstream_did_not_finish_is_not_compared() -> None:
+    row = Row(metric(False, 1.0), ours=27.0, upstream=15.0, ours_capped=False, upstream_capped=True)
+    assert row.ratio_text == "n/a"
     assert row.verdict == ""
