@@ -143,8 +143,8 @@ def format_table(table: Sequence[Row], *, names: tuple[str, str] = ("mpioperator
         (
             r.metric.label,
             r.metric.unit,
-            ("<" if r.ours_capped else "") + _fmt(r.ours),
-            ("<" if r.upstream_capped else "") + _fmt(r.upstream),
+            _bounded(r.ours, r.ours_capped, r.metric),
+            _bounded(r.upstream, r.upstream_capped, r.metric),
             r.ratio_text,
             r.verdict,
         )
@@ -195,6 +195,13 @@ def format_writes(ours: Writes, upstream: Writes, jobs: int, minimum: int) -> st
     )
 
 
+def _bounded(value: float, capped: bool, metric: Metric) -> str:
+    """A cut-off run's rate is at most its figure; its cost of a whole lifecycle at least its figure."""
+    if not capped:
+        return _fmt(value)
+    return ("<" if metric.higher_is_better else ">") + _fmt(value)
+
+
 def draw_chart(table: Sequence[Row], path: Path, title: str) -> None:
     """One small bar pair per metric, each panel in its own unit."""
     import matplotlib
@@ -208,7 +215,15 @@ def draw_chart(table: Sequence[Row], path: Path, title: str) -> None:
     fig, axes = plt.subplots(rows_needed, columns, figsize=(4 * columns, 3.2 * rows_needed), squeeze=False)
     for ax, row in zip(axes.flat, shown, strict=False):
         bars = ax.bar(["mpioperator", "upstream"], [row.ours, row.upstream], color=["#2a7ab9", "#9a9a9a"])
-        ax.bar_label(bars, labels=[_fmt(row.ours), _fmt(row.upstream)], fontsize=8)
+        ax.bar_label(
+            bars,
+            labels=[
+                _bounded(row.ours, row.ours_capped, row.metric),
+                _bounded(row.upstream, row.upstream_capped, row.metric)
+                + (" cut off" if row.upstream_capped else ""),
+            ],
+            fontsize=8,
+        )
         better = "higher" if row.metric.higher_is_better else "lower"
         ax.set_title(f"{row.metric.label}\n({row.metric.unit}, {better} is better)", fontsize=9)
         ax.tick_params(labelsize=8)

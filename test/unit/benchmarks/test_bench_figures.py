@@ -102,3 +102,5 @@ def test_a_cost_of_work_upstream_did_not_finish_is_not_compared() -> None:
     row = Row(metric(False, 1.0), ours=27.0, upstream=15.0, ours_capped=False, upstream_capped=True)
     assert row.ratio_text == "n/a"
     assert row.verdict == ""
+    # The whole lifecycle would have cost at least what the unfinished part did.
+    assert format_table([row]).splitlines()[2].split()[2:5] == ["27.00", ">15.00", "n/a"]
