@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Protocol
 
 from mpioperator.testing.cluster import LocalCluster
-from mpioperator.testing.install import OPERATOR_ACCOUNT, OPERATOR_NAMESPACE
+from mpioperator.testing.install import OPERATOR_ACCOUNT, OPERATOR_NAMESPACE, REPO
 from mpioperator.testing.operator import OperatorProcess, service_account_token
 from mpioperator.testing.pki import write_kubeconfig
 from mpioperator.testing.ports import free_port
 from mpioperator.testing.process import ManagedProcess
 from mpioperator.testing.wait import ProbeAborted, wait_for
 
-REPO = Path(__file__).resolve().parents[2]
 # Upstream serves /healthz on a fixed port (a constant in its server.go), so only one can run at a time.
 UPSTREAM_HEALTH_PORT = 8080
 

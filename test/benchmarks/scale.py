@@ -15,7 +15,7 @@ from typing import Any
 from mpioperator.testing.install import OPERATOR_NAMESPACE
 from mpioperator.testing.rest import RestError
 from test.benchmarks.contenders import Contender
-from test.benchmarks.scenarios import SUBMITTERS, Bench, Figures, _wait, bench_job, wait_quiet
+from test.benchmarks.scenarios import SUBMITTERS, Bench, Figures, bench_job, wait_alive, wait_quiet
 from test.benchmarks.timeline import Timeline
 
 SCALE_WORKERS = 8
@@ -57,7 +57,7 @@ def steady_state(bench: Bench, contender: Contender, *, jobs: int) -> Figures:
     cpu_before = contender.stats().cpu_seconds
     started = time.monotonic()
     bench.submit(ns, [bench_job(f"st-{i:04d}", SCALE_WORKERS, "24h") for i in range(jobs)])
-    _wait(
+    wait_alive(
         f"children of {jobs} MPIJobs",
         lambda: timeline.count(timeline.child_complete_at) == jobs,
         contender,
@@ -115,7 +115,9 @@ def startup(bench: Bench, contender: Contender, workdir_factory: Any) -> Figures
     contender.start(bench.cluster, workdir_factory())
     contender.wait_ready(timeout=600)
     ready = time.monotonic() - started
-    _wait("the probe MPIJob's launcher Job", lambda: "probe" in timeline.launcher_at, contender, timeout=600)
+    wait_alive(
+        "the probe MPIJob's launcher Job", lambda: "probe" in timeline.launcher_at, contender, timeout=600
+    )
     first_job = timeline.launcher_at["probe"] - started
     timeline.stop()
     stats = contender.stats()

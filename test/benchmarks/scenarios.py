@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from mpioperator.testing.cluster import LocalCluster
-from mpioperator.testing.install import OPERATOR_ACCOUNT, OPERATOR_NAMESPACE, install_manifests
+from mpioperator.testing.install import OPERATOR_ACCOUNT, OPERATOR_NAMESPACE, REPO, install_manifests
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.nodes import NodeShape
 from mpioperator.testing.wait import ProbeAborted, WaitTimeout, wait_for
 from test.benchmarks.audit import Writes, apiserver_audit_args, read_writes
-from test.benchmarks.contenders import REPO, Contender
+from test.benchmarks.contenders import Contender
 from test.benchmarks.timeline import Timeline
 
 OPERATOR_USER = f"system:serviceaccount:{OPERATOR_NAMESPACE}:{OPERATOR_ACCOUNT}"
@@ -87,7 +87,7 @@ def bench_job(name: str, workers: int, runs_for: str) -> dict[str, Any]:
     return mpijob(name, workers=workers, launcher_runs_for=runs_for, run_policy={"cleanPodPolicy": "Running"})
 
 
-def _wait(what: str, probe: Callable[[], bool], contender: Contender | None, timeout: float) -> None:
+def wait_alive(what: str, probe: Callable[[], bool], contender: Contender | None, timeout: float) -> None:
     def check() -> bool:
         if contender is not None and not contender.alive():
             raise ProbeAborted(f"{contender.name} died:\n{contender.log_tail()}")
@@ -133,20 +133,20 @@ def throughput(
     started = time.monotonic()
     bench.submit(ns, [bench_job(f"tp-{i:04d}", workers, "5s") for i in range(jobs)])
     submitted = time.monotonic() - started
-    _wait(
+    wait_alive(
         f"children of {jobs} MPIJobs",
         lambda: timeline.count(timeline.child_complete_at) == jobs,
         contender,
         timeout=60 + jobs * 3,
     )
     try:
-        _wait(
+        wait_alive(
             f"{jobs} MPIJobs Succeeded",
             lambda: timeline.count(timeline.succeeded_at) == jobs,
             contender,
             timeout=max(1.0, started + finish_within - time.monotonic()),
         )
-        _wait(
+        wait_alive(
             "finished jobs' workers cleaned up", lambda: _worker_pods(bench, ns) == 0, contender, timeout=300
         )
     except WaitTimeout:
@@ -205,7 +205,7 @@ def latency(bench: Bench, contender: Contender, *, rate: float, seconds: float, 
         for future in futures:
             future.result()
     with contextlib.suppress(WaitTimeout):
-        _wait(
+        wait_alive(
             f"launcher Jobs of {count} MPIJobs",
             lambda: timeline.count(timeline.launcher_at) == count,
             contender,
@@ -246,7 +246,7 @@ def bare_client_limit(bench: Bench, *, jobs: int, workers: int, concurrency: int
         started = time.monotonic()
         client.stdin.write("go\n")
         client.stdin.flush()
-        _wait(
+        wait_alive(
             f"children of {jobs} MPIJobs",
             lambda: timeline.count(timeline.child_complete_at) == jobs,
             None,
