@@ -156,7 +156,7 @@ class Reflector:
                 limit=self._page_size,
                 continue_token=continue_token,
             )
-            items.extend(self._typed(item) for item in body.get("items") or ())
+            items.extend(self._for_cache(item) for item in body.get("items") or ())
             meta = body.get("metadata") or {}
             resource_version = str(meta.get("resourceVersion") or "")
             continue_token = meta.get("continue") or None
@@ -199,20 +199,20 @@ class Reflector:
         if kind == "ERROR":
             raise error_from_status(int(obj.get("code") or 500), obj)
         if kind in ("ADDED", "MODIFIED"):
-            obj = self._typed(obj)
+            obj = self._for_cache(obj)
             if kind == "ADDED":
                 self._store.add(obj)
             else:
                 self._store.update(obj)
         elif kind == "DELETED":
-            self._store.delete(self._typed(obj))
+            self._store.delete(self._for_cache(obj))
         elif kind != "BOOKMARK":
             raise ValueError(f"unexpected watch event type {kind!r}")
         if rv:
             self._last_rv = str(rv)
 
-    def _typed(self, obj: Obj) -> Obj:
-        # List items come without kind/apiVersion (kubernetes#3030); the cache always carries them.
+    def _for_cache(self, obj: Obj) -> Obj:
+        # Stamped with kind/apiVersion, which list items lack (kubernetes#3030), then transformed.
         if "kind" not in obj:
             obj["kind"] = self.resource.kind
         if "apiVersion" not in obj:

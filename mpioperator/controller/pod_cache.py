@@ -22,8 +22,8 @@ _METADATA = (
     "deletionTimestamp",
     "ownerReferences",
 )
-# status fields read by compute_status, pod_ready and the launcher failure message.
-_STATUS = ("phase", "reason", "message")
+# status fields read by compute_status and the launcher failure message (phase is kept interned).
+_STATUS_TEXT = ("reason", "message")
 _CONDITION = ("type", "status")
 
 
@@ -45,8 +45,9 @@ def slim_pod(pod: Obj) -> Obj:
         slim_meta["ownerReferences"] = [_interned(ref) for ref in slim_meta["ownerReferences"]]
     slim: Obj = {"apiVersion": "v1", "kind": "Pod", "metadata": slim_meta}
     status = pod.get("status") or {}
-    slim_status: Obj = {k: sys.intern(status[k]) for k in _STATUS[:1] if isinstance(status.get(k), str)}
-    slim_status.update({k: status[k] for k in _STATUS[1:] if k in status})
+    slim_status: Obj = {k: status[k] for k in _STATUS_TEXT if k in status}
+    if isinstance(status.get("phase"), str):
+        slim_status["phase"] = sys.intern(status["phase"])
     if status.get("conditions"):
         slim_status["conditions"] = [_slim_condition(c) for c in status["conditions"]]
     slim["status"] = slim_status
