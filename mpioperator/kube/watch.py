@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import threading
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
+import orjson
 import urllib3
 
 from mpioperator.kube import errors
@@ -58,7 +58,7 @@ def _reader(
 
 def parse_event(line: bytes, stamp: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """One watch line as an event dict; an ERROR event raises its typed error (410 -> Expired)."""
-    event: dict[str, Any] = json.loads(line)
+    event: dict[str, Any] = orjson.loads(line)
     if event.get("type") == "ERROR":
         status = event.get("object") or {}
         raise errors.error_from_status(int(status.get("code") or 500), status)

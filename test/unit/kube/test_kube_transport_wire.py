@@ -1,0 +1,131 @@
+"""What the transport puts on the wire, seen by a plain local HTTP server."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from mpioperator.kube.config import load_configuration
+from mpioperator.kube.transport import AUTH_REUSE_S, CONTENT_TYPES, Transport, decode
+
+pytestmark = pytest.mark.unit
+
+
+class Recorded:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, Recorded]]:
+    recorded = Recorded()
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            recorded.requests.append(
+                {
+                    "method": self.command,
+                    "path": self.path,
+                    "headers": {k.lower(): v for k, v in self.headers.items()},
+                    "body": body,
+                }
+            )
+            reply = json.dumps({"kind": "Status", "ok": True}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _answer
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", recorded
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def transport_for(host: str, clock: Clock | None = None, token: str = "t0") -> Transport:
+    return Transport(load_configuration(host=host, token=token), "ua/1", clock=clock or Clock())
+
+
+def test_a_body_is_sent_as_json_to_the_path_under_the_servers_prefix(server: tuple[str, Recorded]) -> None:
+    host, recorded = server
+    transport = transport_for(f"{host}/proxy/k8s/")
+    answer = transport.request(
+        "POST",
+        "/api/v1/namespaces/ns/configmaps",
+        query={"fieldManager": "me", "dryRun": None},
+        body={"metadata": {"name": "cm"}, "data": {"k": "v"}},
+    )
+    assert decode(answer) == {"kind": "Status", "ok": True}
+    [sent] = recorded.requests
+    assert sent["method"] == "POST"
+    assert sent["path"] == "/proxy/k8s/api/v1/namespaces/ns/configmaps?fieldManager=me"
+    assert sent["headers"]["content-type"] == "application/json"
+    assert sent["headers"]["authorization"] == "Bearer t0"
+    assert sent["headers"]["user-agent"] == "ua/1"
+    assert json.loads(sent["body"]) == {"metadata": {"name": "cm"}, "data": {"k": "v"}}
+
+
+def test_an_apply_patch_of_a_dict_is_sent_as_json_under_the_apply_content_type(
+    server: tuple[str, Recorded],
+) -> None:
+    host, recorded = server
+    transport = transport_for(host)
+    transport.request(
+        "PATCH",
+        "/api/v1/namespaces/ns/configmaps/cm",
+        body={"data": {"k": "v"}},
+        content_type=CONTENT_TYPES["apply"],
+    )
+    [sent] = recorded.requests
+    assert sent["headers"]["content-type"] == "application/apply-patch+yaml"
+    assert json.loads(sent["body"]) == {"data": {"k": "v"}}
+
+
+def test_a_request_without_a_body_sends_no_content_type(server: tuple[str, Recorded]) -> None:
+    host, recorded = server
+    transport_for(host).request("GET", "/api/v1/pods")
+    [sent] = recorded.requests
+    assert "content-type" not in sent["headers"]
+    assert sent["body"] == b""
+
+
+def test_a_rotated_token_is_picked_up_once_the_reuse_window_has_passed(server: tuple[str, Recorded]) -> None:
+    host, recorded = server
+    clock = Clock()
+    transport = transport_for(host, clock)
+    transport.request("GET", "/api/v1/pods")
+    transport.cfg.api_key = {"BearerToken": "Bearer t1"}
+    clock.now = AUTH_REUSE_S - 0.1
+    transport.request("GET", "/api/v1/pods")
+    clock.now = AUTH_REUSE_S
+    transport.request("GET", "/api/v1/pods")
+    assert [r["headers"]["authorization"] for r in recorded.requests] == [
+        "Bearer t0",
+        "Bearer t0",
+        "Bearer t1",
+    ]
