@@ -36,20 +36,25 @@ class StartupError(RuntimeError):
 
 def make_client(options: Options) -> KubeClient:
     qps, burst = float(options.kube_api_qps), int(options.kube_api_burst)
-    pool = max(16, options.threadiness * 2 + 12)
+    # Each sync worker may have several requests in flight (a job's workers are created together);
+    # a connection per watch, one spare for each while it reconnects, and a few for leader election.
+    calls = options.threadiness * 2
+    pool = calls + 2 * len(WATCHED) + 4
     try:
         if options.master and not options.kubeconfig:
             return KubeClient.explicit(
-                options.master, user_agent=USER_AGENT, pool_size=pool, qps=qps, burst=burst
+                options.master, user_agent=USER_AGENT, pool_size=pool, workers=calls, qps=qps, burst=burst
             )
         if options.kubeconfig:
             client = KubeClient.from_kubeconfig(
-                options.kubeconfig, user_agent=USER_AGENT, pool_size=pool, qps=qps, burst=burst
+                options.kubeconfig, user_agent=USER_AGENT, pool_size=pool, workers=calls, qps=qps, burst=burst
             )
             if options.master:
                 client.override_host(options.master)
             return client
-        return KubeClient.in_cluster(user_agent=USER_AGENT, pool_size=pool, qps=qps, burst=burst)
+        return KubeClient.in_cluster(
+            user_agent=USER_AGENT, pool_size=pool, workers=calls, qps=qps, burst=burst
+        )
     except Exception as exc:
         raise StartupError(f"cannot build an API client: {exc}") from exc
 
