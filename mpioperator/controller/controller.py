@@ -58,6 +58,9 @@ class ControllerSettings:
     queue_burst: int = 100
     cache_sync_timeout: float = 120.0
     gang_scheduling: str = ""
+    # Child events wait this long, so the events of one job's pods starting one after another become
+    # one sync and one status write instead of one each (decisions-local L6). MPIJob events do not wait.
+    child_settle: float = 0.3
 
     @classmethod
     def from_options(cls, options: Options) -> ControllerSettings:
@@ -173,7 +176,7 @@ class MPIJobController:
     def ready_check(self) -> str | None:
         return None if self._synced else "informer caches have not synced yet"
 
-    # Event handlers: compute a key, enqueue with a plain add (D4).
+    # Event handlers: compute a key and enqueue; a plain add (D4), children's after the settle (L6).
     def _on_job_add(self, obj: dict[str, Any]) -> None:
         # Upstream also defaults the cached object here; each sync defaults its own copy instead, so
         # the cache keeps exactly what the API server said.
@@ -193,7 +196,7 @@ class MPIJobController:
             obj = obj.obj
         key = owning_mpijob_key(obj, self._jobs.get)
         if key is not None and self._mpijob_cached(key):
-            self.queue.add(key)
+            self.queue.add_after(key, self._settings.child_settle, retry=False)
 
     def _on_child_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         if old.get("metadata", {}).get("resourceVersion") == new.get("metadata", {}).get("resourceVersion"):

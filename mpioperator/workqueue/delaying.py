@@ -29,11 +29,15 @@ class DelayingQueue(Queue[T]):
         """Items whose delay has not passed yet."""
         return len(self._ready_at)
 
-    def add_after(self, item: T, delay: float) -> None:
-        """Add `item` once `delay` seconds have passed; an earlier pending deadline for it wins."""
+    def add_after(self, item: T, delay: float, *, retry: bool = True) -> None:
+        """Add `item` once `delay` seconds have passed; an earlier pending deadline for it wins.
+
+        client-go counts every delayed add as a retry; `retry=False` is for a delay that is not one.
+        """
         if self.shutting_down:
             return
-        self._metrics.retried()  # client-go counts every delayed add as a retry
+        if retry:
+            self._metrics.retried()
         if delay <= 0:
             self.add(item)
             return

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from mpioperator.testing.mpijobs import mpijob
@@ -85,6 +87,30 @@ async def test_converged_job_sync_makes_no_api_write(harness: Harness) -> None:
     await harness.controller.syncer.sync(f"{harness.namespace}/quiet")
     await harness.controller.recorder.flush()
     assert harness.writer.writes == []
+
+
+async def test_workers_starting_one_after_another_cost_one_status_and_hostfile_write(
+    harness: Harness,
+) -> None:
+    a = _actors(harness)
+    a.submit(mpijob("settle", workers=8))
+    await a.until(lambda: a.get("jobs", "settle-launcher"), "launcher Job")
+    await a.until_true(lambda: harness.controller.queue_idle(), "the work queue to drain", timeout=30)
+    harness.writer.writes.clear()
+
+    for pod in a.worker_pods("settle"):
+        # Off the event loop, so the controller sees each pod change as it arrives, as from kubelets.
+        await asyncio.to_thread(a.set_pod, pod["metadata"]["name"], "Running", ready=True)
+    await a.until_true(
+        lambda: a.status("settle").get("replicaStatuses", {}).get("Worker", {}).get("active") == 8,
+        "eight active workers in the status",
+    )
+    await a.until_true(lambda: harness.controller.queue_idle(), "the work queue to drain", timeout=30)
+
+    status_writes = [w for w in harness.writer.writes if w[:2] == ("update_status", "mpijobs")]
+    hostfile_writes = [w for w in harness.writer.writes if w[:2] == ("update", "configmaps")]
+    assert len(status_writes) <= 2, harness.writer.writes
+    assert len(hostfile_writes) <= 2, harness.writer.writes
 
 
 async def test_finished_job_sync_makes_no_api_write(harness: Harness) -> None:

@@ -86,6 +86,15 @@ async def test_every_delayed_add_counts_as_a_retry() -> None:
     assert [name for name, _ in metrics.calls].count("retried") == 3
 
 
+async def test_a_delay_that_is_not_a_retry_is_not_counted_as_one() -> None:
+    metrics = RecordingMetrics()
+    q, clock = new_queue(metrics)
+    q.add_after("settling", 0.3, retry=False)
+    await clock.advance(0.3)
+    assert len(q) == 1
+    assert [name for name, _ in metrics.calls].count("retried") == 0
+
+
 async def test_in_flight_probe_reports_work_still_in_progress_at_the_time_asked() -> None:
     metrics = RecordingMetrics()
     q, clock = new_queue(metrics)
