@@ -22,8 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from test.benchmarks import report, scale, scenarios
-from test.benchmarks.audit import Writes, minimum_writes_per_job
+from test.benchmarks.audit import LEASES, Writes, minimum_writes_per_job
 from test.benchmarks.contenders import Contender, Ours, Settings, Upstream, build_upstream
+from test.benchmarks.paced import paced
 from test.benchmarks.scenarios import Bench, Figures
 
 
@@ -46,11 +47,20 @@ def run_contender(
     try:
         contender.start(bench.cluster, workdir / "operator")
         contender.wait_ready(timeout=120)
+        figures: Figures = {}
+        if args.paced_jobs:
+            log(
+                f"{contender.name}: paced, {args.paced_jobs} x {args.workers}, {args.paced_in_flight} at a time"
+            )
+            figures, paced_writes = paced(
+                bench, contender, jobs=args.paced_jobs, workers=args.workers, in_flight=args.paced_in_flight
+            )
         log(f"{contender.name}: throughput, {args.jobs} x {args.workers}")
-        figures, writes = scenarios.throughput(
+        burst, writes = scenarios.throughput(
             bench, contender, jobs=args.jobs, workers=args.workers, finish_within=args.finish_within
         )
-        figures["writes_per_job"] = writes.total(excluding=scenarios.LEASES) / args.jobs
+        figures |= burst
+        figures["writes_per_job"] = writes.total(excluding=LEASES) / args.jobs
         log(f"{contender.name}: latency, {args.latency_rate}/s for {args.latency_seconds}s")
         figures |= scenarios.latency(
             bench, contender, rate=args.latency_rate, seconds=args.latency_seconds, workers=args.workers
@@ -60,7 +70,7 @@ def run_contender(
             figures |= scale.steady_state(bench, contender, jobs=args.scale_jobs)
             figures |= scale.startup(bench, contender, dir_factory(workdir, "restart-"))
         log(f"{contender.name}: {json.dumps({k: round(v, 3) for k, v in figures.items()})}")
-        return figures, writes
+        return figures, paced_writes if args.paced_jobs else writes
     finally:
         contender.stop()
         bench.stop()
@@ -96,6 +106,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=300.0,
         help="seconds after submission to stop waiting for all Running/Succeeded (then reported as not reached)",
     )
+    parser.add_argument(
+        "--paced-jobs",
+        type=int,
+        default=20,
+        help="MPIJobs in the paced run, whose costs are compared (0: skip)",
+    )
+    parser.add_argument("--paced-in-flight", type=int, default=2, help="paced MPIJobs running at a time")
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds of both operators")
     parser.add_argument("--latency-rate", type=float, default=4.0, help="MPIJobs per second")
     parser.add_argument("--latency-seconds", type=float, default=30.0)
@@ -173,6 +190,7 @@ def report_from(path: Path, args: argparse.Namespace) -> None:
     names = raw.get("contenders") or list(raw["figures"])
     for key in ("jobs", "workers", "rounds"):
         setattr(args, key, raw["args"][key])
+    args.paced_jobs = raw["args"].get("paced_jobs", 0)
     settings = Settings(**raw["settings"])
     contenders: list[Contender] = [
         Ours(settings) if n == Ours.name else Upstream(settings, Path()) for n in names
@@ -217,16 +235,26 @@ def summarize(
                     f"{run['succeeded_jobs']:.0f} Succeeded when the benchmark stopped waiting, "
                     f"{run['finish_within_s']:.0f}s after submitting them"
                 )
+            if run.get("paced_succeeded", 0) < run.get("paced_jobs", 0):
+                parts.append(
+                    f"> : {name}, round {n}, finished {run['paced_succeeded']:.0f} of {run['paced_jobs']:.0f} paced "
+                    "MPIJobs; a lane stopped at a job not Succeeded within 120s"
+                )
             if run.get("latency_missing"):
                 parts.append(
                     f"never: {name}, round {n}, had not created the launcher Job of {run['latency_missing']:.0f} "
                     f"of {run['latency_samples']:.0f} MPIJobs {scenarios.LATENCY_GIVE_UP_S:.0f}s after the last arrived"
                 )
     if writes[names[0]] and writes[names[1]]:
-        parts.append("")
+        # Runs with a paced scenario keep its writes (every lifecycle finished); older ones the burst's.
+        paced_jobs = getattr(args, "paced_jobs", 0)
+        writes_jobs = paced_jobs or args.jobs
+        parts.append(
+            f"writes per MPIJob by kind, {'paced' if paced_jobs else 'burst'} run, round 1, lease renewals excluded:"
+        )
         parts.append(
             report.format_writes(
-                writes[names[0]][0], writes[names[1]][0], args.jobs, minimum_writes_per_job(args.workers)
+                writes[names[0]][0], writes[names[1]][0], writes_jobs, minimum_writes_per_job(args.workers)
             )
         )
     if bare:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from test.benchmarks.audit import Writes
+from test.benchmarks.audit import LEASES, Writes
 
 Figures = dict[str, float]
 MIB = 1024 * 1024
@@ -54,7 +54,7 @@ class Row:
     @property
     def verdict(self) -> str:
         target = self.metric.target
-        if target is None or not self.comparable:
+        if target is None or not self.comparable or self.ratio != self.ratio:
             return ""
         met = self.ratio >= target if self.metric.higher_is_better else self.ratio <= target
         sign = ">=" if self.metric.higher_is_better else "<="
@@ -75,9 +75,17 @@ def _cut_off(count_key: str, jobs: int) -> Callable[[Figures], bool]:
     return lambda f: f.get(count_key, jobs) < jobs
 
 
+def _per_paced_job(key: str, scale: float = 1.0) -> Callable[[Figures], float]:
+    return lambda f: scale * f[key] / f["paced_jobs"]
+
+
 def metrics(jobs: int, workers: int) -> list[Metric]:
     per_job = float(jobs)
     unfinished = _cut_off("succeeded_jobs", jobs)
+
+    def paced_cut(f: Figures) -> bool:
+        return f["paced_succeeded"] < f["paced_jobs"]
+
     return [
         Metric(
             f"throughput {jobs}x{workers}: children", "jobs/s", lambda f: per_job / f["children_s"], True, 1.0
@@ -93,9 +101,14 @@ def metrics(jobs: int, workers: int) -> list[Metric]:
         Metric("throughput: all Succeeded", "jobs/s", _rate(per_job, "succeeded_s"), True, 1.0, unfinished),
         Metric("latency to launcher Job p50", "ms", lambda f: 1000 * f["latency_p50_s"], False),
         Metric("latency to launcher Job p99", "ms", lambda f: 1000 * f["latency_p99_s"], False, 1.0),
-        # Both count a whole lifecycle only when every job finished within the run.
-        Metric("writes per MPIJob", "requests", lambda f: f["writes_per_job"], False, 1.0, unfinished),
-        Metric("CPU per MPIJob", "ms", lambda f: 1000 * f["cpu_s"] / per_job, False, 1.5, unfinished),
+        # The burst's costs count a whole lifecycle only when every job finished within the run; the paced
+        # run is where both finish every job, so its costs carry the targets.
+        Metric(
+            "writes per MPIJob, burst", "requests", lambda f: f["writes_per_job"], False, None, unfinished
+        ),
+        Metric("CPU per MPIJob, burst", "ms", lambda f: 1000 * f["cpu_s"] / per_job, False, None, unfinished),
+        Metric("writes per MPIJob, paced", "requests", _per_paced_job("paced_writes"), False, 1.0, paced_cut),
+        Metric("CPU per MPIJob, paced", "ms", _per_paced_job("paced_cpu_s", 1000), False, 1.5, paced_cut),
         Metric("peak RSS, throughput run", "MiB", lambda f: f["peak_rss_b"] / MIB, False),
         Metric("RSS with 1,000 jobs / 9,000 pods", "MiB", lambda f: f["steady_rss_b"] / MIB, False, 1.0),
         Metric("start-up to ready, 10,000 pods", "s", lambda f: f["startup_ready_s"], False),
@@ -122,8 +135,8 @@ def rows(ours: Sequence[Figures], upstream: Sequence[Figures], jobs: int, worker
             m,
             median_of(ours, m),
             median_of(upstream, m),
-            any(m.capped(run) for run in ours),
-            any(m.capped(run) for run in upstream),
+            any(_has(run, m) and m.capped(run) for run in ours),
+            any(_has(run, m) and m.capped(run) for run in upstream),
         )
         for m in metrics(jobs, workers)
     ]
@@ -175,7 +188,10 @@ def format_limit(ours_rate: float, upstream_rate: float, bare_rate: float) -> st
 
 def format_writes(ours: Writes, upstream: Writes, jobs: int, minimum: int) -> str:
     """Write requests per MPIJob by verb and resource, failed ones (conflicts, already-exists) in brackets."""
-    keys = sorted(set(ours.by_kind) | set(upstream.by_kind), key=lambda k: (k[1], k[0]))
+    keys = sorted(
+        (k for k in set(ours.by_kind) | set(upstream.by_kind) if k[1] not in LEASES),
+        key=lambda k: (k[1], k[0]),
+    )
 
     def cell(w: Writes, key: tuple[str, str]) -> str:
         text = f"{w.by_kind.get(key, 0) / jobs:.2f}"
@@ -187,7 +203,14 @@ def format_writes(ours: Writes, upstream: Writes, jobs: int, minimum: int) -> st
         (verb, resource, cell(ours, (verb, resource)), cell(upstream, (verb, resource)))
         for verb, resource in keys
     ]
-    lines.append(("total", "", f"{ours.total() / jobs:.2f}", f"{upstream.total() / jobs:.2f}"))
+    lines.append(
+        (
+            "total",
+            "",
+            f"{ours.total(excluding=LEASES) / jobs:.2f}",
+            f"{upstream.total(excluding=LEASES) / jobs:.2f}",
+        )
+    )
     lines.append(("minimum", "", str(minimum), str(minimum)))
     widths = [max(len(line[i]) for line in lines) for i in range(4)]
     return "\n".join(

@@ -23,7 +23,7 @@ from mpioperator.testing.install import OPERATOR_ACCOUNT, OPERATOR_NAMESPACE, RE
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.nodes import NodeShape
 from mpioperator.testing.wait import ProbeAborted, WaitTimeout, wait_for
-from test.benchmarks.audit import Writes, apiserver_audit_args, read_writes
+from test.benchmarks.audit import LEASES, Writes, apiserver_audit_args, read_writes
 from test.benchmarks.contenders import Contender
 from test.benchmarks.timeline import Timeline
 
@@ -34,7 +34,6 @@ BENCH_NODE_SHAPE = NodeShape(cpu="1000", memory="4Ti", pods="1000")
 SUBMITTERS = 8
 # How long after the last arrival to wait for the rest of the launcher Jobs before counting them as missing.
 LATENCY_GIVE_UP_S = 120.0
-LEASES = ("leases",)  # renewed every few seconds whatever the load: not a cost of any job
 Figures = dict[str, float]
 
 
@@ -111,7 +110,7 @@ def wait_quiet(bench: Bench, *, quiet_for: float = 3.0, timeout: float = 120.0) 
     return last
 
 
-def _worker_pods(bench: Bench, ns: str) -> int:
+def worker_pods(bench: Bench, ns: str) -> int:
     pods = bench.cluster.rest.get(
         f"/api/v1/namespaces/{ns}/pods?labelSelector=training.kubeflow.org/job-role%3Dworker"
     )
@@ -147,7 +146,7 @@ def throughput(
             timeout=max(1.0, started + finish_within - time.monotonic()),
         )
         wait_alive(
-            "finished jobs' workers cleaned up", lambda: _worker_pods(bench, ns) == 0, contender, timeout=300
+            "finished jobs' workers cleaned up", lambda: worker_pods(bench, ns) == 0, contender, timeout=300
         )
     except WaitTimeout:
         pass

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from test.benchmarks.audit import count_writes, minimum_writes_per_job
-from test.benchmarks.report import Metric, Row, format_table
+from test.benchmarks.report import Metric, Row, format_table, rows
 from test.benchmarks.scenarios import percentile
 
 pytestmark = pytest.mark.unit
@@ -104,3 +104,32 @@ def test_a_cost_of_work_upstream_did_not_finish_is_not_compared() -> None:
     assert row.verdict == ""
     # The whole lifecycle would have cost at least what the unfinished part did.
     assert format_table([row]).splitlines()[2].split()[2:5] == ["27.00", ">15.00", "n/a"]
+
+
+def _paced_rows(ours: dict[str, float], upstream: dict[str, float]) -> dict[str, Row]:
+    table = rows([ours], [upstream], jobs=200, workers=8)
+    return {r.metric.label: r for r in table if "paced" in r.metric.label}
+
+
+def test_paced_costs_are_per_job_and_carry_the_targets() -> None:
+    ours = {"paced_jobs": 20.0, "paced_succeeded": 20.0, "paced_writes": 540.0, "paced_cpu_s": 1.2}
+    upstream = {"paced_jobs": 20.0, "paced_succeeded": 20.0, "paced_writes": 600.0, "paced_cpu_s": 0.6}
+    paced = _paced_rows(ours, upstream)
+    writes, cpu = paced["writes per MPIJob, paced"], paced["CPU per MPIJob, paced"]
+    assert (writes.ours, writes.upstream) == (27.0, 30.0)
+    assert writes.verdict == "<= 1.0x met"
+    assert (cpu.ours, cpu.upstream) == (60.0, 30.0)
+    assert cpu.verdict == "<= 1.5x MISSED"
+
+
+def test_a_paced_run_that_did_not_finish_every_job_is_not_compared() -> None:
+    ours = {"paced_jobs": 20.0, "paced_succeeded": 20.0, "paced_writes": 540.0, "paced_cpu_s": 1.2}
+    upstream = {"paced_jobs": 20.0, "paced_succeeded": 12.0, "paced_writes": 300.0, "paced_cpu_s": 0.4}
+    for row in _paced_rows(ours, upstream).values():
+        assert row.upstream_capped
+        assert row.verdict == ""
+
+
+def test_runs_without_a_paced_scenario_show_its_rows_as_unmeasured() -> None:
+    for row in _paced_rows({}, {}).values():
+        assert row.ours != row.ours and not row.ours_capped

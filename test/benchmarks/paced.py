@@ -1,0 +1,78 @@
+"""Cost per finished lifecycle: MPIJobs submitted a few at a time, each lane waiting for its last to end.
+
+The throughput burst leaves upstream's queue minutes behind (every event of every job goes through its
+rate limiter), so most of its jobs are unfinished when that run stops and its writes and CPU there cover
+partial work. At this pace both operators finish every job, so writes and CPU per job compare like for
+like. It runs first on a fresh operator: after the burst, upstream's limiter has reserved its tokens far
+into the future.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from mpioperator.testing.wait import WaitTimeout
+from test.benchmarks.audit import LEASES, Writes
+from test.benchmarks.contenders import Contender
+from test.benchmarks.scenarios import Bench, Figures, bench_job, wait_alive, wait_quiet, worker_pods
+from test.benchmarks.timeline import Timeline
+
+MPIJOBS_PATH = "/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs"
+
+
+def paced(
+    bench: Bench,
+    contender: Contender,
+    *,
+    jobs: int,
+    workers: int,
+    in_flight: int,
+    job_timeout: float = 120.0,
+) -> tuple[Figures, Writes]:
+    """`jobs` MPIJobs over `in_flight` lanes; a lane submits its next job once its last has Succeeded.
+
+    A lane whose job is not Succeeded within `job_timeout` stops, and the figures say how many finished.
+    """
+    ns = bench.namespace("bench-paced")
+    timeline = Timeline(bench.cluster.rest, ns).start(expected_children=workers + 4)
+    pending = iter(f"pc-{i:04d}" for i in range(jobs))
+    lock = threading.Lock()
+
+    def next_name() -> str | None:
+        with lock:
+            return next(pending, None)
+
+    def lane() -> None:
+        while (name := next_name()) is not None:
+            bench.cluster.rest.create(MPIJOBS_PATH.format(ns=ns), bench_job(name, workers, "2s"))
+            try:
+                wait_alive(
+                    f"MPIJob {name} Succeeded",
+                    lambda name=name: name in timeline.succeeded_at,  # type: ignore[misc]
+                    contender,
+                    timeout=job_timeout,
+                )
+            except WaitTimeout:
+                return
+
+    before, writes_before = contender.stats(), bench.writes()
+    started = time.monotonic()
+    with ThreadPoolExecutor(in_flight) as pool:
+        for future in [pool.submit(lane) for _ in range(in_flight)]:
+            future.result()
+    elapsed = time.monotonic() - started
+    finished = timeline.count(timeline.succeeded_at)
+    if finished == jobs:
+        wait_alive("paced jobs' workers cleaned up", lambda: worker_pods(bench, ns) == 0, contender, 120)
+    writes = wait_quiet(bench).minus(writes_before)
+    after = contender.stats()
+    timeline.stop()
+    return {
+        "paced_jobs": float(jobs),
+        "paced_succeeded": float(finished),
+        "paced_s": elapsed,
+        "paced_cpu_s": after.cpu_seconds - before.cpu_seconds,
+        "paced_writes": float(writes.total(excluding=LEASES)),
+    }, writes
