@@ -85,9 +85,6 @@ class Transport:
             headers["Content-Type"] = content_type
         return headers
 
-    def url(self, path: str, query: dict[str, Any] | None) -> str:
-        return f"{self.host}{path}{_query(query)}"
-
     def open(
         self,
         method: str,

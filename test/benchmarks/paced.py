@@ -20,6 +20,7 @@ from test.benchmarks.scenarios import Bench, Figures, bench_job, wait_alive, wai
 from test.benchmarks.timeline import Timeline
 
 MPIJOBS_PATH = "/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs"
+PACED_JOB_TIMEOUT_S = 120.0
 
 
 def paced(
@@ -29,7 +30,7 @@ def paced(
     jobs: int,
     workers: int,
     in_flight: int,
-    job_timeout: float = 120.0,
+    job_timeout: float = PACED_JOB_TIMEOUT_S,
 ) -> tuple[Figures, Writes]:
     """`jobs` MPIJobs over `in_flight` lanes; a lane submits its next job once its last has Succeeded.
 

@@ -34,13 +34,6 @@ def explicit_transport(**kwargs: Any) -> Transport:
     return Transport(cfg, "ua/1")
 
 
-def test_query_parameters_that_are_none_are_left_out() -> None:
-    transport = explicit_transport()
-    url = transport.url("/api/v1/pods", {"labelSelector": "a=b,c in (d)", "limit": 5, "continue": None})
-    assert url == "https://127.0.0.1:6443/api/v1/pods?labelSelector=a%3Db%2Cc+in+%28d%29&limit=5"
-    assert transport.url("/api/v1/pods", {"continue": None}) == "https://127.0.0.1:6443/api/v1/pods"
-
-
 def test_explicit_configuration_sends_the_bearer_token_and_user_agent() -> None:
     transport = explicit_transport(token="s3cret", ca_file="/tmp/ca.crt", pool_size=40)
     headers = {k.lower(): v for k, v in transport._headers("application/json").items()}

@@ -129,3 +129,16 @@ def test_a_rotated_token_is_picked_up_once_the_reuse_window_has_passed(server: t
         "Bearer t0",
         "Bearer t1",
     ]
+
+
+def test_query_parameters_are_encoded_and_those_that_are_none_left_out(server: tuple[str, Recorded]) -> None:
+    host, recorded = server
+    transport = transport_for(host)
+    transport.request(
+        "GET", "/api/v1/pods", query={"labelSelector": "a=b,c in (d)", "limit": 5, "continue": None}
+    )
+    transport.request("GET", "/api/v1/pods", query={"continue": None})
+    assert [r["path"] for r in recorded.requests] == [
+        "/api/v1/pods?labelSelector=a%3Db%2Cc+in+%28d%29&limit=5",
+        "/api/v1/pods",
+    ]
