@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from mpioperator.clock import FakeClock
 from mpioperator.kube.config import load_configuration
 from mpioperator.kube.transport import AUTH_REUSE_S, CONTENT_TYPES, Transport, decode
 
@@ -59,16 +60,8 @@ def server() -> Iterator[tuple[str, Recorded]]:
         httpd.server_close()
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def transport_for(host: str, clock: Clock | None = None, token: str = "t0") -> Transport:
-    return Transport(load_configuration(host=host, token=token), "ua/1", clock=clock or Clock())
+def transport_for(host: str, clock: FakeClock | None = None, token: str = "t0") -> Transport:
+    return Transport(load_configuration(host=host, token=token), "ua/1", clock=(clock or FakeClock()).now)
 
 
 def test_a_body_is_sent_as_json_to_the_path_under_the_servers_prefix(server: tuple[str, Recorded]) -> None:
@@ -114,15 +107,17 @@ def test_a_request_without_a_body_sends_no_content_type(server: tuple[str, Recor
     assert sent["body"] == b""
 
 
-def test_a_rotated_token_is_picked_up_once_the_reuse_window_has_passed(server: tuple[str, Recorded]) -> None:
+async def test_a_rotated_token_is_picked_up_once_the_reuse_window_has_passed(
+    server: tuple[str, Recorded],
+) -> None:
     host, recorded = server
-    clock = Clock()
+    clock = FakeClock()
     transport = transport_for(host, clock)
     transport.request("GET", "/api/v1/pods")
     transport.cfg.api_key = {"BearerToken": "Bearer t1"}
-    clock.now = AUTH_REUSE_S - 0.1
+    await clock.advance(AUTH_REUSE_S - 0.1)
     transport.request("GET", "/api/v1/pods")
-    clock.now = AUTH_REUSE_S
+    await clock.advance(0.1)
     transport.request("GET", "/api/v1/pods")
     assert [r["headers"]["authorization"] for r in recorded.requests] == [
         "Bearer t0",
