@@ -157,7 +157,10 @@ def main(argv: list[str] | None = None) -> None:
             writes[contender.name].append(run_writes)
         if not args.no_bare:
             bare.append(run_bare(args, root))
-    shutil.rmtree(root, ignore_errors=True)
+    if args.keep:
+        log(f"cluster work directories kept in {root}")
+    else:
+        shutil.rmtree(root, ignore_errors=True)
     summary = summarize(args, settings, contenders, figures, writes, bare, time.monotonic() - started)
     print(summary)
     (args.out / "summary.txt").write_text(summary + "\n")
