@@ -19,7 +19,7 @@ from mpioperator.cache.factory import SharedInformerFactory
 from mpioperator.cache.informer import SharedInformer
 from mpioperator.cache.keys import DeletedFinalStateUnknown
 from mpioperator.clock import Clock
-from mpioperator.controller.enqueue import owning_mpijob_key
+from mpioperator.controller.enqueue import launcher_pod_ended, owning_mpijob_key, spec_changed
 from mpioperator.controller.events import EventRecorder
 from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
 from mpioperator.controller.metrics import JobMetrics
@@ -58,9 +58,13 @@ class ControllerSettings:
     queue_burst: int = 100
     cache_sync_timeout: float = 120.0
     gang_scheduling: str = ""
-    # Child events wait this long, so the events of one job's pods starting one after another become
-    # one sync and one status write instead of one each (decisions-local L6). MPIJob events do not wait.
+    # Child events and the echoes of our own status writes wait this long, so the events of one job's
+    # pods starting one after another become one sync and one status write instead of one each
+    # (decisions-local L6). Spec changes do not wait.
     child_settle: float = 0.3
+    # A launcher pod's end waits for its Job's own status, which the Job controller writes within its
+    # one-second batch period: one status write for both instead of two.
+    launcher_end_settle: float = 1.5
 
     @classmethod
     def from_options(cls, options: Options) -> ControllerSettings:
@@ -82,6 +86,10 @@ def gang_backend(gang_scheduling: str) -> PodGroupBackend:
 def _key(obj: dict[str, Any]) -> str:
     meta = obj.get("metadata", {})
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _resource_version(obj: dict[str, Any]) -> object:
+    return obj.get("metadata", {}).get("resourceVersion")
 
 
 class MPIJobController:
@@ -164,9 +172,14 @@ class MPIJobController:
             )
         for res in CHILD_RESOURCES:
             for informer in self._informers[res]:
-                informer.add_event_handler(
-                    on_add=self._on_child, on_update=self._on_child_update, on_delete=self._on_child
-                )
+                if res is PODS:
+                    informer.add_event_handler(
+                        on_add=self._on_pod, on_update=self._on_pod_update, on_delete=self._on_pod
+                    )
+                else:
+                    informer.add_event_handler(
+                        on_add=self._on_child, on_update=self._on_child_update, on_delete=self._on_child
+                    )
         self._synced = False
 
     def queue_idle(self) -> bool:
@@ -176,14 +189,20 @@ class MPIJobController:
     def ready_check(self) -> str | None:
         return None if self._synced else "informer caches have not synced yet"
 
-    # Event handlers: compute a key and enqueue; a plain add (D4), children's after the settle (L6).
+    # Event handlers: compute a key and enqueue. A job's creation and spec changes are a plain add (D4);
+    # everything else settles first (L6).
     def _on_job_add(self, obj: dict[str, Any]) -> None:
         # Upstream also defaults the cached object here; each sync defaults its own copy instead, so
         # the cache keeps exactly what the API server said.
         self.queue.add(_key(obj))
 
     def _on_job_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        self.queue.add(_key(new))
+        if spec_changed(old, new):
+            self.queue.add(_key(new))
+        else:
+            # Mostly the echo of our own status write, which tells the last sync nothing new: it joins
+            # the children's events instead of costing a sync while the pods are still starting.
+            self.queue.add_after(_key(new), self._settings.child_settle, retry=False)
 
     def _on_job_delete(self, obj: Any) -> None:
         if isinstance(obj, DeletedFinalStateUnknown):
@@ -192,16 +211,27 @@ class MPIJobController:
         self._metrics.forget_job(meta.get("namespace", ""), meta.get("name", ""))
 
     def _on_child(self, obj: Any) -> None:
+        self._enqueue_owner(obj, self._settings.child_settle)
+
+    def _on_pod(self, obj: Any) -> None:
+        pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        ended = launcher_pod_ended(pod)
+        self._enqueue_owner(pod, self._settings.launcher_end_settle if ended else self._settings.child_settle)
+
+    def _on_child_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        if _resource_version(old) != _resource_version(new):
+            self._on_child(new)
+
+    def _on_pod_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        if _resource_version(old) != _resource_version(new):
+            self._on_pod(new)
+
+    def _enqueue_owner(self, obj: Any, settle: float) -> None:
         if isinstance(obj, DeletedFinalStateUnknown):
             obj = obj.obj
         key = owning_mpijob_key(obj, self._jobs.get)
         if key is not None and self._mpijob_cached(key):
-            self.queue.add_after(key, self._settings.child_settle, retry=False)
-
-    def _on_child_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        if old.get("metadata", {}).get("resourceVersion") == new.get("metadata", {}).get("resourceVersion"):
-            return
-        self._on_child(new)
+            self.queue.add_after(key, settle, retry=False)
 
     def _mpijob_cached(self, key: str) -> bool:
         namespace, _, name = key.partition("/")

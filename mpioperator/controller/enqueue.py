@@ -53,6 +53,28 @@ def owning_mpijob_key(obj: Obj, get_job: Callable[[str, str], Obj | None]) -> st
     return f"{namespace}/{ref.get('name', '')}"
 
 
+def spec_changed(old: Obj, new: Obj) -> bool:
+    """Whether an MPIJob update changed its spec: the API server bumps metadata.generation for spec
+    changes only, since status has its own subresource."""
+    old_generation = old.get("metadata", {}).get("generation")
+    return bool(old_generation != new.get("metadata", {}).get("generation"))
+
+
+def launcher_pod_ended(pod: Obj) -> bool:
+    """A pod controlled by a batch Job (so a launcher's, for our jobs) that has finished.
+
+    Its Job's own status follows within the Job controller's batch period of about a second, and the
+    MPIJob's status changes again then, so a sync in between would cost a status write of its own.
+    """
+    ref = controller_ref(pod)
+    return (
+        ref is not None
+        and ref.get("kind") == "Job"
+        and _group(str(ref.get("apiVersion", ""))) == "batch"
+        and (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+    )
+
+
 def split_key(key: str) -> tuple[str, str] | None:
     """`ns/name` → (ns, name); None for a malformed key (which upstream drops without retry)."""
     parts = key.split("/")

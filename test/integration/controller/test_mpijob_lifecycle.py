@@ -113,6 +113,30 @@ async def test_workers_starting_one_after_another_cost_one_status_and_hostfile_w
     assert len(hostfile_writes) <= 2, harness.writer.writes
 
 
+async def test_launcher_pod_ending_before_its_job_completes_costs_one_status_write(harness: Harness) -> None:
+    a = _actors(harness)
+    a.submit(mpijob("end", workers=2, run_policy={"cleanPodPolicy": "Running"}))
+    await a.until(lambda: a.get("jobs", "end-launcher"), "launcher Job")
+    a.set_workers("end", "Running", ready=True)
+    pod = a.create_launcher_pod("end")
+    await a.until_true(lambda: a.condition("end", "Running") is not None, "Running")
+    await a.until_true(lambda: harness.controller.queue_idle(), "the work queue to drain", timeout=30)
+    harness.writer.writes.clear()
+
+    a.set_pod(pod, "Succeeded")
+    # The Job controller writes the Job's end within its one-second batch period, well after the
+    # 0.3 s that other child events settle for.
+    await asyncio.sleep(0.6)
+    a.set_launcher_job("end", "Complete")
+    await a.until_true(lambda: a.condition("end", "Succeeded") is not None, "Succeeded")
+    await a.until_true(lambda: a.worker_pods("end") == [], "cleanup")
+    await a.until_true(lambda: harness.controller.queue_idle(), "the work queue to drain", timeout=30)
+
+    status_writes = [w for w in harness.writer.writes if w[:2] == ("update_status", "mpijobs")]
+    assert len(status_writes) == 1, harness.writer.writes
+    assert a.status("end")["replicaStatuses"] == {"Launcher": {"succeeded": 1}, "Worker": {}}
+
+
 async def test_finished_job_sync_makes_no_api_write(harness: Harness) -> None:
     a = _actors(harness)
     a.submit(mpijob("done", workers=1, run_policy={"cleanPodPolicy": "Running"}))
