@@ -17,7 +17,7 @@ import structlog
 from mpioperator.app.options import Options
 from mpioperator.cache.factory import SharedInformerFactory
 from mpioperator.cache.informer import SharedInformer
-from mpioperator.cache.keys import DeletedFinalStateUnknown
+from mpioperator.cache.keys import DeletedFinalStateUnknown, deleted_object
 from mpioperator.clock import Clock
 from mpioperator.controller.enqueue import launcher_pod_ended, owning_mpijob_key, spec_changed
 from mpioperator.controller.events import EventRecorder
@@ -204,17 +204,15 @@ class MPIJobController:
             # the children's events instead of costing a sync while the pods are still starting.
             self.queue.add_after(_key(new), self._settings.child_settle, retry=False)
 
-    def _on_job_delete(self, obj: Any) -> None:
-        if isinstance(obj, DeletedFinalStateUnknown):
-            obj = obj.obj
-        meta = obj.get("metadata", {})
+    def _on_job_delete(self, obj: dict[str, Any] | DeletedFinalStateUnknown) -> None:
+        meta = deleted_object(obj).get("metadata", {})
         self._metrics.forget_job(meta.get("namespace", ""), meta.get("name", ""))
 
-    def _on_child(self, obj: Any) -> None:
-        self._enqueue_owner(obj, self._settings.child_settle)
+    def _on_child(self, obj: dict[str, Any] | DeletedFinalStateUnknown) -> None:
+        self._enqueue_owner(deleted_object(obj), self._settings.child_settle)
 
-    def _on_pod(self, obj: Any) -> None:
-        pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+    def _on_pod(self, obj: dict[str, Any] | DeletedFinalStateUnknown) -> None:
+        pod = deleted_object(obj)
         ended = launcher_pod_ended(pod)
         self._enqueue_owner(pod, self._settings.launcher_end_settle if ended else self._settings.child_settle)
 
@@ -226,9 +224,7 @@ class MPIJobController:
         if _resource_version(old) != _resource_version(new):
             self._on_pod(new)
 
-    def _enqueue_owner(self, obj: Any, settle: float) -> None:
-        if isinstance(obj, DeletedFinalStateUnknown):
-            obj = obj.obj
+    def _enqueue_owner(self, obj: dict[str, Any], settle: float) -> None:
         key = owning_mpijob_key(obj, self._jobs.get)
         if key is not None and self._mpijob_cached(key):
             self.queue.add_after(key, settle, retry=False)
