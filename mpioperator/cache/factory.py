@@ -9,6 +9,7 @@ from mpioperator.cache.informer import SharedInformer, Transform, strip_managed_
 from mpioperator.cache.listwatch import Clock, ListerWatcher
 from mpioperator.cache.reflector import DEFAULT_INACTIVITY_TIMEOUT, DEFAULT_PAGE_SIZE
 from mpioperator.cache.store import IndexFunc
+from mpioperator.kube.projection import Projection
 from mpioperator.kube.resources import Resource
 
 
@@ -36,10 +37,11 @@ class SharedInformerFactory:
         *,
         indexers: Mapping[str, IndexFunc] | None = None,
         transform: Transform | None = None,
+        projection: Projection | None = None,
     ) -> SharedInformer:
         """The shared informer for `res` in `namespace` (None: all namespaces), made on first use.
         `indexers` not yet registered on it are added. `transform` replaces the factory's own for this
-        informer; it counts only when the informer is made."""
+        informer, and `projection` limits the fields it parses; both count only when it is made."""
         key = (res, namespace or None)
         informer = self._informers.get(key)
         if informer is None:
@@ -49,6 +51,7 @@ class SharedInformerFactory:
                 namespace or None,
                 indexers=indexers,
                 transform=transform or self._transform,
+                projection=projection,
                 clock=self._clock,
                 inactivity_timeout=self._inactivity_timeout,
                 page_size=self._page_size,

@@ -32,6 +32,7 @@ from mpioperator.cache.reflector import (
     Reflector,
 )
 from mpioperator.cache.store import IndexFunc, Store
+from mpioperator.kube.projection import Projection
 from mpioperator.kube.resources import Resource
 
 __all__ = [
@@ -129,6 +130,7 @@ class SharedInformer:
         *,
         indexers: Mapping[str, IndexFunc] | None = None,
         transform: Transform | None = None,
+        projection: Projection | None = None,
         clock: Clock | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
@@ -155,6 +157,7 @@ class SharedInformer:
             inactivity_timeout=inactivity_timeout,
             min_watch_timeout=min_watch_timeout,
             transform=transform,
+            projection=projection,
         )
 
     # Handlers.

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
+from mpioperator.kube.projection import Projection
 from mpioperator.kube.resources import Resource
 
 
@@ -22,6 +23,7 @@ class ListerWatcher(Protocol):
         resource_version: str | None = None,
         limit: int | None = None,
         continue_token: str | None = None,
+        projection: Projection | None = None,
     ) -> dict[str, Any]: ...
 
     def watch(
@@ -35,6 +37,7 @@ class ListerWatcher(Protocol):
         label_selector: str | None = None,
         field_selector: str | None = None,
         inactivity_timeout: float | None = None,
+        projection: Projection | None = None,
     ) -> AsyncIterator[dict[str, Any]]: ...
 
 

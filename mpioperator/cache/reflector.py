@@ -31,6 +31,7 @@ from mpioperator.cache.keys import Obj
 from mpioperator.cache.listwatch import Clock, ListerWatcher
 from mpioperator.clock import RealClock
 from mpioperator.kube.errors import Expired, TooManyRequests, error_from_status
+from mpioperator.kube.projection import Projection
 from mpioperator.kube.resources import Resource
 
 log = structlog.get_logger(__name__)
@@ -74,10 +75,14 @@ class Reflector:
         rand: Callable[[], float] = random.random,
         min_watch_timeout: int = MIN_WATCH_TIMEOUT,
         transform: Callable[[Obj], Obj] | None = None,
+        projection: Projection | None = None,
     ) -> None:
         self.resource = resource
         # Applied to each object as it arrives, so a list of 10,000 pods never holds 10,000 whole pods.
         self._transform = transform
+        # Fields to keep while parsing, so most of each object is never built at all; the transform
+        # still sees every object, projected or (where the projection does not fit) whole.
+        self._projection = projection
         self.namespace = namespace
         self._lw = lw
         self._store = store
@@ -155,6 +160,7 @@ class Reflector:
                 field_selector=self._field_selector,
                 limit=self._page_size,
                 continue_token=continue_token,
+                projection=self._projection,
             )
             items.extend(self._for_cache(item) for item in body.get("items") or ())
             meta = body.get("metadata") or {}
@@ -180,6 +186,7 @@ class Reflector:
             label_selector=self._label_selector,
             field_selector=self._field_selector,
             inactivity_timeout=self._inactivity_timeout,
+            projection=self._projection,
         )
         try:
             async for event in stream:

@@ -23,7 +23,7 @@ from mpioperator.controller.enqueue import launcher_pod_ended, owning_mpijob_key
 from mpioperator.controller.events import EventRecorder
 from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
 from mpioperator.controller.metrics import JobMetrics
-from mpioperator.controller.pod_cache import slim_pod
+from mpioperator.controller.pod_cache import POD_PROJECTION, slim_pod
 from mpioperator.controller.ports import Listers, Writer
 from mpioperator.controller.sync import JobSyncer, SyncSettings
 from mpioperator.kube.client import KubeClient
@@ -114,6 +114,7 @@ class MPIJobController:
                     ns,
                     indexers={JOB_NAME_INDEX: job_name_index} if res is PODS else None,
                     transform=slim_pod if res is PODS else None,
+                    projection=POD_PROJECTION if res is PODS else None,
                 )
                 for ns in scopes
             ]

@@ -3,12 +3,15 @@
 Upstream caches whole pods; a pod's spec and status are most of its size and none of the spec is read here,
 so with thousands of pods cached the slim copy is what keeps the operator's memory below upstream's.
 Label keys and the values that repeat across pods are interned, so 9,000 pods share one copy of each.
+The same fields are the pod informer's projection, so the rest of a pod is skipped while it is parsed.
 """
 
 from __future__ import annotations
 
 import sys
 from typing import Any
+
+from mpioperator.kube.projection import KEEP, FieldSpec, Projection
 
 Obj = dict[str, Any]
 
@@ -25,6 +28,16 @@ _METADATA = (
 # status fields read by compute_status and the launcher failure message (phase is kept interned).
 _STATUS_TEXT = ("reason", "message")
 _CONDITION = ("type", "status")
+
+POD_FIELDS: FieldSpec = {
+    "metadata": {**dict.fromkeys(_METADATA, KEEP), "labels": KEEP},
+    "status": {
+        **dict.fromkeys(_STATUS_TEXT, KEEP),
+        "phase": KEEP,
+        "conditions": [dict.fromkeys(_CONDITION, KEEP)],
+    },
+}
+POD_PROJECTION = Projection(POD_FIELDS, "Pod")
 
 
 def _interned(values: dict[str, Any]) -> dict[str, Any]:

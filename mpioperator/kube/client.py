@@ -18,6 +18,7 @@ import urllib3
 
 from mpioperator import __version__
 from mpioperator.kube.config import load_configuration
+from mpioperator.kube.projection import Projection
 from mpioperator.kube.ratelimit import TokenBucket
 from mpioperator.kube.resources import Resource
 from mpioperator.kube.transport import CONTENT_TYPES, Transport, decode
@@ -129,6 +130,7 @@ class KubeClient:
         query: dict[str, Any] | None = None,
         body: Any = None,
         content_type: str | None = None,
+        projection: Projection | None = None,
     ) -> Obj:
         await self._bucket.acquire()
         loop = asyncio.get_running_loop()
@@ -142,7 +144,7 @@ class KubeClient:
                 ),
             )
             code = answer.status
-            return decode(answer)
+            return decode(answer, projection.list) if projection is not None else decode(answer)
         finally:
             self._metrics.observe(verb, res.plural, code, loop.time() - started)
 
@@ -163,6 +165,7 @@ class KubeClient:
         resource_version_match: str | None = None,
         limit: int | None = None,
         continue_token: str | None = None,
+        projection: Projection | None = None,
     ) -> Obj:
         query = {
             "labelSelector": label_selector,
@@ -172,7 +175,8 @@ class KubeClient:
             "limit": limit,
             "continue": continue_token,
         }
-        return stamp_list(res, await self._call("list", res, "GET", res.path(namespace), query=query))
+        listed = await self._call("list", res, "GET", res.path(namespace), query=query, projection=projection)
+        return stamp_list(res, listed)
 
     async def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
         ns = namespace if namespace is not None else body.get("metadata", {}).get("namespace")
@@ -241,6 +245,7 @@ class KubeClient:
         label_selector: str | None = None,
         field_selector: str | None = None,
         inactivity_timeout: float | None = None,
+        projection: Projection | None = None,
     ) -> AsyncGenerator[Obj, None]:
         query = {
             "watch": "true",
@@ -259,10 +264,13 @@ class KubeClient:
         def request() -> urllib3.BaseHTTPResponse:
             return self._t.open("GET", path, query=query, timeout=(connect_timeout, read_timeout))
 
-        return self._watch(request, res)
+        return self._watch(request, res, projection)
 
     async def _watch(
-        self, request: Callable[[], urllib3.BaseHTTPResponse], res: Resource
+        self,
+        request: Callable[[], urllib3.BaseHTTPResponse],
+        res: Resource,
+        projection: Projection | None,
     ) -> AsyncGenerator[Obj, None]:
         await self._bucket.acquire()
         loop = asyncio.get_running_loop()
@@ -274,7 +282,8 @@ class KubeClient:
         finally:
             self._metrics.observe("watch", res.plural, code, loop.time() - started)
         # aclosing: closing this generator must close the stream (and free its thread) now, not at GC.
-        async with contextlib.aclosing(stream_events(response, stamp_kind(res))) as events:
+        loads = projection.event if projection is not None else None
+        async with contextlib.aclosing(stream_events(response, stamp_kind(res), loads)) as events:
             async for event in events:
                 yield event
 

@@ -56,9 +56,14 @@ def _reader(
             response.release_conn()
 
 
-def parse_event(line: bytes, stamp: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    """One watch line as an event dict; an ERROR event raises its typed error (410 -> Expired)."""
-    event: dict[str, Any] = orjson.loads(line)
+def parse_event(
+    line: bytes,
+    stamp: Callable[[dict[str, Any]], None],
+    loads: Callable[[bytes], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """One watch line as an event dict, parsed by `loads` (whole by default); an ERROR event raises
+    its typed error (410 -> Expired)."""
+    event: dict[str, Any] = orjson.loads(line) if loads is None else loads(line)
     if event.get("type") == "ERROR":
         status = event.get("object") or {}
         raise errors.error_from_status(int(status.get("code") or 500), status)
@@ -91,6 +96,7 @@ async def open_stream(open_response: Callable[[], urllib3.BaseHTTPResponse]) -> 
 async def stream_events(
     response: urllib3.BaseHTTPResponse,
     stamp: Callable[[dict[str, Any]], None],
+    loads: Callable[[bytes], dict[str, Any]] | None = None,
 ) -> AsyncGenerator[dict[str, Any], None]:
     """Events of one watch response; ends when the server closes the stream. Always closes `response`."""
     loop = asyncio.get_running_loop()
@@ -113,7 +119,7 @@ async def stream_events(
             if isinstance(item, _Failure):
                 raise item.exc
             assert isinstance(item, bytes)
-            yield parse_event(item, stamp)
+            yield parse_event(item, stamp, loads)
     finally:
         stopped.set()
         _close(response)

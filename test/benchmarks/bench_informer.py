@@ -23,7 +23,9 @@ from typing import Any
 
 from mpioperator.app.gc_tuning import THRESHOLDS, tune_gc
 from mpioperator.cache.informer import SharedInformer, Transform, strip_managed_fields
+from mpioperator.controller.pod_cache import POD_PROJECTION, slim_pod
 from mpioperator.kube.client import stamp_kind
+from mpioperator.kube.projection import Projection
 from mpioperator.kube.resources import PODS, Resource
 from mpioperator.kube.watch import parse_event
 from test.benchmarks.recorded_pods import watch_lines
@@ -40,10 +42,13 @@ class RecordedWatch:
     async def list(self, res: Resource, namespace: str | None = None, **_: Any) -> Obj:
         return {"metadata": {"resourceVersion": "1"}, "items": []}
 
-    async def watch(self, res: Resource, namespace: str | None = None, **_: Any) -> AsyncIterator[Obj]:
+    async def watch(
+        self, res: Resource, namespace: str | None = None, *, projection: Projection | None = None, **_: Any
+    ) -> AsyncIterator[Obj]:
         stamp = stamp_kind(res)
+        loads = projection.event if projection is not None else None
         for line in self._lines:
-            yield parse_event(line, stamp)
+            yield parse_event(line, stamp, loads)
         await asyncio.Event().wait()
 
 
@@ -81,7 +86,9 @@ class Measurement:
         self.run = Run(self._events, wall, cpu, size)
 
 
-async def _informer_run(lines: list[bytes], transform: Transform | None, *, measure_memory: bool) -> Run:
+async def _informer_run(
+    lines: list[bytes], transform: Transform | None, projection: Projection | None, *, measure_memory: bool
+) -> Run:
     seen = 0
     done = asyncio.Event()
 
@@ -91,7 +98,7 @@ async def _informer_run(lines: list[bytes], transform: Transform | None, *, meas
         if seen == len(lines):
             done.set()
 
-    informer = SharedInformer(RecordedWatch(lines), PODS, transform=transform)
+    informer = SharedInformer(RecordedWatch(lines), PODS, transform=transform, projection=projection)
     informer.add_event_handler(on_add=on_add)
     with Measurement(len(lines), trace_memory=measure_memory) as measured:
         informer.start()
@@ -120,7 +127,7 @@ def _model_run(lines: list[bytes], *, measure_memory: bool) -> Run:
 
 def _row(name: str, timed: Run, sized: Run) -> str:
     rate = timed.events / timed.wall
-    return f"{name:<62}{rate:>12,.0f}{timed.cpu / timed.events * 1e6:>14.1f}{sized.bytes_per_object:>16,.0f}"
+    return f"{name:<80}{rate:>12,.0f}{timed.cpu / timed.events * 1e6:>14.1f}{sized.bytes_per_object:>16,.0f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,17 +143,19 @@ def main(argv: list[str] | None = None) -> int:
     model_lines = lines[: args.model_events]
     average = sum(map(len, lines)) // len(lines)
     print(f"{len(lines)} recorded ADDED events of running worker pods, {average} B each")
-    print(f"{'path':<62}{'events/s':>12}{'CPU us/event':>14}{'B/cached pod':>16}")
-    runs: list[tuple[str, Transform | None]] = [
-        ("managedFields stripped", strip_managed_fields),
-        ("no transform", None),
+    print(f"{'path':<80}{'events/s':>12}{'CPU us/event':>14}{'B/cached pod':>16}")
+    runs: list[tuple[str, Transform | None, Projection | None]] = [
+        ("pods projected while parsing, then slimmed", slim_pod, POD_PROJECTION),
+        ("pods slimmed after parsing whole", slim_pod, None),
+        ("managedFields stripped", strip_managed_fields, None),
+        ("no transform", None, None),
     ]
     for gc_name in ("default GC", f"operator GC {THRESHOLDS}"):
         if gc_name != "default GC":
             tune_gc()
-        for name, transform in runs:
-            timed = asyncio.run(_informer_run(lines, transform, measure_memory=False))
-            sized = asyncio.run(_informer_run(lines, transform, measure_memory=True))
+        for name, transform, projection in runs:
+            timed = asyncio.run(_informer_run(lines, transform, projection, measure_memory=False))
+            sized = asyncio.run(_informer_run(lines, transform, projection, measure_memory=True))
             print(_row(f"informer, {name}, {gc_name}", timed, sized))
         timed = _model_run(model_lines, measure_memory=False)
         sized = _model_run(model_lines, measure_memory=True)

@@ -12,6 +12,7 @@ import pytest
 from mpioperator.cache.informer import DeletedFinalStateUnknown, SharedInformer
 from mpioperator.cache.keys import object_key
 from mpioperator.kube.client import KubeClient
+from mpioperator.kube.projection import KEEP, Projection
 from mpioperator.kube.resources import CONFIG_MAPS, Resource
 from mpioperator.testing.cluster import LocalCluster, NamespaceFactory
 from mpioperator.testing.wait import async_wait_for
@@ -21,6 +22,10 @@ pytestmark = pytest.mark.integration
 Obj = dict[str, Any]
 # Its watch cache is off in the harness, so a watch from a compacted revision really gets 410.
 POD_TEMPLATES = Resource("", "v1", "podtemplates", "PodTemplate")
+# What a cache keyed by namespace/name and tracking resourceVersions needs, and nothing of the template.
+IDENTITY_ONLY = Projection(
+    {"metadata": {"name": KEEP, "namespace": KEEP, "resourceVersion": KEEP, "uid": KEEP}}, "Identity"
+)
 
 
 @pytest.fixture
@@ -156,16 +161,18 @@ async def test_cache_equals_a_fresh_list_after_a_burst_of_2000_writes_seen_in_or
     assert informer.reflector.lists == 1
 
 
+@pytest.mark.parametrize("projection", [None, IDENTITY_ONLY], ids=["parsed-whole", "projected"])
 async def test_relist_after_etcd_compaction_reports_missed_deletes_as_tombstones(
     apiserver_cluster: LocalCluster,
     make_namespace: NamespaceFactory,
     client: KubeClient,
     started: list[SharedInformer],
+    projection: Projection | None,
 ) -> None:
     ns = make_namespace(apiserver_cluster)
     for i in range(6):
         await client.create(POD_TEMPLATES, template(f"t{i}"), ns)
-    informer = await start(started, SharedInformer(client, POD_TEMPLATES, ns))
+    informer = await start(started, SharedInformer(client, POD_TEMPLATES, ns, projection=projection))
     journal = Journal(informer)
     await eventually(lambda: journal.count == 6, "initial adds")
     watched = await client.create(POD_TEMPLATES, template("watched"), ns)
@@ -194,6 +201,7 @@ async def test_relist_after_etcd_compaction_reports_missed_deletes_as_tombstones
     for name in ("t0", "t4", "t5"):
         assert [kind for kind, _, _ in journal.changes(f"{ns}/{name}")] == ["add"], name
     assert journal.changes(f"{ns}/watched") == [("add", rv["watched"], False)]
+    assert all(("template" in o) == (projection is None) for o in informer.list())
 
 
 async def test_an_apiserver_restart_mid_watch_is_survived(

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from mpioperator.controller.children import pod_ready
-from mpioperator.controller.pod_cache import slim_pod
+from mpioperator.controller.pod_cache import POD_PROJECTION, slim_pod
 
 pytestmark = pytest.mark.unit
 
@@ -85,3 +86,10 @@ def test_slim_pods_share_one_copy_of_repeated_label_strings() -> None:
 
 def test_slim_pod_of_a_pod_without_status_has_an_empty_status() -> None:
     assert slim_pod({"metadata": {"name": "p"}})["status"] == {}
+
+
+def test_a_pod_parsed_through_the_projection_slims_to_the_same_cached_pod() -> None:
+    line = orjson.dumps({"type": "MODIFIED", "object": full_pod()})
+    projected = POD_PROJECTION.event(line)["object"]
+    assert "spec" not in projected
+    assert slim_pod(projected) == slim_pod(full_pod())

@@ -1,0 +1,85 @@
+"""Decoding list bodies and watch lines into only the fields a cache keeps.
+
+A pod is about 10 kB of JSON, and a controller that reads a dozen of its fields still pays for turning the
+rest into Python objects, collecting them and freeing them again. A projection names the fields to keep;
+msgspec skips everything else while it parses, which on a list of 10,000 running pods is several times
+faster than parsing whole and slimming afterwards. What comes out is plain dicts and lists, as from the
+generic decoder, only with fewer keys.
+
+Anything the projection's shape does not admit (a Status object on an ERROR watch event, a field of an
+unexpected type) is decoded whole instead, so a projection can only ever save work, never lose an event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import GenericAlias
+from typing import Any, TypedDict
+
+import msgspec
+import orjson
+
+Obj = dict[str, Any]
+
+KEEP = None
+"""A field kept exactly as the server sent it, whatever its type."""
+
+FieldSpec = Mapping[str, "FieldSpec | Sequence[FieldSpec] | None"]
+"""The fields of an object to keep: KEEP, a nested FieldSpec for an object, or a one-element list
+holding the FieldSpec of a list's items. Every field may be absent or null."""
+
+# The shapes are built at run time from a FieldSpec, which mypy cannot follow: both are typed Any.
+_typed_dict: Any = TypedDict
+
+
+def _list_of(item: Any) -> Any:
+    return GenericAlias(list, (item,))
+
+
+def _shape(spec: FieldSpec, name: str) -> Any:
+    fields: dict[str, Any] = {}
+    for key, sub in spec.items():
+        if sub is KEEP:
+            fields[key] = Any
+        elif isinstance(sub, Mapping):
+            fields[key] = _shape(sub, f"{name}_{key}") | None
+        else:
+            (items,) = sub
+            fields[key] = _list_of(_shape(items, f"{name}_{key}")) | None
+    return _typed_dict(name, fields, total=False)
+
+
+class Projection:
+    """Decoders for a list response and a watch line of objects shaped by `spec`."""
+
+    def __init__(self, spec: FieldSpec, name: str = "Projected") -> None:
+        item = _shape(spec, name)
+        self._list = msgspec.json.Decoder(
+            _typed_dict(f"{name}List", {"metadata": Any, "items": _list_of(item) | None}, total=False)
+        )
+        self._event = msgspec.json.Decoder(
+            _typed_dict(f"{name}Event", {"type": Any, "object": item | None}, total=False)
+        )
+
+    def list(self, body: bytes) -> Obj:
+        """A list response with each item projected; its metadata (continue, resourceVersion) whole."""
+        try:
+            decoded: Obj = self._list.decode(body)
+        except msgspec.DecodeError:
+            return _whole(body)
+        return decoded
+
+    def event(self, line: bytes) -> Obj:
+        """A watch event with its object projected; ERROR events, whose object is a Status, whole."""
+        try:
+            decoded: Obj = self._event.decode(line)
+        except msgspec.DecodeError:
+            return _whole(line)
+        if decoded.get("type") == "ERROR":
+            return _whole(line)
+        return decoded
+
+
+def _whole(body: bytes) -> Obj:
+    parsed: Obj = orjson.loads(body)
+    return parsed
