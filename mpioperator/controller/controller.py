@@ -173,14 +173,9 @@ class MPIJobController:
             )
         for res in CHILD_RESOURCES:
             for informer in self._informers[res]:
-                if res is PODS:
-                    informer.add_event_handler(
-                        on_add=self._on_pod, on_update=self._on_pod_update, on_delete=self._on_pod
-                    )
-                else:
-                    informer.add_event_handler(
-                        on_add=self._on_child, on_update=self._on_child_update, on_delete=self._on_child
-                    )
+                informer.add_event_handler(
+                    on_add=self._on_child, on_update=self._on_child_update, on_delete=self._on_child
+                )
         self._synced = False
 
     def queue_idle(self) -> bool:
@@ -210,25 +205,17 @@ class MPIJobController:
         self._metrics.forget_job(meta.get("namespace", ""), meta.get("name", ""))
 
     def _on_child(self, obj: dict[str, Any] | DeletedFinalStateUnknown) -> None:
-        self._enqueue_owner(deleted_object(obj), self._settings.child_settle)
-
-    def _on_pod(self, obj: dict[str, Any] | DeletedFinalStateUnknown) -> None:
-        pod = deleted_object(obj)
-        ended = launcher_pod_ended(pod)
-        self._enqueue_owner(pod, self._settings.launcher_end_settle if ended else self._settings.child_settle)
+        child = deleted_object(obj)
+        key = owning_mpijob_key(child, self._jobs.get)
+        if key is None or not self._mpijob_cached(key):
+            return
+        ended = launcher_pod_ended(child)
+        settle = self._settings.launcher_end_settle if ended else self._settings.child_settle
+        self.queue.add_after(key, settle, retry=False)
 
     def _on_child_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         if _resource_version(old) != _resource_version(new):
             self._on_child(new)
-
-    def _on_pod_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        if _resource_version(old) != _resource_version(new):
-            self._on_pod(new)
-
-    def _enqueue_owner(self, obj: dict[str, Any], settle: float) -> None:
-        key = owning_mpijob_key(obj, self._jobs.get)
-        if key is not None and self._mpijob_cached(key):
-            self.queue.add_after(key, settle, retry=False)
 
     def _mpijob_cached(self, key: str) -> bool:
         namespace, _, name = key.partition("/")
