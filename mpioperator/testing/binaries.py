@@ -19,6 +19,8 @@ REQUIRED = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = _REPO_ROOT / "hack" / "build-control-plane.sh"
 SCHEDULER_PLUGINS_SCRIPT = _REPO_ROOT / "hack" / "build-scheduler-plugins.sh"
+NODE_SCRIPT = _REPO_ROOT / "hack" / "build-node.sh"
+NODE_BIN_ENV = "MPIOPERATOR_NODE_BIN"
 SCHEDULER_PLUGINS_BINARY = "scheduler-plugins-scheduler"
 SCHEDULER_PLUGINS_BIN_ENV = "SCHEDULER_PLUGINS_BIN"
 SCHEDULER_PLUGINS_CRD_ENV = "SCHEDULER_PLUGINS_CRD"
@@ -119,3 +121,13 @@ def scheduler_plugins_crd() -> Path:
     if not crd.is_file():
         raise BinariesUnavailable(f"PodGroup CRD {crd} is not a file")
     return crd
+
+
+def find_node_binaries() -> Path:
+    """The directory holding a real node's kubelet and CoreDNS (MPIOPERATOR_NODE_BIN, else built once)."""
+    explicit = os.environ.get(NODE_BIN_ENV)
+    directory = Path(explicit) if explicit else run_build_script(NODE_SCRIPT, what="kubelet and CoreDNS")
+    for name in ("kubelet", "coredns"):
+        if not os.access(directory / name, os.X_OK):
+            raise BinariesUnavailable(f"{directory} holds no executable {name}")
+    return directory

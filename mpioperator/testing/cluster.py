@@ -3,6 +3,9 @@
 Tiers:
 - ``apiserver``: etcd + kube-apiserver (envtest's model; tests play kubelet and controllers).
 - ``full``: + kube-controller-manager, kube-scheduler and kwok managing fake nodes.
+- ``real``: the full tier plus one real node (containerd, CNI bridge, CoreDNS, kubelet; root only) whose
+  images come from a local registry; kwok nodes, if asked for, are tainted so that only pods that tolerate
+  ``kwok.x-k8s.io/node`` land on them.
 
 The full tier can also run a second scheduler, scheduler-plugins with Coscheduling (gang scheduling), next
 to the vanilla one: ``LocalCluster("full", scheduler_plugins=True)`` installs the PodGroup CRD and serves
@@ -30,16 +33,20 @@ from mpioperator.testing import components, pki, volcano
 from mpioperator.testing.binaries import (
     Binaries,
     find_binaries,
+    find_node_binaries,
     find_scheduler_plugins,
     scheduler_plugins_crd,
 )
-from mpioperator.testing.nodes import NodeShape, fake_node, node_ready
+from mpioperator.testing.node.realnode import RealNode
+from mpioperator.testing.node.settings import NodeNetwork
+from mpioperator.testing.node.teardown import NodeState, sweep
+from mpioperator.testing.nodes import KWOK_TAINT, NodeShape, fake_node, node_ready
 from mpioperator.testing.ports import free_port
 from mpioperator.testing.process import ManagedProcess, pid_alive
 from mpioperator.testing.rest import RestClient, RestError
 from mpioperator.testing.wait import ProbeAborted, wait_for
 
-Tier = Literal["apiserver", "full"]
+Tier = Literal["apiserver", "full", "real"]
 NamespaceFactory = Callable[["LocalCluster"], str]
 
 # The apiserver serves watches from its watch cache, whose window, not etcd's compaction, decides when an
@@ -73,12 +80,14 @@ class LocalCluster:
         scheduler_plugins_binary: Path | None = None,
         gang_scheduler_name: str = components.SCHEDULER_PLUGINS_NAME,
         volcano: bool = False,
+        node_network: NodeNetwork | None = None,
     ):
         if scheduler_plugins and tier != "full":
             raise ValueError("scheduler_plugins needs the full tier (pods, nodes and a scheduler to compete)")
         if volcano and (tier != "full" or scheduler_plugins):
             raise ValueError("volcano needs the full tier, and no second gang scheduler beside it")
         self.tier: Tier = tier
+        self.node: RealNode | None = RealNode(network=node_network) if tier == "real" else None
         self.volcano = volcano
         self._volcano_binary: Path | None = None
         self.scheduler_plugins = scheduler_plugins
@@ -139,6 +148,10 @@ class LocalCluster:
         """Components that exited on their own, with the tail of their logs."""
         return {name: p.tail() for name, p in self._procs.items() if not p.running()}
 
+    @property
+    def logs_dir(self) -> Path:
+        return self._layout().logs
+
     def pids(self) -> list[int]:
         return [p.pid for p in self._procs.values() if p.pid is not None]
 
@@ -197,10 +210,13 @@ class LocalCluster:
         try:
             pki.write_service_account_key(layout.sa_key)
             self.token = pki.write_admin_token(layout.tokens)
+            node_flags = self.node.prepare(root, layout.pki) if self.node is not None else []
             self._start_etcd(bins, layout)
-            self._start_apiserver(bins, layout)
-            if self.tier == "full":
+            self._start_apiserver(bins, layout, node_flags)
+            if self.tier in ("full", "real"):
                 self._start_full_tier(bins, layout, pod_group_crd=crd)
+            if self.node is not None:
+                self.node.start(self, find_node_binaries())
         except BaseException:
             tails = self.logs_tail()
             self.stop()
@@ -211,6 +227,8 @@ class LocalCluster:
 
     def stop(self) -> None:
         """Stop every component in reverse start order and remove the working directory."""
+        if self.node is not None:
+            self.node.stop(self if self._rest is not None else None)
         for proc in reversed(list(self._procs.values())):
             proc.stop()
         self._procs.clear()
@@ -256,7 +274,10 @@ class LocalCluster:
         for _ in range(count):
             name = f"{prefix}-{self._node_count}"
             self._node_count += 1
-            self.rest.create("/api/v1/nodes", fake_node(name, shape or self._node_shape))
+            node = fake_node(name, shape or self._node_shape)
+            if self.tier == "real":
+                node["spec"]["taints"] = [dict(KWOK_TAINT)]
+            self.rest.create("/api/v1/nodes", node)
             names.append(name)
         for name in names:
             self._wait_node_ready(name)
@@ -277,11 +298,16 @@ class LocalCluster:
 
         wait_for(gone, timeout=timeout, what=f"nodes {', '.join(names)} deleted", done=lambda left: not left)
 
-    def _wait_node_ready(self, name: str) -> None:
-        def ready() -> bool:
+    def node_is_ready(self, name: str) -> bool:
+        try:
             return node_ready(self.rest.get(f"/api/v1/nodes/{name}"))
+        except RestError as err:
+            if err.status == 404:
+                return False
+            raise
 
-        wait_for(ready, timeout=60, what=f"node {name} to become Ready")
+    def _wait_node_ready(self, name: str) -> None:
+        wait_for(lambda: self.node_is_ready(name), timeout=60, what=f"node {name} to become Ready")
 
     # -- start-up steps ----------------------------------------------------------------------------
 
@@ -308,21 +334,21 @@ class LocalCluster:
         )
 
         def healthy() -> bool:
-            self._require_running(proc)
+            self.require_running(proc)
             with urllib.request.urlopen(f"{self.etcd_url}/health", timeout=2) as response:
                 return bool(json.loads(response.read()).get("health") == "true")
 
         wait_for(healthy, timeout=30, what="etcd /health")
 
-    def _start_apiserver(self, bins: Binaries, layout: components.Layout) -> None:
+    def _start_apiserver(self, bins: Binaries, layout: components.Layout, node_flags: list[str]) -> None:
         self.api_port = free_port()
         argv = components.apiserver_argv(
             bins,
             layout,
             port=self.api_port,
             etcd_port=self.etcd_port,
-            with_controller_manager=self.tier == "full",
-            extra=(f"--watch-cache-sizes={UNCACHED_RESOURCE}#0", *self._apiserver_args),
+            with_controller_manager=self.tier != "apiserver",
+            extra=(f"--watch-cache-sizes={UNCACHED_RESOURCE}#0", *node_flags, *self._apiserver_args),
         )
         proc = self._spawn("kube-apiserver", argv)
         self._wait_apiserver_ready(proc)
@@ -334,7 +360,7 @@ class LocalCluster:
         layout = self._layout()
 
         def ready() -> bool:
-            self._require_running(proc)
+            self.require_running(proc)
             if not layout.serving_cert.exists():
                 return False
             self._rest = RestClient(self.server, token=self.token, ca_file=layout.serving_cert)
@@ -383,7 +409,7 @@ class LocalCluster:
 
         def ready() -> bool:
             # /readyz turns ok once the scheduler's informers (pods, nodes, PodGroups) have synced.
-            self._require_running(proc)
+            self.require_running(proc)
             with urllib.request.urlopen(url, timeout=2, context=insecure) as response:
                 return bool(response.status == 200)
 
@@ -391,7 +417,7 @@ class LocalCluster:
 
     def _service_account_exists(self, namespace: str) -> bool:
         for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
-            self._require_running(self._procs[name])
+            self.require_running(self._procs[name])
         try:
             self.rest.get(f"/api/v1/namespaces/{namespace}/serviceaccounts/default")
         except RestError as err:
@@ -400,7 +426,7 @@ class LocalCluster:
             raise
         return True
 
-    def _require_running(self, proc: ManagedProcess) -> None:
+    def require_running(self, proc: ManagedProcess) -> None:
         if not proc.running():
             raise ComponentDied(f"{proc.name} exited with {proc.returncode()}:\n{proc.tail()}")
 
@@ -424,6 +450,10 @@ def _sweep_abandoned_workdirs() -> None:
         except (OSError, ValueError):
             continue
         if not pid_alive(owner):
+            # A real node's containers, mounts and network outlive a killed owner: undo them first.
+            node_state = directory / "node" / "node-state.json"
+            if node_state.exists():
+                sweep(NodeState.read(node_state))
             shutil.rmtree(directory, ignore_errors=True)
 
 

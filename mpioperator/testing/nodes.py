@@ -7,6 +7,9 @@ from typing import Any
 
 from mpioperator.testing.components import KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE
 
+# On a cluster with a real node, kwok nodes carry this taint, so pods run for real unless they ask for kwok.
+KWOK_TAINT = {"key": KWOK_NODE_ANNOTATION, "value": KWOK_NODE_ANNOTATION_VALUE, "effect": "NoSchedule"}
+
 
 @dataclass(frozen=True)
 class NodeShape:

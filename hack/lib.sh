@@ -1,0 +1,92 @@
+# Helpers shared by the hack/ build scripts. Source it after setting `component` (the log prefix):
+#   component=kubelet; source "$(dirname "$0")/lib.sh"
+# It sources versions.env, sets cache_root and go_ver, and exports the Go settings every build uses.
+# shellcheck shell=bash
+# shellcheck source=versions.env
+source "$(dirname "${BASH_SOURCE[0]}")/versions.env"
+
+log() { printf '[%s %4ss] %s\n' "$component" "$SECONDS" "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+cache_root=${MPIOPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mpioperator}
+
+# Fails with one line naming what to install when Go is missing or older than GO_MIN_VERSION.
+require_go() {
+  command -v go >/dev/null 2>&1 \
+    || die "Go ${GO_MIN_VERSION}+ is required to build $component: install it from https://go.dev/dl (or apt-get install golang-${GO_MIN_VERSION}-go)."
+  go_ver=$(go env GOVERSION | sed 's/^go//')
+  python3 - "$go_ver" "$GO_MIN_VERSION" <<'PY' || die "Go ${GO_MIN_VERSION}+ is required to build $component, found go${go_ver}: install a newer Go from https://go.dev/dl."
+import sys
+have = [int(x) for x in sys.argv[1].split(".")[:2]]
+need = [int(x) for x in sys.argv[2].split(".")[:2]]
+sys.exit(0 if have >= need else 1)
+PY
+  export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
+}
+
+# build_lock NAME: holds an exclusive lock until the script exits, so two processes (parallel test runs,
+# a developer's shell) never build into, or delete the wrapper module of, the same directory at once.
+# The second waits, then finds the cache warm: check the stamp again after taking the lock.
+build_lock() {
+  mkdir -p "$cache_root"
+  exec 9>"$cache_root/.build-$1.lock"
+  if ! flock -n 9; then
+    log "waiting for another build of $1 to finish"
+    flock 9
+  fi
+}
+
+# Periodic progress so a long cold build never looks hung; kept off stdout, which callers capture.
+progress() { while sleep 60; do log "still building $1 ..."; done; }
+
+# run_step WHAT LOGDIR COMMAND...: runs COMMAND in a subshell with errexit on (a function called under
+# `if !` or `||` would run with errexit off, so a failing step could go on and "succeed"), its output in
+# LOGDIR/build-WHAT.log, whose tail is shown when it fails.
+run_step() {
+  local what=$1 logdir=$2; shift 2
+  log "building $what"
+  progress "$what" >/dev/null &
+  local ticker=$! status=0
+  ( set -e; "$@" ) >"$logdir/build-$what.log" 2>&1 || status=$?
+  kill "$ticker" 2>/dev/null || true
+  if [ "$status" != 0 ]; then
+    tail -30 "$logdir/build-$what.log" >&2
+    die "building $what failed (full log: $logdir/build-$what.log)"
+  fi
+  log "built $what"
+}
+
+# k8s.io/kubernetes cannot be `go install`ed: its go.mod maps staging modules to ./staging. This makes a
+# throw-away main module in DIR that re-maps each of them to its published v0.Y.Z tag and lists the
+# given k8s.io/kubernetes/cmd/... packages as tools, then cds into it.
+k8s_wrapper_module() {
+  local wrap=$1; shift
+  local staging="v0.${K8S_VERSION#v1.}"
+  rm -rf "$wrap"; mkdir -p "$wrap"; cd "$wrap"
+  go mod init example.local/k8sbins
+  go mod edit -go=1.26.0
+  local gomod; gomod=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+  local modules; modules=$(go mod edit -json "$gomod" | python3 -c '
+import json, sys
+for r in json.load(sys.stdin).get("Replace") or []:
+    if not r["New"].get("Version") and r["New"]["Path"].startswith("./staging/"):
+        print(r["Old"]["Path"])')
+  [ -n "$modules" ] || die "no staging replace directives found in $gomod"
+  local m
+  for m in $modules; do go mod edit -replace="$m=$m@$staging"; done
+  go mod edit -require="k8s.io/kubernetes@$K8S_VERSION"
+  local c
+  for c in "$@"; do go mod edit -tool="k8s.io/kubernetes/cmd/$c"; done
+  go mod tidy
+}
+
+# The -ldflags that stamp the Kubernetes version into a k8s binary (kubectl and the kubelet report it,
+# and version skew checks read it).
+k8s_ldflags() {
+  local minor; minor=$(echo "$K8S_VERSION" | cut -d. -f2)
+  local ldf="-s -w" p date; date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldf+=" -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.buildDate=$date"
+  done
+  printf '%s' "$ldf"
+}

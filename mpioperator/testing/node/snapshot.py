@@ -1,0 +1,83 @@
+"""What a real node could leave behind on the host, captured before and after, so a test can compare."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from mpioperator.testing.node import host
+
+# The programs a real node starts, directly or through containerd (pause and sshd run in its pods).
+NODE_PROGRAMS = frozenset(
+    {"kubelet", "containerd", "containerd-shim", "containerd-shim-runc-v2", "coredns", "registry", "pause"}
+)
+
+
+@dataclass(frozen=True)
+class HostSnapshot:
+    processes: frozenset[tuple[int, str]]
+    mounts: frozenset[str]
+    links: frozenset[str]
+    netns: frozenset[str]
+    iptables: tuple[tuple[str, tuple[str, ...]], ...]
+    cgroups: frozenset[str]
+
+    @classmethod
+    def take(cls, cgroup_name: str) -> HostSnapshot:
+        return cls(
+            processes=frozenset(_node_programs()),
+            mounts=frozenset(host.mount_points()),
+            links=frozenset(host.links()),
+            netns=frozenset(_netns()),
+            iptables=tuple((t, tuple(rules)) for t, rules in sorted(host.iptables_snapshot().items())),
+            cgroups=frozenset(str(d) for d in host.cgroup_dirs(cgroup_name)),
+        )
+
+    def left_since(self, before: HostSnapshot) -> dict[str, list[str]]:
+        """What is here now that was not before, by kind; empty when the host is as it was."""
+        now_rules = dict(self.iptables)
+        rules = [
+            f"{table}: {rule}"
+            for table, before_rules in before.iptables
+            for rule in now_rules.get(table, ())
+            if rule not in before_rules
+        ]
+        found = {
+            "processes": [f"{pid} {name}" for pid, name in sorted(self.processes - before.processes)],
+            "mounts": sorted(self.mounts - before.mounts),
+            "interfaces": sorted(self.links - before.links),
+            "netns": sorted(self.netns - before.netns),
+            "iptables": rules,
+            "cgroups": sorted(self.cgroups - before.cgroups),
+        }
+        return {kind: items for kind, items in found.items() if items}
+
+
+def _node_programs() -> list[tuple[int, str]]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            name = (entry / "comm").read_text().strip()
+        except OSError:
+            continue
+        if name in NODE_PROGRAMS or name.startswith("containerd-shim"):
+            found.append((int(entry.name), name))
+    return found
+
+
+def _netns() -> list[str]:
+    """Named network namespaces (ip netns, /var/run/netns) and every nsfs bind mount anywhere."""
+    named = (
+        [f"/var/run/netns/{n}" for n in os.listdir("/var/run/netns")]
+        if Path("/var/run/netns").is_dir()
+        else []
+    )
+    nsfs = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, _, right = line.partition(" - ")
+        if right.split()[:1] == ["nsfs"]:
+            nsfs.append(left.split()[4])
+    return named + nsfs

@@ -1,0 +1,54 @@
+"""The real tier: one real node (containerd, CNI bridge, CoreDNS, kubelet) next to the full control plane,
+shared by the session; images come from the local registry that stands in for docker.io.
+
+A machine that cannot run a node (not root, not Linux) skips these tests with the reason; this one never
+does. After the session the host must be exactly as before: the fixture compares a snapshot of processes,
+mounts, interfaces, network namespaces, iptables rules and cgroups taken before the node started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.install import OPERATOR_NAMESPACE, install_manifests
+from mpioperator.testing.node.realnode import host_problem
+from mpioperator.testing.node.settings import NodeNetwork
+from mpioperator.testing.node.snapshot import HostSnapshot
+from mpioperator.testing.operator import OperatorProcess
+from test.conftest import _start
+
+
+def require_real_node() -> None:
+    problem = host_problem()
+    if problem:
+        pytest.skip(f"REAL-NODE TESTS NOT RUN on this machine: {problem}")
+
+
+@pytest.fixture(scope="session")
+def real_cluster() -> Iterator[LocalCluster]:
+    require_real_node()
+    network = NodeNetwork.from_env()
+    before = HostSnapshot.take(network.tag)
+    cluster = _start(LocalCluster("real", nodes=0, node_network=network))
+    install_manifests(cluster)
+    yield cluster
+    cluster.stop()
+    left = HostSnapshot.take(network.tag).left_since(before)
+    assert not left, f"the real node left this behind on the host: {left}"
+
+
+@pytest.fixture
+def real_operator(real_cluster: LocalCluster, tmp_path: Path) -> Iterator[OperatorProcess]:
+    """The operator as a local process with the manifests' ServiceAccount, one per test: a test that needs
+    other flags starts its own, and no two ever reconcile the same cluster."""
+    proc = OperatorProcess(
+        real_cluster, args=(f"--lock-namespace={OPERATOR_NAMESPACE}",), workdir=tmp_path / "operator"
+    )
+    proc.start()
+    proc.wait_ready(timeout=90)
+    yield proc
+    proc.terminate()

@@ -1,0 +1,108 @@
+"""A real node leaves the host as it found it: no process, mount, interface, network namespace, iptables
+rule or cgroup, after a clean stop and after its owner was SIGKILLed with pods running.
+
+These clusters use their own bridge and subnet, so they never wait for the session's node."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.node.settings import NodeNetwork
+from mpioperator.testing.node.snapshot import HostSnapshot
+from mpioperator.testing.wait import wait_for
+from test.real.conftest import require_real_node
+
+pytestmark = pytest.mark.real
+
+NETWORK = NodeNetwork(bridge="mpiop9", subnet="10.77.0.0/16")
+
+
+def sleeper(name: str) -> dict[str, Any]:
+    """A pod with the mounts a real pod has: a Secret volume, the projected token, an emptyDir."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "containers": [
+                {
+                    "name": "sleep",
+                    "image": "mpioperator/mpi-pi:openmpi",
+                    "command": ["sleep", "3600"],
+                    "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
+                }
+            ],
+            "volumes": [{"name": "scratch", "emptyDir": {}}],
+        },
+    }
+
+
+def start_sleeper(cluster: LocalCluster, name: str) -> None:
+    cluster.rest.create("/api/v1/namespaces/default/pods", sleeper(name))
+    wait_for(
+        lambda: (
+            cluster.rest.get(f"/api/v1/namespaces/default/pods/{name}")["status"].get("phase") == "Running"
+        ),
+        timeout=120,
+        what=f"pod {name} Running on the real node",
+    )
+
+
+def test_stopping_a_real_node_with_a_running_pod_leaves_the_host_as_it_was() -> None:
+    require_real_node()
+    before = HostSnapshot.take(NETWORK.tag)
+    cluster = LocalCluster("real", nodes=0, node_network=NETWORK)
+    try:
+        cluster.start()
+        start_sleeper(cluster, "sleeper")
+        during = HostSnapshot.take(NETWORK.tag).left_since(before)
+        # The check below can only pass for the right reason if the node really changed the host.
+        assert {"processes", "mounts", "interfaces", "iptables", "cgroups"} <= set(during), during
+    finally:
+        cluster.stop()
+
+    assert HostSnapshot.take(NETWORK.tag).left_since(before) == {}
+
+
+_OWNER = f"""
+import json, sys, time
+from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.node.settings import NodeNetwork
+from test.real.test_node_teardown import start_sleeper
+cluster = LocalCluster("real", nodes=0, node_network=NodeNetwork(bridge={NETWORK.bridge!r}, subnet={NETWORK.subnet!r}))
+cluster.start()
+start_sleeper(cluster, "orphan")
+print(json.dumps({{"dir": str(cluster.layout.root)}}), flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_real_node_whose_owner_was_killed_is_swept_by_the_next_cluster() -> None:
+    require_real_node()
+    before = HostSnapshot.take(NETWORK.tag)
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _OWNER], stdout=subprocess.PIPE, text=True, env=dict(os.environ)
+    )
+    try:
+        assert owner.stdout is not None
+        started = json.loads(owner.stdout.readline())
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+    # Containers and their shims outlive the owner: the sweep below has real work to do.
+    left = HostSnapshot.take(NETWORK.tag).left_since(before)
+    assert {"processes", "mounts", "interfaces", "cgroups"} <= set(left), left
+
+    with LocalCluster("apiserver"):
+        assert not os.path.exists(started["dir"])
+
+    assert HostSnapshot.take(NETWORK.tag).left_since(before) == {}

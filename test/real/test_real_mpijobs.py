@@ -1,0 +1,248 @@
+"""MPI programs that really run: the operator's Service, hostfile, SSH Secret and launcher environment drive
+a real mpirun across real pods on the real node (Open MPI, MPICH and Intel MPI)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.install import OPERATOR_NAMESPACE
+from mpioperator.testing.jobs import Job
+from mpioperator.testing.mpijobs import PI_IMAGES
+from mpioperator.testing.operator import OperatorProcess
+from mpioperator.testing.wait import wait_for
+
+pytestmark = pytest.mark.real
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples" / "v2beta1" / "pi"
+RUN_TIMEOUT = 240.0
+PI_LINE = re.compile(r"^pi is approximately (\d\.\d+), error ([0-9.e+-]+), (\d+) ranks", re.MULTILINE)
+RANK_LINE = re.compile(r"^rank (\d+) of (\d+) on (\S+)$", re.MULTILINE)
+
+
+@pytest.fixture
+def ns(real_cluster: LocalCluster, make_namespace: Any, real_operator: OperatorProcess) -> str:
+    name: str = make_namespace(real_cluster)
+    return name
+
+
+def launcher_log(cluster: LocalCluster, namespace: str, job: str) -> str:
+    """The launcher's log as a user reads it, through the API server and the kubelet."""
+    return cluster.kubectl("-n", namespace, "logs", f"job/{job}-launcher").stdout
+
+
+def ranks_by_host(log: str) -> dict[str, list[int]]:
+    hosts: dict[str, list[int]] = {}
+    for rank, _, hostname in RANK_LINE.findall(log):
+        hosts.setdefault(hostname, []).append(int(rank))
+    return {host: sorted(ranks) for host, ranks in hosts.items()}
+
+
+def assert_computed_pi(log: str, ranks: int) -> None:
+    found = PI_LINE.search(log)
+    assert found, f"no pi line in the launcher log:\n{log}"
+    assert found.group(1).startswith("3.141592"), log
+    assert int(found.group(3)) == ranks, log
+
+
+def run_to_success(job: Job, body: dict[str, Any] | None = None) -> None:
+    if body is not None:
+        job.submit(body)
+    succeeded_or_failed = wait_for(
+        lambda: job.condition("Succeeded") or job.condition("Failed"),
+        timeout=RUN_TIMEOUT,
+        what=f"{job.name} to finish",
+    )
+    assert succeeded_or_failed is not None
+    assert succeeded_or_failed["type"] == "Succeeded", (
+        f"{job.name} failed: {succeeded_or_failed}\n"
+        f"{launcher_log(job.cluster, job.ns, job.name) if job.launcher() else 'no launcher Job'}"
+    )
+
+
+@pytest.mark.parametrize("example", ["pi.yaml", "pi-mpich.yaml", "pi-intel.yaml"])
+def test_pi_example_applied_as_it_is_computes_pi_on_both_workers(
+    real_cluster: LocalCluster, ns: str, example: str
+) -> None:
+    path = EXAMPLES / example
+    name = yaml.safe_load(path.read_text())["metadata"]["name"]
+    real_cluster.kubectl("-n", ns, "apply", "-f", str(path))
+
+    run_to_success(Job(real_cluster, ns, name))
+
+    log = launcher_log(real_cluster, ns, name)
+    assert_computed_pi(log, ranks=2)
+    assert ranks_by_host(log) == {f"{name}-worker-0": [0], f"{name}-worker-1": [1]}, log
+
+
+def pi_job(
+    name: str,
+    *,
+    workers: int,
+    ranks: int,
+    slots: int = 1,
+    implementation: str = "OpenMPI",
+    launcher_args: tuple[str, ...] = (),
+    worker_image: str | None = None,
+    spec: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A pi MPIJob for the real node: the example's shape with small CPU requests, so many pods fit."""
+    image = PI_IMAGES[implementation]
+    resources = {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}}
+    user = {"runAsUser": 1000}
+    sshd = ["/usr/sbin/sshd", "-De", "-f", "/home/mpiuser/.sshd_config"]
+    body: dict[str, Any] = {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": name},
+        "spec": {
+            "slotsPerWorker": slots,
+            "mpiImplementation": implementation,
+            "sshAuthMountPath": "/home/mpiuser/.ssh",
+            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0},
+            # mpirun starts once every worker's sshd listens, so one launcher attempt is enough.
+            "launcherCreationPolicy": "WaitForWorkersReady",
+            "mpiReplicaSpecs": {
+                "Launcher": {
+                    "replicas": 1,
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "launcher",
+                                    "image": image,
+                                    "securityContext": user,
+                                    "args": ["mpirun", "-n", str(ranks), "/home/mpiuser/pi", *launcher_args],
+                                    "resources": resources,
+                                }
+                            ]
+                        }
+                    },
+                },
+                "Worker": {
+                    "replicas": workers,
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "worker",
+                                    "image": worker_image or image,
+                                    "securityContext": user,
+                                    "args": sshd,
+                                    "readinessProbe": {"tcpSocket": {"port": 2222}, "periodSeconds": 1},
+                                    "resources": resources,
+                                }
+                            ]
+                        }
+                    },
+                },
+            },
+        },
+    }
+    body["spec"].update(spec or {})
+    return body
+
+
+def test_launcher_runs_as_a_worker_beside_four_workers_of_two_slots_once_they_are_ready(
+    real_cluster: LocalCluster, ns: str
+) -> None:
+    """runLauncherAsWorker, slotsPerWorker 2, WaitForWorkersReady and an sshAuthMountPath of a non-root
+    user together: 10 ranks, two on each of the five hosts, the launcher's included."""
+    body = pi_job(
+        "wide",
+        workers=4,
+        ranks=10,
+        slots=2,
+        spec={"runLauncherAsWorker": True},
+    )
+    # The launcher is one of the hosts mpirun reaches over ssh, so it runs sshd too before mpirun.
+    launcher = body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    launcher["args"] = [
+        "sh",
+        "-c",
+        "/usr/sbin/sshd -f /home/mpiuser/.sshd_config && exec mpirun -n 10 /home/mpiuser/pi",
+    ]
+    job = Job(real_cluster, ns, "wide")
+
+    run_to_success(job, body)
+
+    log = launcher_log(real_cluster, ns, "wide")
+    assert_computed_pi(log, ranks=10)
+    hosts = ranks_by_host(log)
+    assert sorted(hosts) == ["wide-launcher", *(f"wide-worker-{i}" for i in range(4))], log
+    assert all(len(ranks) == 2 for ranks in hosts.values()), log
+
+
+def test_hostfile_with_the_cluster_domain_resolves_and_runs(
+    real_cluster: LocalCluster, make_namespace: Any, tmp_path: Path
+) -> None:
+    """--cluster-domain makes every hostfile entry a fully qualified name, which CoreDNS must answer."""
+    operator = OperatorProcess(
+        real_cluster,
+        args=(f"--lock-namespace={OPERATOR_NAMESPACE}", "--cluster-domain=cluster.local"),
+        workdir=tmp_path / "operator",
+    ).start()
+    try:
+        operator.wait_ready(timeout=90)
+        ns = make_namespace(real_cluster)
+        job = Job(real_cluster, ns, "fqdn")
+        run_to_success(job, pi_job("fqdn", workers=2, ranks=2))
+        hostfile = real_cluster.rest.get(f"/api/v1/namespaces/{ns}/configmaps/fqdn-config")["data"][
+            "hostfile"
+        ]
+        assert f"fqdn-worker-0.fqdn.{ns}.svc.cluster.local" in hostfile
+        assert_computed_pi(launcher_log(real_cluster, ns, "fqdn"), ranks=2)
+    finally:
+        operator.terminate()
+
+
+def test_an_mpi_program_that_exits_3_fails_the_job_with_the_launchers_reason(
+    real_cluster: LocalCluster, ns: str
+) -> None:
+    job = Job(real_cluster, ns, "exit3").submit(
+        pi_job("exit3", workers=2, ranks=2, launcher_args=("--exit-code", "3"))
+    )
+
+    failed = job.wait_condition("Failed", timeout=RUN_TIMEOUT)
+
+    assert failed["reason"].startswith("BackoffLimitExceeded"), failed
+    assert "backoff limit" in failed["message"], failed
+    assert job.condition("Succeeded") is None
+    launcher_pods = real_cluster.rest.get(
+        f"/api/v1/namespaces/{ns}/pods?labelSelector=training.kubeflow.org/job-role=launcher"
+    )["items"]
+    exit_codes = [
+        s["state"]["terminated"]["exitCode"]
+        for p in launcher_pods
+        for s in p["status"].get("containerStatuses", [])
+        if "terminated" in s.get("state", {})
+    ]
+    assert exit_codes == [3], launcher_pods
+
+
+def test_a_worker_image_that_does_not_exist_fails_to_pull_and_the_job_stays_pending(
+    real_cluster: LocalCluster, ns: str
+) -> None:
+    """Records what status shows today (issue "Tell users what is wrong" will surface the reason)."""
+    job = Job(real_cluster, ns, "noimage").submit(
+        pi_job("noimage", workers=1, ranks=1, worker_image="mpioperator/no-such-image:v1")
+    )
+
+    def pull_error() -> str | None:
+        for pod in job.pods("worker"):
+            for status in pod["status"].get("containerStatuses", []):
+                reason = status.get("state", {}).get("waiting", {}).get("reason")
+                if reason in ("ErrImagePull", "ImagePullBackOff"):
+                    return str(reason)
+        return None
+
+    wait_for(pull_error, timeout=RUN_TIMEOUT, what="the worker's image pull to fail")
+    assert job.condition("Created") is not None
+    assert job.condition("Running") is None
+    assert job.condition("Failed") is None
