@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: sets everything up on a fresh machine, then runs lint, type checks and every test tier
-# (unit, integration on a real kube-apiserver, e2e on the full local cluster with kwok nodes).
+# (unit, integration on a real kube-apiserver, e2e on the full local cluster with kwok nodes, real: MPI
+# programs on a real node).
 # Extra arguments go to pytest, e.g. `hack/test.sh -m unit` or `hack/test.sh -k hostfile`.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,6 +26,17 @@ echo "scheduler-plugins: $SCHEDULER_PLUGINS_BIN"
 VOLCANO_SCHEDULER_BIN=$(bash hack/build-volcano-scheduler.sh)
 export VOLCANO_SCHEDULER_BIN
 echo "volcano scheduler: $VOLCANO_SCHEDULER_BIN"
+
+# The real node (kubelet, CoreDNS, containerd from Debian) and its images, when this machine can run one
+# (root on Linux); elsewhere the real-tier tests say why they did not run.
+if [ "$(id -u)" = 0 ]; then
+  MPIOPERATOR_NODE_BIN=$(bash hack/setup-node.sh)
+  export MPIOPERATOR_NODE_BIN
+  echo "real node: $MPIOPERATOR_NODE_BIN"
+  bash hack/build-images.sh
+else
+  echo "real node: not set up (needs root); the real-tier tests will be reported as not run"
+fi
 
 echo "== pytest"
 export KUBEBUILDER_ASSETS="$bin_dir"
