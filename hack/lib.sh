@@ -39,15 +39,18 @@ build_lock() {
 # Periodic progress so a long cold build never looks hung; kept off stdout, which callers capture.
 progress() { while sleep 60; do log "still building $1 ..."; done; }
 
-# run_step WHAT LOGDIR COMMAND...: runs COMMAND in a subshell with errexit on (a function called under
-# `if !` or `||` would run with errexit off, so a failing step could go on and "succeed"), its output in
-# LOGDIR/build-WHAT.log, whose tail is shown when it fails.
+# run_step WHAT LOGDIR COMMAND...: runs COMMAND in a subshell with errexit on, its output in
+# LOGDIR/build-WHAT.log, whose tail is shown when it fails. The subshell must not be part of an `if`,
+# `!`, `&&` or `||`: bash ignores errexit everywhere inside such a context, so a failing step would go on.
 run_step() {
   local what=$1 logdir=$2; shift 2
   log "building $what"
   progress "$what" >/dev/null &
-  local ticker=$! status=0
-  ( set -e; "$@" ) >"$logdir/build-$what.log" 2>&1 || status=$?
+  local ticker=$! status
+  set +e
+  ( set -e; "$@" ) >"$logdir/build-$what.log" 2>&1
+  status=$?
+  set -e
   kill "$ticker" 2>/dev/null || true
   if [ "$status" != 0 ]; then
     tail -30 "$logdir/build-$what.log" >&2

@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from mpioperator.testing.cluster import LocalCluster, wait_crd_established
+from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,3 +36,47 @@ def install_manifests(cluster: LocalCluster, overlay: Path = STANDALONE_OVERLAY)
         timeout=30,
         what="the operator's ServiceAccount",
     )
+
+
+KUBEFLOW_OVERLAY = REPO / "manifests" / "overlays" / "kubeflow"
+LEASE_NAME = "mpi-operator"
+
+
+def install_deployment(
+    cluster: LocalCluster, overlay: Path = STANDALONE_OVERLAY, *, namespace: str = OPERATOR_NAMESPACE
+) -> None:
+    """The operator exactly as README tells users to install it, its Deployment running (a real node only).
+
+    The kubeflow overlay expects its namespace to exist, as upstream's does; standalone brings its own.
+    """
+    if overlay == KUBEFLOW_OVERLAY:
+        cluster.kubectl("create", "namespace", namespace)
+    cluster.kubectl("apply", "--server-side", "-k", str(overlay))
+    wait_crd_established(cluster, "mpijobs.kubeflow.org")
+    wait_deployment_ready(cluster, namespace)
+
+
+def wait_deployment_ready(
+    cluster: LocalCluster, namespace: str, replicas: int = 2, timeout: float = 180
+) -> None:
+    path = f"/apis/apps/v1/namespaces/{namespace}/deployments/mpi-operator"
+
+    def ready() -> bool:
+        status = cluster.rest.get(path).get("status") or {}
+        return bool(
+            status.get("readyReplicas", 0) == replicas and status.get("updatedReplicas", 0) == replicas
+        )
+
+    wait_for(ready, timeout=timeout, what=f"{replicas} mpi-operator replicas Ready in {namespace}")
+
+
+def lease_holder(cluster: LocalCluster, namespace: str) -> str | None:
+    """The identity in the operator's Lease (a pod name when it runs as the Deployment), None if unheld."""
+    try:
+        lease = cluster.rest.get(f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{LEASE_NAME}")
+    except RestError as err:
+        if err.status == 404:
+            return None
+        raise
+    holder = (lease.get("spec") or {}).get("holderIdentity")
+    return str(holder) if holder else None
