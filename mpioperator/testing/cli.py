@@ -12,16 +12,24 @@ from types import FrameType
 
 from mpioperator.testing.binaries import BinariesUnavailable
 from mpioperator.testing.cluster import ClusterStartError, LocalCluster, Tier
+from mpioperator.testing.node.realnode import NodeUnavailable
 from mpioperator.testing.nodes import NodeShape
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="mpioperator-local-cluster",
-        description="Run a real local Kubernetes control plane with kwok fake nodes until interrupted.",
+        description="Run a real local control plane, kwok fake nodes and a real node until stopped.",
     )
-    parser.add_argument("--tier", choices=["full", "apiserver"], default="full")
-    parser.add_argument("--nodes", type=int, default=4, help="kwok nodes to create (full tier)")
+    parser.add_argument(
+        "--tier",
+        choices=["full", "apiserver", "real"],
+        default="full",
+        help="real: the full tier plus a real node that runs containers (root only)",
+    )
+    parser.add_argument(
+        "--nodes", type=int, default=4, help="kwok nodes to create (full and real tiers; tainted on real)"
+    )
     parser.add_argument("--node-cpu", default="32")
     parser.add_argument("--node-memory", default="256Gi")
     parser.add_argument("--node-gpus", type=int, default=0, help="nvidia.com/gpu per node")
@@ -52,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     try:
         cluster.start()
-    except (ClusterStartError, BinariesUnavailable) as err:
+    except (ClusterStartError, BinariesUnavailable, NodeUnavailable) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     try:
@@ -61,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
             args.write_kubeconfig.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(kubeconfig, args.write_kubeconfig)
             kubeconfig = args.write_kubeconfig.resolve()
-        nodes = f", {args.nodes} kwok nodes" if tier == "full" else ""
+        nodes = f", {args.nodes} kwok nodes" if tier != "apiserver" else ""
+        if cluster.node is not None:
+            nodes += f", real node {cluster.node.name} (images from {cluster.node.registry_address})"
         print(f"Local cluster is up ({tier} tier{nodes}) in {cluster.startup_seconds:.1f}s.")
         print("In another shell:")
         print(f"  export KUBECONFIG={kubeconfig}")
