@@ -23,6 +23,9 @@ _POLICY_RC_D = "#!/bin/sh\nexit 101\n"
 _MOUNT_SCRIPT = r"""
 set -e
 root=$1; shift
+if [ -n "$MPIOPERATOR_CHROOT_READ_ONLY" ]; then
+  mount --bind "$root" "$root" && mount -o remount,bind,ro "$root"
+fi
 mount --rbind /dev "$root/dev"
 mount -t proc proc "$root/proc"
 mount -t sysfs -o ro sysfs "$root/sys"
@@ -115,8 +118,12 @@ class Chroot:
             created.append(policy)
         return created
 
-    def _host_env(self, private_network: bool, hostname: str | None) -> dict[str, str]:
+    def _host_env(
+        self, private_network: bool, hostname: str | None, read_only: bool = False
+    ) -> dict[str, str]:
         env = dict(os.environ)
+        if read_only:
+            env["MPIOPERATOR_CHROOT_READ_ONLY"] = "1"
         if private_network:
             env["MPIOPERATOR_CHROOT_LOOPBACK"] = "1"
         if hostname:
@@ -152,13 +159,14 @@ class Chroot:
         private_network: bool = False,
         netns: str | None = None,
         hostname: str | None = None,
+        read_only: bool = False,
         log: Path | None = None,
         timeout: float | None = None,
         capture: bool = False,
     ) -> str:
         """Run `command` in the root; raises ChrootError with the output's tail on a non-zero exit."""
         created = self._prepare()
-        env = self._host_env(private_network, hostname)
+        env = self._host_env(private_network, hostname, read_only)
         try:
             result = subprocess.run(
                 self.argv(

@@ -165,3 +165,21 @@ def verify(env: BuildEnv, image: StoredImage, flavour: str, *, extra_args: str =
                     stop(daemon)
         del home
     return results
+
+
+def verify_operator(env: BuildEnv, image: StoredImage) -> RunResult:
+    """The image's entrypoint with --help, as the image's user, on a read-only root (as the Deployment)."""
+    with Workspace(env, image, "verify-operator") as ws:
+        chroot = Chroot(ws.root, env=dict(item.partition("=")[::2] for item in image.runtime.env))
+        command = " ".join([*image.runtime.entrypoint, "--help"])
+        command += (
+            "; echo uid=$(id -u); touch /probe 2>/dev/null && echo root writable || echo root read-only"
+        )
+        return _run(chroot, command, user=image.runtime.user or None, read_only=True, timeout=120)
+
+
+def carries_host_ca_bundle(env: BuildEnv, image: StoredImage, host_bundle: Path) -> bool:
+    """True if the image's CA bundle is the host's (the build's TLS trust must not leak into images)."""
+    with Workspace(env, image, "verify-ca") as ws:
+        bundle = ws.root / "etc/ssl/certs/ca-certificates.crt"
+        return bundle.is_file() and bundle.read_bytes() == host_bundle.read_bytes()

@@ -96,8 +96,10 @@ class Workspace:
         # apt's binary caches (70 MB) are rebuilt whenever apt runs; no image needs them.
         self.run("rm -f /var/cache/apt/*.bin /var/cache/debconf/*-old /var/log/apt/eipp.log.xz")
 
-    def commit(self, key: str, runtime: RuntimeConfig, comment: str) -> StoredImage:
-        """Write what changed since the base as one layer and record the image in the store."""
+    def commit(
+        self, key: str, runtime: RuntimeConfig, comment: str, *, name: str | None = None
+    ) -> StoredImage:
+        """Write what changed since the base as one layer and record the image (as `name`) in the store."""
         after = layers.snapshot(self.root)
         change = layers.diff(self._before, after)
         paths = layers.with_parents(change.changed)
@@ -107,7 +109,7 @@ class Workspace:
             )
             self.env.store.adopt_blob(temporary, layer.digest)
         base_layers: tuple[Layer, ...] = self.base.layers if self.base else ()
-        image = StoredImage(self.name, key, (*base_layers, layer), runtime)
+        image = StoredImage(name or self.name, key, (*base_layers, layer), runtime)
         self.env.store.save(image)
         return image
 
