@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages given on the command line when they are missing (as root, with apt-get);
+# otherwise fails with one line naming what to install.
+# Usage: hack/install-node-packages.sh PACKAGE...
+set -euo pipefail
+
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+missing=()
+for package in "$@"; do
+  status=$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null || true)
+  [ "$status" = "install ok installed" ] || missing+=("$package")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+  die "missing Debian packages: apt-get install ${missing[*]} (as root)"
+fi
+printf '[packages] installing %s\n' "${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+log=$(mktemp)
+if ! { apt-get update -q && apt-get install -y -q --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+  tail -20 "$log" >&2
+  rm -f "$log"
+  die "apt-get install ${missing[*]} failed (output above)"
+fi
+rm -f "$log"
