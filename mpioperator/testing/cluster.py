@@ -53,7 +53,8 @@ NamespaceFactory = Callable[["LocalCluster"], str]
 # old resourceVersion expires. With the cache off for one core resource that nothing else uses, tests can
 # reach etcd's compaction directly: a watch on PodTemplates from a compacted revision gets 410 Expired.
 UNCACHED_RESOURCE = "podtemplates"
-_WORKDIR_PREFIX = "mpioperator-cluster-"
+# Every cluster work dir starts so; the real node's programs all name it (see node/snapshot.py).
+WORKDIR_PREFIX = "mpioperator-cluster-"
 SCHEDULER_PLUGINS = "scheduler-plugins"
 POD_GROUP_CRD = "podgroups.scheduling.x-k8s.io"
 
@@ -199,7 +200,7 @@ class LocalCluster:
         if self.volcano:
             self._volcano_binary = volcano.find_scheduler()
         _sweep_abandoned_workdirs()
-        root = self._workdir or Path(tempfile.mkdtemp(prefix=_WORKDIR_PREFIX))
+        root = self._workdir or Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX))
         root.mkdir(parents=True, exist_ok=True)
         (root / "owner.pid").write_text(str(os.getpid()))
         layout = components.Layout(root)
@@ -444,7 +445,7 @@ class LocalCluster:
 
 def _sweep_abandoned_workdirs() -> None:
     """Remove work dirs of clusters whose owning process was killed before it could clean up."""
-    for directory in Path(tempfile.gettempdir()).glob(f"{_WORKDIR_PREFIX}*"):
+    for directory in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}*"):
         try:
             owner = int((directory / "owner.pid").read_text())
         except (OSError, ValueError):

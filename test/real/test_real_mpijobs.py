@@ -4,6 +4,7 @@ a real mpirun across real pods on the real node (Open MPI, MPICH and Intel MPI).
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +206,9 @@ def test_hostfile_with_the_cluster_domain_resolves_and_runs(
 def test_an_mpi_program_that_exits_3_fails_the_job_with_the_launchers_reason(
     real_cluster: LocalCluster, ns: str
 ) -> None:
+    # The launcher's pod goes as soon as its Job fails (restartPolicy OnFailure, backoffLimit 0), so its
+    # exit code is read from a watch that sees every state the pod passed through.
+    launcher_pods = PodWatch(real_cluster, ns, "training.kubeflow.org/job-role=launcher")
     job = Job(real_cluster, ns, "exit3").submit(
         pi_job("exit3", workers=2, ranks=2, launcher_args=("--exit-code", "3"))
     )
@@ -214,16 +218,32 @@ def test_an_mpi_program_that_exits_3_fails_the_job_with_the_launchers_reason(
     assert failed["reason"].startswith("BackoffLimitExceeded"), failed
     assert "backoff limit" in failed["message"], failed
     assert job.condition("Succeeded") is None
-    launcher_pods = real_cluster.rest.get(
-        f"/api/v1/namespaces/{ns}/pods?labelSelector=training.kubeflow.org/job-role=launcher"
-    )["items"]
-    exit_codes = [
-        s["state"]["terminated"]["exitCode"]
-        for p in launcher_pods
-        for s in p["status"].get("containerStatuses", [])
-        if "terminated" in s.get("state", {})
-    ]
-    assert exit_codes == [3], launcher_pods
+    assert wait_for(
+        lambda: 3 in launcher_pods.exit_codes(), timeout=30, what="the launcher's exit code 3 in its pod"
+    )
+
+
+class PodWatch:
+    """Every version of the matching pods, collected by a watch on a background thread."""
+
+    def __init__(self, cluster: LocalCluster, namespace: str, selector: str) -> None:
+        self.seen: list[dict[str, Any]] = []
+        path = f"/api/v1/namespaces/{namespace}/pods?watch=1&labelSelector={selector}&timeoutSeconds=300"
+
+        def follow() -> None:
+            for event in cluster.rest.watch(path, timeout=310):
+                self.seen.append(event["object"])
+
+        threading.Thread(target=follow, daemon=True).start()
+
+    def exit_codes(self) -> set[int]:
+        codes = set()
+        for pod in list(self.seen):
+            for status in (pod.get("status") or {}).get("containerStatuses") or ():
+                for state in (status.get("state") or {}, status.get("lastState") or {}):
+                    if "terminated" in state:
+                        codes.add(int(state["terminated"]["exitCode"]))
+        return codes
 
 
 def test_a_worker_image_that_does_not_exist_fails_to_pull_and_the_job_stays_pending(

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from mpioperator.testing.cachedir import cache_dir
 from mpioperator.testing.images.debian import ensure_base
 from mpioperator.testing.images.mpi import ensure_mpi_images
 from mpioperator.testing.images.operator_image import ensure_operator_image, ensure_python_base
@@ -35,13 +36,7 @@ class ImagesUnavailable(RuntimeError):
 
 
 def cache_root() -> Path:
-    explicit = os.environ.get("MPIOPERATOR_CACHE")
-    base = (
-        Path(explicit)
-        if explicit
-        else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mpioperator"
-    )
-    return base / "images"
+    return cache_dir() / "images"
 
 
 def missing_host_packages() -> list[str]:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from mpioperator.testing.cachedir import cache_dir
+from mpioperator.testing.images.ensure import ensure_images
 from mpioperator.testing.node import config, host
 from mpioperator.testing.node.settings import (
     KUBERNETES_SERVICE_IP,
@@ -30,6 +32,7 @@ from mpioperator.testing.node.teardown import NodeState, sweep
 from mpioperator.testing.pki import CertificateAuthority, Pair, write_cert_kubeconfig
 from mpioperator.testing.ports import free_port
 from mpioperator.testing.process import ManagedProcess
+from mpioperator.testing.registry import LocalRegistry
 from mpioperator.testing.wait import wait_for
 
 if TYPE_CHECKING:
@@ -94,6 +97,7 @@ class RealNode:
         self.kubelet_port = 0
         self.images: list[str] = []
         self._procs: list[ManagedProcess] = []
+        self._registry: LocalRegistry | None = None
 
     # -- before the API server ------------------------------------------------------------------------
 
@@ -154,22 +158,19 @@ class RealNode:
                 self.network, service_ip=KUBERNETES_SERVICE_IP, api_port=cluster.api_port
             )
         )
-        self._start_registry(cluster)
+        self._start_registry(layout)
         self._start_containerd(cluster, layout)
         self._start_coredns(cluster, layout, node_binaries)
         self._start_kubelet(cluster, layout, certs, node_binaries)
 
-    def _start_registry(self, cluster: LocalCluster) -> None:
-        from mpioperator.testing.images import ensure_images
-        from mpioperator.testing.registry import LocalRegistry, find_registry
-
-        storage = self._registry_storage or default_registry_storage()
-        storage.mkdir(parents=True, exist_ok=True)
-        registry = LocalRegistry(find_registry(), storage=storage, logs=cluster.logs_dir)
-        registry.start()
-        self._procs.append(registry.process)
-        self.registry_address = registry.address
-        self.images = ensure_images(registry.address)
+    def _start_registry(self, layout: NodeLayout) -> None:
+        """The images' registry, its storage kept between runs so a warm start pushes nothing."""
+        self._registry = LocalRegistry(
+            self._registry_storage or default_registry_storage(), work_dir=layout.root / "registry"
+        )
+        self._registry.start()
+        self.registry_address = self._registry.address
+        self.images = ensure_images(self.registry_address)
 
     def _start_containerd(self, cluster: LocalCluster, layout: NodeLayout) -> None:
         layout.containerd_config.write_text(config.containerd_config(layout))
@@ -253,6 +254,9 @@ class RealNode:
         for proc in reversed(self._procs):
             proc.stop()
         self._procs.clear()
+        if self._registry is not None:
+            self._registry.stop()
+            self._registry = None
         problems: list[str] = []
         if self.layout.state_file.exists():
             problems = sweep(NodeState.read(self.layout.state_file))
@@ -326,7 +330,4 @@ def _read_owner(path: Path) -> str:
 
 def default_registry_storage() -> Path:
     """Pushed images are kept between runs, like the binaries, so a warm start pushes nothing."""
-    cache = os.environ.get("MPIOPERATOR_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mpioperator"
-    )
-    return Path(cache) / "registry"
+    return cache_dir() / "registry"

@@ -6,12 +6,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from mpioperator.testing.cluster import WORKDIR_PREFIX
 from mpioperator.testing.node import host
-
-# The programs a real node starts, directly or through containerd (pause and sshd run in its pods).
-NODE_PROGRAMS = frozenset(
-    {"kubelet", "containerd", "containerd-shim", "containerd-shim-runc-v2", "coredns", "registry", "pause"}
-)
+from mpioperator.testing.process import pid_alive
 
 
 @dataclass(frozen=True)
@@ -26,7 +23,7 @@ class HostSnapshot:
     @classmethod
     def take(cls, cgroup_name: str) -> HostSnapshot:
         return cls(
-            processes=frozenset(_node_programs()),
+            processes=frozenset(_node_programs(cgroup_name)),
             mounts=frozenset(host.mount_points()),
             links=frozenset(host.links()),
             netns=frozenset(_netns()),
@@ -54,17 +51,27 @@ class HostSnapshot:
         return {kind: items for kind, items in found.items() if items}
 
 
-def _node_programs() -> list[tuple[int, str]]:
+def _node_programs(cgroup_name: str) -> list[tuple[int, str]]:
+    """Live processes a real node started: those naming a cluster's work dir (kubelet, containerd, CoreDNS,
+    the registry, containerd's shims by their socket) and those in the node's cgroups (its containers).
+
+    Other programs of the same names on the machine (another test's registry, a system containerd) are
+    not the node's, so they are not counted."""
+    in_cgroups = host.cgroup_pids(cgroup_name)
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
+        pid = int(entry.name)
         try:
             name = (entry / "comm").read_text().strip()
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace")
         except OSError:
             continue
-        if name in NODE_PROGRAMS or name.startswith("containerd-shim"):
-            found.append((int(entry.name), name))
+        # A process that has exited but whose parent (init, for daemonized shims) has not reaped it yet
+        # holds nothing: no mount, socket or cgroup.
+        if (WORKDIR_PREFIX in argv or pid in in_cgroups) and pid_alive(pid):
+            found.append((pid, name))
     return found
 
 
