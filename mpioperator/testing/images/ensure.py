@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import os
@@ -68,7 +69,12 @@ def build_env(gzip_level: int | None = None) -> BuildEnv:
         if not leftover.name.isdigit() or not pid_alive(int(leftover.name)):
             shutil.rmtree(leftover, ignore_errors=True)
     work = root / "work" / str(os.getpid())
-    work.mkdir(exist_ok=True)
+    if not work.exists():
+        work.mkdir()
+        atexit.register(shutil.rmtree, work, True)
+    logs = sorted((root / "logs").glob("build-*.log"))
+    for old in logs[:-20]:
+        old.unlink(missing_ok=True)
     log = root / "logs" / f"build-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
     return BuildEnv(ImageStore(root / "store"), root / "cache", work, log, gzip_level=gzip_level)
 
