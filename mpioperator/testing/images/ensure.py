@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import os
@@ -20,6 +21,7 @@ from mpioperator.testing.images.push import PushStats, RegistryClient, push_imag
 from mpioperator.testing.images.store import ImageStore, StoredImage
 from mpioperator.testing.images.versions import pinned
 from mpioperator.testing.images.workspace import BuildEnv
+from mpioperator.testing.process import pid_alive
 
 # The tools a build runs on the host, and the Debian packages that provide them.
 HOST_TOOLS = {
@@ -53,14 +55,23 @@ def check_host() -> None:
 
 
 def build_env(gzip_level: int | None = None) -> BuildEnv:
+    """Build settings on the shared cache; scratch trees go to a directory of this process's own."""
     root = cache_root()
     for sub in ("work", "cache", "logs"):
         (root / sub).mkdir(parents=True, exist_ok=True)
-    # Scratch trees of a build that was killed; only one build runs at a time (the lock in `locked`).
+    # Scratch trees of builds whose process is gone (killed mid-build).
     for leftover in (root / "work").iterdir():
-        shutil.rmtree(leftover, ignore_errors=True)
-    log = root / "logs" / f"build-{time.strftime('%Y%m%d-%H%M%S')}.log"
-    return BuildEnv(ImageStore(root / "store"), root / "cache", root / "work", log, gzip_level=gzip_level)
+        if not leftover.name.isdigit() or not pid_alive(int(leftover.name)):
+            shutil.rmtree(leftover, ignore_errors=True)
+    work = root / "work" / str(os.getpid())
+    if not work.exists():
+        work.mkdir()
+        atexit.register(shutil.rmtree, work, True)
+    logs = sorted((root / "logs").glob("build-*.log"))
+    for old in logs[:-20]:
+        old.unlink(missing_ok=True)
+    log = root / "logs" / f"build-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    return BuildEnv(ImageStore(root / "store"), root / "cache", work, log, gzip_level=gzip_level)
 
 
 @contextlib.contextmanager
