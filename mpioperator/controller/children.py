@@ -310,10 +310,25 @@ class ChildReconciler:
         replica_statuses = status.setdefault("replicaStatuses", {})
         replica_statuses[api.WORKER] = {}
 
-    async def delete_running_launcher_pods(self, job: Obj) -> None:
-        """D5 #11: cleanPodPolicy All also removes a launcher pod that is still running."""
+    async def stop_launcher(self, job: Obj) -> None:
+        """D5 #11: under cleanPodPolicy All a finished job's launcher stops too, through its Job, once.
+
+        An unfinished launcher Job (the job ended by eviction) is suspended: the Job controller deletes
+        its pods and makes no new one. Deleting the pod instead left the Job active, so the Job
+        controller replaced it and every sync deleted the replacement. A finished Job makes no new pod,
+        so a pod it left running is deleted (once; `_delete_pod` remembers it).
+        """
         launcher = self._l.jobs.get(job["metadata"]["namespace"], names.launcher_name(job))
-        if launcher is None:
+        if launcher is None or not is_controlled_by(launcher, job):
+            return
+        if not launcher_done(launcher):
+            if not launcher.get("spec", {}).get("suspend"):
+                stopped = copy.deepcopy(launcher)
+                stopped["spec"]["suspend"] = True
+                try:
+                    await self._w.update(JOBS, stopped, job["metadata"]["namespace"])
+                except errors.ApiError as exc:
+                    raise SyncError(f"suspending the launcher Job: {exc.message}") from exc
             return
         for pod in self._l.pods.owned_by(launcher["metadata"].get("uid", "")):
             if pod.get("status", {}).get("phase") in ("Running", "Pending"):
