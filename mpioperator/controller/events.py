@@ -3,6 +3,10 @@
 A sync only enqueues; one sender task writes in order. A repeat of the same (object, type, reason,
 message) patches the existing Event's count and lastTimestamp instead of creating another, the way
 client-go's correlator does, so a job stuck in a loop cannot flood etcd.
+
+Every field upstream's tests compare is upstream's: the source and reporting component are the
+component's name, and the host and reporting instance are empty (client-go's recorder is given no host
+by upstream and copies the empty one), so tools that match Events on those fields see no difference.
 """
 
 from __future__ import annotations
@@ -10,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import socket
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -102,8 +105,8 @@ def new_event(
     *,
     timestamp: str,
     component: str,
-    host: str,
     unique: str,
+    host: str = "",
 ) -> dict[str, Any]:
     """The Event a first occurrence creates; `unique` makes the name distinct like client-go's suffix."""
     return {
@@ -117,7 +120,7 @@ def new_event(
         "reason": key.reason,
         "message": key.message,
         "type": key.type,
-        "source": {"component": component, "host": host},
+        "source": {"component": component, **({"host": host} if host else {})},
         "firstTimestamp": timestamp,
         "lastTimestamp": timestamp,
         "count": 1,
@@ -137,14 +140,14 @@ class EventRecorder:
         kind: str,
         api_version: str,
         utcnow: Callable[[], dt.datetime],
-        host: str | None = None,
+        host: str = "",
     ) -> None:
         self._writer = writer
         self._component = component
         self._kind = kind
         self._api_version = api_version
         self._utcnow = utcnow
-        self._host = host or socket.gethostname()
+        self._host = host
         self._queue: asyncio.Queue[_Pending | None] = asyncio.Queue()
         self._seen: OrderedDict[EventKey, _Seen] = OrderedDict()
         self._sender: asyncio.Task[None] | None = None
