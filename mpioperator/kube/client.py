@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import concurrent.futures
 import contextlib
 import os
 from collections.abc import AsyncGenerator, Callable
@@ -21,7 +22,7 @@ from mpioperator.kube.config import load_configuration
 from mpioperator.kube.projection import Projection
 from mpioperator.kube.ratelimit import TokenBucket
 from mpioperator.kube.resources import Resource
-from mpioperator.kube.transport import CONTENT_TYPES, Transport, decode
+from mpioperator.kube.transport import CONTENT_TYPES, Answer, Transport, decode
 from mpioperator.kube.watch import open_stream, stream_events
 
 Obj = dict[str, Any]
@@ -80,6 +81,9 @@ class KubeClient:
             max_workers=workers or max(2, pool // 4), thread_name_prefix="kube-call"
         )
         self._metrics = metrics or NoRequestMetrics()
+        # Unary calls handed to the pool and not yet answered. A caller cancelled mid-call stops waiting,
+        # but a request already on the wire completes on its thread; `settled` waits for those.
+        self._in_flight: set[concurrent.futures.Future[Answer]] = set()
 
     # -- construction ------------------------------------------------------------------------------
     @classmethod
@@ -116,6 +120,10 @@ class KubeClient:
         cfg = load_configuration(host=host, token=token, ca_file=ca_file, pool_size=pool_size)
         return cls(Transport(cfg, user_agent), **opts)
 
+    @property
+    def request_timeout(self) -> float:
+        return self._timeout
+
     def override_host(self, host: str) -> None:
         self._t.override_host(host)
 
@@ -136,13 +144,20 @@ class KubeClient:
         loop = asyncio.get_running_loop()
         started = loop.time()
         code = 0
+        call = self._executor.submit(
+            self._t.request,
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            timeout=self._timeout,
+        )
+        self._in_flight.add(call)
+        call.add_done_callback(self._in_flight.discard)
         try:
-            answer = await loop.run_in_executor(
-                self._executor,
-                lambda: self._t.request(
-                    method, path, query=query, body=body, content_type=content_type, timeout=self._timeout
-                ),
-            )
+            # Cancelling this wait cancels a call not yet started, so it is never sent.
+            answer = await asyncio.wrap_future(call)
             code = answer.status
             return decode(answer, projection.list) if projection is not None else decode(answer)
         finally:
@@ -286,6 +301,15 @@ class KubeClient:
         async with contextlib.aclosing(stream_events(response, stamp_kind(res), loads)) as events:
             async for event in events:
                 yield event
+
+    async def settled(self, timeout: float | None = None) -> bool:
+        """Wait until every unary call sent so far has been answered (or has failed); False if `timeout`
+        seconds pass first. After a caller was cancelled this is when its writes are really over."""
+        pending = [asyncio.wrap_future(call) for call in list(self._in_flight)]
+        if not pending:
+            return True
+        _, still = await asyncio.wait(pending, timeout=timeout)
+        return not still
 
     async def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -3,6 +3,7 @@ component `mpi-job-controller`, no host), and messages carrying the API server's
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 
 from mpioperator.api.defaults import set_defaults
 from mpioperator.controller.children import ChildReconciler, SyncError
-from mpioperator.controller.events import EventRecorder
+from mpioperator.controller.events import MAX_QUEUED_EVENTS, EventRecorder
 from mpioperator.controller.ports import Listers
 from mpioperator.kube import errors
 from mpioperator.kube.resources import Resource
@@ -177,3 +178,63 @@ async def test_events_are_sent_in_the_order_recorded() -> None:
         ]
     )
     assert [e["reason"] for e in writer.created] == ["MPIJobCreated", "MPIJobRunning", "MPIJobSucceeded"]
+
+
+def _recorder(writer: Any) -> EventRecorder:
+    return EventRecorder(
+        writer,
+        component="mpi-job-controller",
+        kind="MPIJob",
+        api_version="kubeflow.org/v2beta1",
+        utcnow=lambda: NOW,
+    )
+
+
+async def test_an_event_recorded_after_stop_is_dropped_not_queued() -> None:
+    writer = Written()
+    recorder = _recorder(writer)
+    recorder.start()
+    await recorder.stop()
+
+    recorder.record(_job(), "Normal", "MPIJobRunning", "late")
+
+    await asyncio.wait_for(recorder.flush(), 1)  # nothing waits in the queue
+    assert writer.created == [] and recorder.dropped == 1
+
+
+async def test_events_past_the_bound_are_dropped_and_counted() -> None:
+    recorder = _recorder(Written())  # no sender running: nothing leaves the queue
+    for i in range(MAX_QUEUED_EVENTS + 3):
+        recorder.record(_job(), "Normal", "MPIJobRunning", f"m{i}")
+    assert recorder.dropped == 3
+
+
+class Stalled(Written):
+    """The first create never returns (a hung API server)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reached = asyncio.Event()
+
+    async def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
+        self.created.append(body)
+        self.reached.set()
+        await asyncio.Event().wait()
+        return body
+
+
+async def test_a_cancelled_sender_sends_nothing_more_and_leaves_nothing_queued() -> None:
+    writer = Stalled()
+    recorder = _recorder(writer)
+    sender = asyncio.ensure_future(recorder.run())
+    for i in range(5):
+        recorder.record(_job(), "Normal", "MPIJobRunning", f"m{i}")
+    await asyncio.wait_for(writer.reached.wait(), 1)
+
+    sender.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await sender
+
+    await asyncio.wait_for(recorder.flush(), 1)
+    recorder.record(_job(), "Normal", "MPIJobRunning", "after")
+    assert len(writer.created) == 1 and recorder.dropped == 5
