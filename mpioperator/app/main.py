@@ -99,6 +99,7 @@ async def run(options: opts.Options) -> int:
                 renew_deadline=options.renew_deadline,
                 retry_period=options.retry_period,
                 on_new_leader=lambda who: log.info("new leader elected", leader=who),
+                on_error=_lease_error,
                 release_watch=leases,
             )
             server.add_health_check("leaderElection", elector.healthz)
@@ -133,6 +134,11 @@ async def run(options: opts.Options) -> int:
         return 0
     finally:
         await client.close()
+
+
+def _lease_error(exc: BaseException) -> None:
+    """A failed attempt to get, take or renew the Lease (the elector retries it): said, never swallowed."""
+    log.warning("lease attempt failed", error=f"{type(exc).__name__}: {exc}")
 
 
 def _install_signal_handlers(stop: asyncio.Event) -> None:

@@ -19,14 +19,17 @@ from mpioperator.cache.factory import SharedInformerFactory
 from mpioperator.cache.informer import SharedInformer
 from mpioperator.cache.keys import DeletedFinalStateUnknown, deleted_object
 from mpioperator.clock import Clock
+from mpioperator.controller.children import SyncError
 from mpioperator.controller.enqueue import launcher_pod_ended, owning_mpijob_key, spec_changed
 from mpioperator.controller.events import EventRecorder
-from mpioperator.controller.fence import FencedWriter
+from mpioperator.controller.fence import ControllerStopped, FencedWriter
 from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.pod_cache import POD_PROJECTION, slim_pod
 from mpioperator.controller.ports import Listers, Writer
 from mpioperator.controller.sync import JobSyncer, SyncSettings
+from mpioperator.controller.unexpected import FirstSeen
+from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient
 from mpioperator.kube.resources import (
     CONFIG_MAPS,
@@ -181,6 +184,7 @@ class MPIJobController:
                     on_add=self._on_child, on_update=self._on_child_update, on_delete=self._on_child
                 )
         self._synced = False
+        self._unexpected = FirstSeen()
 
     def queue_idle(self) -> bool:
         """Nothing queued, delayed or in process: every known change has been reconciled."""
@@ -288,10 +292,26 @@ class MPIJobController:
             self._metrics.reconcile_errors.inc()
             self._metrics.reconcile_duration.labels(result="error").observe(time.monotonic() - started)
             self.queue.add_rate_limited(key)
-            bound.warning("error syncing", error=str(exc), requeues=self.queue.num_requeues(key))
+            self._report(bound, exc, self.queue.num_requeues(key))
             return
         self.queue.forget(key)
         if result.requeue_after is not None:
             self.queue.add_after(key, result.requeue_after)
         self._metrics.reconcile_duration.labels(result="success").observe(time.monotonic() - started)
         bound.debug("synced", seconds=round(time.monotonic() - started, 4))
+
+    def _report(self, bound: Any, exc: Exception, requeues: int) -> None:
+        """A failed sync, retried with backoff. What the API server refused is said in one line, as
+        upstream logs it; anything else is a bug, logged with its traceback the first time it is seen."""
+        if isinstance(exc, (SyncError, errors.ApiError, ControllerStopped)):
+            cause = exc.__cause__ if isinstance(exc.__cause__, errors.ApiError) else exc
+            status = cause.status if isinstance(cause, errors.ApiError) else None
+            bound.warning("error syncing", error=str(exc), status=status, requeues=requeues)
+        elif self._unexpected.first(exc):
+            bound.error("unexpected error syncing; retrying", exc_info=exc, requeues=requeues)
+        else:
+            bound.warning(
+                "unexpected error syncing again (traceback logged once)",
+                error=f"{type(exc).__name__}: {exc}",
+                requeues=requeues,
+            )
