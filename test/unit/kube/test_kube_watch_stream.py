@@ -151,3 +151,53 @@ async def test_a_watch_cancelled_while_opening_closes_the_response_it_gets_later
         await opening
     answer.set()
     await async_wait_for(lambda: asyncio.sleep(0, response.closed), timeout=5, what="late response closed")
+
+
+class CountingResponse(FakeResponse):
+    """Counts the lines the reader thread has read off the connection."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        super().__init__(lines)
+        self.read = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for raw in super().__iter__():
+            self.read += 1
+            yield raw
+
+
+async def test_a_slow_consumer_holds_the_reader_back_by_the_buffer() -> None:
+    """The reader runs at most `buffer` lines ahead of what the loop has taken (plus the one it holds)."""
+    buffer, total = 4, 200
+    response = CountingResponse([line("ADDED", {"metadata": {"name": f"p{i}"}}) for i in range(total)])
+    taken = 0
+    events = stream_events(cast(urllib3.BaseHTTPResponse, response), stamp_kind(CONFIG_MAPS), buffer=buffer)
+    async with contextlib.aclosing(events) as stream:
+        async for event in stream:
+            assert event["object"]["metadata"]["name"] == f"p{taken}"
+            taken += 1
+            ahead = min(total, taken + buffer + 1)
+            await async_wait_for(
+                lambda: asyncio.sleep(0, response.read >= ahead),  # noqa: B023  # awaited in this iteration
+                timeout=5,
+                what="the reader ahead",
+                interval=0.001,
+            )
+            assert response.read <= taken + buffer + 1
+    assert taken == total
+
+
+async def test_a_reader_waiting_for_room_ends_when_the_consumer_stops() -> None:
+    response = CountingResponse([line("ADDED", {"metadata": {"name": f"p{i}"}}) for i in range(50)])
+    events = stream_events(cast(urllib3.BaseHTTPResponse, response), stamp_kind(CONFIG_MAPS), buffer=2)
+    async with contextlib.aclosing(events) as stream:
+        async for _ in stream:
+            await async_wait_for(
+                lambda: asyncio.sleep(0, response.read),
+                timeout=5,
+                what="the buffer full",
+                done=lambda n: n >= 4,
+            )
+            break
+    assert watch_threads() == []
+    assert response.read < 50
