@@ -9,6 +9,7 @@ from typing import Any, Protocol
 import structlog
 
 from mpioperator.cache.backoff import Backoff
+from mpioperator.cache.reflector import SHORT_WATCH, ShortWatch
 from mpioperator.clock import Clock, RealClock
 from mpioperator.kube import errors
 from mpioperator.kube.resources import LEASES, Resource
@@ -86,6 +87,7 @@ class KubeLeaseClient:
         """
         failing = False
         while True:
+            started, seen = self._clock.now(), 0
             try:
                 events = self._client.watch(
                     LEASES,
@@ -97,6 +99,7 @@ class KubeLeaseClient:
                 )
                 async with contextlib.aclosing(events) as stream:
                     async for event in stream:
+                        seen += 1
                         if failing:
                             failing = False
                             log.info("lease watch resumed", lease=f"{namespace}/{name}")
@@ -105,6 +108,10 @@ class KubeLeaseClient:
                             "holderIdentity"
                         ):
                             yield None
+                if seen == 0 and self._clock.now() - started < SHORT_WATCH:
+                    # Opening a watch takes no client token, so a server (or a proxy) that ends every
+                    # watch at once would otherwise be asked again in a hot loop: back off instead.
+                    raise ShortWatch(f"the watch ended within {SHORT_WATCH:.0f}s without any event")
             except (
                 Exception
             ) as exc:  # connection errors, 403 and 5xx alike: the periodic retry covers the gap
