@@ -20,7 +20,7 @@ import urllib3
 from mpioperator import __version__
 from mpioperator.kube.config import load_configuration
 from mpioperator.kube.projection import Projection
-from mpioperator.kube.ratelimit import TokenBucket
+from mpioperator.kube.ratelimit import ClientLimiters
 from mpioperator.kube.resources import Resource
 from mpioperator.kube.transport import CONTENT_TYPES, Answer, Transport, decode
 from mpioperator.kube.watch import open_stream, stream_events
@@ -60,7 +60,10 @@ def stamp_list(res: Resource, listed: Obj) -> Obj:
 class KubeClient:
     """Async verbs over one connection pool of `pool_size`, shared by watches (one connection each,
     held for the watch's life) and `workers` threads for unary calls (default: a quarter of the pool,
-    leaving the rest to watches so requests never churn connections)."""
+    leaving the rest to watches so requests never churn connections).
+
+    Every unary call waits for a token of `qps`/`burst` from the bucket of the upstream client its API
+    group belongs to (`ClientLimiters`); opening a watch takes none, as in client-go."""
 
     def __init__(
         self,
@@ -71,10 +74,10 @@ class KubeClient:
         request_timeout: float = 30.0,
         workers: int | None = None,
         metrics: RequestMetrics | None = None,
-        limiter: TokenBucket | None = None,
+        limiters: ClientLimiters | None = None,
     ) -> None:
         self._t = transport
-        self._bucket = limiter or TokenBucket(qps, burst)
+        self._limiters = limiters or ClientLimiters(qps, burst)
         self._timeout = request_timeout
         pool = transport.cfg.connection_pool_maxsize or 16
         self._executor = ThreadPoolExecutor(
@@ -124,6 +127,10 @@ class KubeClient:
     def request_timeout(self) -> float:
         return self._timeout
 
+    @property
+    def limiters(self) -> ClientLimiters:
+        return self._limiters
+
     def override_host(self, host: str) -> None:
         self._t.override_host(host)
 
@@ -140,7 +147,7 @@ class KubeClient:
         content_type: str | None = None,
         projection: Projection | None = None,
     ) -> Obj:
-        await self._bucket.acquire()
+        await self._limiters.for_group(res.group).acquire()
         loop = asyncio.get_running_loop()
         started = loop.time()
         code = 0
@@ -287,7 +294,8 @@ class KubeClient:
         res: Resource,
         projection: Projection | None,
     ) -> AsyncGenerator[Obj, None]:
-        await self._bucket.acquire()
+        # No token: a watch is one long request, and client-go does not throttle watches either. What keeps
+        # a failing watch from spinning is its caller's back-off (the reflector's, the lease watch's).
         loop = asyncio.get_running_loop()
         started = loop.time()
         code = 0
