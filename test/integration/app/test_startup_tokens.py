@@ -1,93 +1,38 @@
-"""What the operator's start-up costs in client-side tokens at the default --kube-api-qps 5 / burst 10.
-
-The operator runs in-process (main's own start-up: flags, client, cluster checks, leader election,
-controller) against a real API server, so the tokens each client's bucket handed out can be read.
-"""
+"""What the operator's client-side limits cost it at the default --kube-api-qps 5 / burst 10: the tokens of
+its start-up, and whether a burst of writes can hold back the leader's lease renewal."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
 
-from mpioperator.app import main as app_main
-from mpioperator.app import options as opts
-from mpioperator.app.startup import WATCHED, make_client
-from mpioperator.testing.cluster import LocalCluster, wait_crd_established
-from mpioperator.testing.wait import ProbeAborted, async_wait_for
+from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.mpijobs import mpijob
+from mpioperator.testing.wait import async_wait_for
+from test.integration.app.conftest import operator_in_process
 
 pytestmark = pytest.mark.integration
 
-MPIJOB_CRD = Path(__file__).resolve().parents[3] / "manifests" / "base" / "kubeflow.org_mpijobs.yaml"
-
-
-@pytest.fixture(scope="module")
-def with_mpijobs(apiserver_cluster: LocalCluster) -> LocalCluster:
-    apiserver_cluster.kubectl("apply", "--server-side", "-f", str(MPIJOB_CRD))
-    wait_crd_established(apiserver_cluster, "mpijobs.kubeflow.org")
-    return apiserver_cluster
-
-
-class Answered:
-    """Every request the client made, once answered: (verb, resource, HTTP status)."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str, int]] = []
-
-    def observe(self, verb: str, resource: str, code: int, seconds: float) -> None:
-        self.calls.append((verb, resource, code))
-
-    def watching(self) -> set[str]:
-        return {resource for verb, resource, code in self.calls if verb == "watch" and code == 200}
+# Renewals far apart, so none falls inside the start-up counted.
+RARE_RENEWALS = (
+    "--leader-elect-lease-duration=120",
+    "--leader-elect-renew-deadline=90",
+    "--leader-elect-retry-period=60",
+)
 
 
 async def test_start_up_at_the_default_qps_spends_tokens_on_lists_and_the_lease_only_and_never_waits(
     with_mpijobs: LocalCluster, make_namespace: Any
 ) -> None:
-    cluster = with_mpijobs
-    ns = make_namespace(cluster)
-    options = opts.parse(
-        [
-            f"--kubeConfig={cluster.kubeconfig}",
-            f"--namespace={ns}",
-            f"--lock-namespace={ns}",
-            "--health-port=0",
-            # Renewals far apart, so none falls inside the start-up counted here.
-            "--leader-elect-lease-duration=120",
-            "--leader-elect-renew-deadline=90",
-            "--leader-elect-retry-period=60",
-        ],
-        environ={},
-    )
-    assert (options.kube_api_qps, options.kube_api_burst) == (5.0, 10)
-    answered = Answered()
-    client = make_client(options, metrics=answered)
-    stop = asyncio.Event()
-    running = asyncio.ensure_future(
-        app_main.run(options, client=client, stop=stop, registry=CollectorRegistry())
-    )
-    informers = {res.plural for res in WATCHED}
-    try:
+    async with operator_in_process(with_mpijobs, make_namespace(with_mpijobs), *RARE_RENEWALS) as operator:
+        limiters = operator.client.limiters
+        assert (limiters.qps, limiters.burst) == (5.0, 10)  # the flags' defaults
+        taken, waited = limiters.taken(), limiters.waited()
+        unary = [(verb, resource) for verb, resource, _ in operator.answered.calls if verb != "watch"]
+    assert operator.task.result() == 0
 
-        async def watching() -> set[str]:
-            if running.done():
-                raise ProbeAborted(f"the operator stopped: {running.result()}")
-            return answered.watching()
-
-        # Every informer's watch open: the operator leads, its caches are filled, start-up is over.
-        await async_wait_for(watching, timeout=60, what="every informer watching", done=informers.issubset)
-        taken, waited = client.limiters.taken(), client.limiters.waited()
-        unary = [(verb, resource) for verb, resource, _ in answered.calls if verb != "watch"]
-    finally:
-        stop.set()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(running, 30)
-
-    assert running.result() == 0
     # Kubernetes' client: the 5 cluster-check lists (pods, jobs, configmaps, secrets, services) and the
     # 5 informer lists of the same; the MPIJob client: 1 check and 1 informer list; the leader-election
     # client: get and create the Lease. The 6 informer watches (and the lease-release watch) take none.
@@ -96,3 +41,39 @@ async def test_start_up_at_the_default_qps_spends_tokens_on_lists_and_the_lease_
     assert sorted(verb for verb, resource in unary if resource == "leases") == ["create", "get"]
     # No bucket went past its burst, so no request of the start-up waited for a token.
     assert waited == {"kube": 0.0, "mpijob": 0.0, "leader-election": 0.0}
+
+
+async def test_a_burst_of_creates_at_the_default_qps_leaves_the_lease_renewed_on_time(
+    with_mpijobs: LocalCluster, make_namespace: Any
+) -> None:
+    """40 workers and the job's other children queue about 9 s of Kubernetes-client tokens at 5/s,
+    longer than the 5 s renew deadline; a renewal queued behind them would lose the Lease (and the
+    process), as it did with one bucket for everything."""
+    cluster, workers = with_mpijobs, 40
+    ns = make_namespace(cluster)
+    lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/mpi-operator"
+    async with operator_in_process(cluster, ns) as operator:
+        held = await asyncio.to_thread(cluster.rest.get, lease_path)
+        before = operator.client.limiters.taken()["kube"]
+        await asyncio.to_thread(
+            cluster.rest.create,
+            f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs",
+            mpijob("big", workers=workers),
+        )
+
+        async def worker_pods() -> int:
+            operator.check_alive()
+            pods = await asyncio.to_thread(cluster.rest.get, f"/api/v1/namespaces/{ns}/pods")
+            return sum(1 for p in pods["items"] if p["metadata"]["name"].startswith("big-worker-"))
+
+        await async_wait_for(
+            worker_pods, timeout=60, what=f"{workers} worker pods", done=lambda n: n == workers
+        )
+        operator.check_alive()
+        renewed = await asyncio.to_thread(cluster.rest.get, lease_path)
+        # The pods alone took 40 tokens: at 5/s past a burst of 10, the last waited 6 s or more.
+        assert operator.client.limiters.taken()["kube"] - before >= workers
+    assert operator.task.result() == 0
+    assert renewed["spec"]["holderIdentity"] == held["spec"]["holderIdentity"]
+    assert renewed["spec"]["renewTime"] > held["spec"]["renewTime"]
+    assert operator.client.limiters.waited()["leader-election"] == 0.0
