@@ -6,6 +6,7 @@ themselves are unit-tested with hand-made inputs.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -101,10 +102,37 @@ def orphans(objects: Iterable[Obj], owners: Iterable[Obj]) -> list[str]:
     return found
 
 
-def tracebacks(logs: Mapping[str, str]) -> dict[str, int]:
-    """Replica name -> number of tracebacks in its log, for logs that have any."""
-    counts = {name: text.count("Traceback (most recent call last)") for name, text in logs.items()}
-    return {name: n for name, n in counts.items() if n}
+TRACEBACK = "Traceback (most recent call last)"
+
+
+def tracebacks(logs: Mapping[str, str]) -> dict[str, list[str]]:
+    """Replica name -> what each traceback in its log ended with (the exception line), for logs with any.
+
+    A traceback is either plain text on stderr (asyncio's last-resort handler, an uncaught exception) or
+    inside a JSON log record's `exception` field.
+    """
+    found = {name: _exception_lines(text) for name, text in logs.items()}
+    return {name: lines for name, lines in found.items() if lines}
+
+
+def _exception_lines(text: str) -> list[str]:
+    lines: list[str] = []
+    for line in text.splitlines():
+        if TRACEBACK not in line:
+            lines.append(line)
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            lines.append(line)
+            continue
+        lines += str(record.get("exception") or record).splitlines() if isinstance(record, dict) else [line]
+    ended = []
+    for i, line in enumerate(lines):
+        if line.startswith(TRACEBACK):
+            after = (later for later in lines[i + 1 :] if later and not later[0].isspace())
+            ended.append(next(after, "?"))
+    return ended
 
 
 def outcomes_by_kind(plan: ChaosPlan, jobs: Mapping[str, Obj]) -> dict[str, Counter[str]]:

@@ -244,7 +244,7 @@ def test_two_replicas_survive_leader_kills_an_apiserver_restart_and_a_compaction
         "etcd compacted at revision": faults.compactions,
         "replica exits": _exit_summary(pool),
         "replica stop codes": stop_codes,
-        "tracebacks": sum(found_tracebacks.values()),
+        "tracebacks": sum(len(ends) for ends in found_tracebacks.values()),
         "operator writes checked against the lease": sum(1 for r in records if r.resource != "leases"),
         "writes without the lease": len(violations),
         "driver errors": len(driver.errors),

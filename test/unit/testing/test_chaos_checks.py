@@ -222,6 +222,11 @@ def test_children_whose_owner_is_gone_are_orphans() -> None:
     assert orphans([kept, gone], [job]) == ["Pod/b-worker-0 (owner MPIJob/x)"]
 
 
-def test_tracebacks_are_counted_per_log() -> None:
-    text = 'ok\n{"exception": "Traceback (most recent call last):\\n  File x"}\n'
-    assert tracebacks({"a": "fine", "b": text}) == {"b": 1}
+def test_tracebacks_in_json_records_and_on_stderr_are_found_with_their_exception_line() -> None:
+    record = {
+        "event": "error syncing",
+        "exception": "Traceback (most recent call last):\n  File x\nKeyError: 'a'",
+    }
+    stderr = "Future exception was never retrieved\nTraceback (most recent call last):\n  File y\n    z()\nApiError: 0"
+    text = f"ok\n{json.dumps(record)}\n{stderr}\n" + json.dumps({"event": "fine"})
+    assert tracebacks({"a": "fine", "b": text}) == {"b": ["KeyError: 'a'", "ApiError: 0"]}
