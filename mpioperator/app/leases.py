@@ -2,28 +2,63 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
+from mpioperator.cache.backoff import Backoff
+from mpioperator.cache.reflector import SHORT_WATCH, ShortWatch
+from mpioperator.clock import Clock, RealClock
 from mpioperator.kube import errors
-from mpioperator.kube.client import KubeClient
-from mpioperator.kube.resources import LEASES
+from mpioperator.kube.resources import LEASES, Resource
 from mpioperator.leaderelection.elector import LeaseConflict
 
 log = structlog.get_logger(__name__)
 
 # The server ends each watch after this long; the loop below then opens the next.
 WATCH_SECONDS = 300
+# A failed watch is retried after 1 s, doubling up to 30 s: an API server restarting (a 403 while its
+# RBAC cache fills, connection refused) passes, and the watch comes back by itself.
 WATCH_RETRY_SECONDS = 1.0
+WATCH_RETRY_CAP_SECONDS = 30.0
+
+
+class LeaseApi(Protocol):
+    """The part of KubeClient the Lease access uses."""
+
+    async def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]: ...
+
+    async def create(
+        self, res: Resource, body: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]: ...
+
+    async def update(
+        self, res: Resource, body: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]: ...
+
+    def watch(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str,
+        timeout_seconds: int,
+        allow_bookmarks: bool = True,
+        field_selector: str | None = None,
+    ) -> AsyncGenerator[dict[str, Any], None]: ...
 
 
 class KubeLeaseClient:
-    def __init__(self, client: KubeClient) -> None:
+    def __init__(
+        self, client: LeaseApi, *, clock: Clock | None = None, backoff: Backoff | None = None
+    ) -> None:
         self._client = client
+        self._clock: Clock = clock or RealClock()
+        self._backoff = backoff or Backoff(
+            self._clock, initial=WATCH_RETRY_SECONDS, cap=WATCH_RETRY_CAP_SECONDS
+        )
 
     async def get(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
@@ -44,11 +79,15 @@ class KubeLeaseClient:
             raise LeaseConflict(str(exc)) from exc
 
     async def releases(self, namespace: str, name: str) -> AsyncGenerator[None, None]:
-        """Yields whenever a watch on the lease shows it without a holder.
+        """Yields whenever a watch on the lease shows it without a holder; runs until closed.
 
-        Best effort: the elector's periodic retry stays the source of truth, so errors only pause the watch.
+        Best effort, never given up: the elector's periodic retry stays the source of truth, so a failed
+        watch (any error, a 403 while a restarted API server's RBAC is not yet synced included) is
+        retried after a growing back-off, and a standby falls back to polling only meanwhile.
         """
+        failing = False
         while True:
+            started, seen = self._clock.now(), 0
             try:
                 events = self._client.watch(
                     LEASES,
@@ -60,16 +99,29 @@ class KubeLeaseClient:
                 )
                 async with contextlib.aclosing(events) as stream:
                     async for event in stream:
+                        seen += 1
+                        if failing:
+                            failing = False
+                            log.info("lease watch resumed", lease=f"{namespace}/{name}")
                         lease = event.get("object") or {}
                         if event.get("type") in ("ADDED", "MODIFIED") and not (lease.get("spec") or {}).get(
                             "holderIdentity"
                         ):
                             yield None
-            except errors.Forbidden as exc:
-                log.warning(
-                    "may not watch the lease; a standby takes over at its next retry instead", error=str(exc)
+                if seen == 0 and self._clock.now() - started < SHORT_WATCH:
+                    # Opening a watch takes no client token, so a server (or a proxy) that ends every
+                    # watch at once would otherwise be asked again in a hot loop: back off instead.
+                    raise ShortWatch(f"the watch ended within {SHORT_WATCH:.0f}s without any event")
+            except (
+                Exception
+            ) as exc:  # connection errors, 403 and 5xx alike: the periodic retry covers the gap
+                delay = self._backoff.next_delay()
+                report = log.warning if not failing else log.debug
+                report(
+                    "lease watch failed; a standby takes over at its next retry until it is back",
+                    lease=f"{namespace}/{name}",
+                    error=f"{type(exc).__name__}: {exc}",
+                    retry_in=round(delay, 2),
                 )
-                return
-            except Exception as exc:  # connection errors too: the periodic retry covers the gap
-                log.debug("lease watch failed; retrying", error=str(exc))
-                await asyncio.sleep(WATCH_RETRY_SECONDS)
+                failing = True
+                await self._clock.sleep(delay)

@@ -9,7 +9,7 @@ import sys
 import uuid
 
 import structlog
-from prometheus_client import REGISTRY
+from prometheus_client import REGISTRY, CollectorRegistry
 
 from mpioperator import __version__
 from mpioperator.app import logsetup
@@ -21,6 +21,7 @@ from mpioperator.app.startup import StartupError, check_cluster, make_client
 from mpioperator.clock import RealClock
 from mpioperator.controller.controller import ControllerSettings, MPIJobController
 from mpioperator.controller.metrics import JobMetrics
+from mpioperator.kube.client import KubeClient
 from mpioperator.leaderelection.elector import LeaderElector, LeadershipLost
 
 log = structlog.get_logger("mpi-operator")
@@ -59,13 +60,22 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-async def run(options: opts.Options) -> int:
+async def run(
+    options: opts.Options,
+    *,
+    client: KubeClient | None = None,
+    stop: asyncio.Event | None = None,
+    registry: CollectorRegistry = REGISTRY,
+) -> int:
+    """The operator until `stop` (by default: the first SIGTERM or SIGINT). A test starting it in-process
+    passes its own `client` (closed here at the end), `stop` and `registry`."""
     scope = "cluster" if options.cluster_scoped else ",".join(options.namespaces)
     log.info("starting", version=__version__, scope=scope, options=options.describe())
-    stop = asyncio.Event()
-    _install_signal_handlers(stop)
-    metrics = JobMetrics(REGISTRY)
-    client = make_client(options)
+    if stop is None:
+        stop = asyncio.Event()
+        _install_signal_handlers(stop)
+    metrics = JobMetrics(registry)
+    client = client or make_client(options)
     try:
         await check_cluster(client, options)
         clock = RealClock()
@@ -75,10 +85,10 @@ async def run(options: opts.Options) -> int:
             settings=ControllerSettings.from_options(options),
             clock=clock,
         )
-        server = HealthServer(port=options.health_port, registry=REGISTRY, serve_metrics=False)
+        server = HealthServer(port=options.health_port, registry=registry, serve_metrics=False)
         metrics_server = None
         if options.monitoring_port:
-            metrics_server = HealthServer(port=options.monitoring_port, registry=REGISTRY, serve_metrics=True)
+            metrics_server = HealthServer(port=options.monitoring_port, registry=registry, serve_metrics=True)
             await metrics_server.start()
         identity = f"{socket.gethostname()}_{uuid.uuid4()}"
 
@@ -99,6 +109,7 @@ async def run(options: opts.Options) -> int:
                 renew_deadline=options.renew_deadline,
                 retry_period=options.retry_period,
                 on_new_leader=lambda who: log.info("new leader elected", leader=who),
+                on_error=_lease_error,
                 release_watch=leases,
             )
             server.add_health_check("leaderElection", elector.healthz)
@@ -133,6 +144,11 @@ async def run(options: opts.Options) -> int:
         return 0
     finally:
         await client.close()
+
+
+def _lease_error(exc: BaseException) -> None:
+    """A failed attempt to get, take or renew the Lease (the elector retries it): said, never swallowed."""
+    log.warning("lease attempt failed", error=f"{type(exc).__name__}: {exc}")
 
 
 def _install_signal_handlers(stop: asyncio.Event) -> None:

@@ -9,7 +9,7 @@ from mpioperator import __version__
 from mpioperator.app.options import Options
 from mpioperator.controller.controller import gang_backend
 from mpioperator.kube import errors
-from mpioperator.kube.client import KubeClient
+from mpioperator.kube.client import KubeClient, RequestMetrics
 from mpioperator.kube.resources import (
     CONFIG_MAPS,
     JOBS,
@@ -34,7 +34,8 @@ class StartupError(RuntimeError):
     """A condition under which the operator cannot do its job; the message is printed as one line."""
 
 
-def make_client(options: Options) -> KubeClient:
+def make_client(options: Options, *, metrics: RequestMetrics | None = None) -> KubeClient:
+    """The API client the flags describe; `metrics`, if given, is told about every request."""
     qps, burst = float(options.kube_api_qps), int(options.kube_api_burst)
     # Each sync worker may have several requests in flight (a job's workers are created together);
     # a connection per watch, one spare for each while it reconnects, and a few for leader election.
@@ -43,17 +44,29 @@ def make_client(options: Options) -> KubeClient:
     try:
         if options.master and not options.kubeconfig:
             return KubeClient.explicit(
-                options.master, user_agent=USER_AGENT, pool_size=pool, workers=calls, qps=qps, burst=burst
+                options.master,
+                user_agent=USER_AGENT,
+                pool_size=pool,
+                workers=calls,
+                qps=qps,
+                burst=burst,
+                metrics=metrics,
             )
         if options.kubeconfig:
             client = KubeClient.from_kubeconfig(
-                options.kubeconfig, user_agent=USER_AGENT, pool_size=pool, workers=calls, qps=qps, burst=burst
+                options.kubeconfig,
+                user_agent=USER_AGENT,
+                pool_size=pool,
+                workers=calls,
+                qps=qps,
+                burst=burst,
+                metrics=metrics,
             )
             if options.master:
                 client.override_host(options.master)
             return client
         return KubeClient.in_cluster(
-            user_agent=USER_AGENT, pool_size=pool, workers=calls, qps=qps, burst=burst
+            user_agent=USER_AGENT, pool_size=pool, workers=calls, qps=qps, burst=burst, metrics=metrics
         )
     except Exception as exc:
         raise StartupError(f"cannot build an API client: {exc}") from exc

@@ -81,5 +81,14 @@ class SharedInformerFactory:
             return False
         return True
 
+    async def run_until_cancelled(self) -> None:
+        """Start every informer (if not yet started) and keep them running until this is cancelled; they
+        are all stopped, their watches and handler tasks ended, before it returns."""
+        self.start()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await self.shutdown()
+
     async def shutdown(self) -> None:
         await asyncio.gather(*(i.stop() for i in self._informers.values()))

@@ -4,6 +4,10 @@ Rules (client-go's, with RealFIFO's in-order delivery):
 - The store is written first, then handlers are notified, so a handler always finds the object cached.
 - Each handler has its own unbounded queue and task: delivery is in order per handler, and a slow
   handler never delays another (client-go's processorListener; a stalled handler grows its queue).
+  Unbounded on purpose: the producer is the store update, which cannot wait for one handler without
+  stalling the cache and every other handler. The watch below it is bounded (kube.watch), and the
+  controller's handlers only compute a key and enqueue it, so a queue holds little more than the events
+  of one turn of the loop.
 - A relist notifies on_add for new objects, on_update(old, new) for every object that was already
   cached (including unchanged ones, whose old and new resourceVersion are equal: treat those as a
   resync), and on_delete(DeletedFinalStateUnknown) for cached objects the list no longer has.

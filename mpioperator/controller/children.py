@@ -131,7 +131,7 @@ class ChildReconciler:
                 # Our cache lags a create it has not delivered yet: read the object and go on.
                 cached = await self._read(res, desired["metadata"]["name"], ns, what)
             except errors.ApiError as exc:
-                raise SyncError(f"{what}: {exc}") from exc
+                raise SyncError(f"{what}: {exc.server_message}") from exc
         if not is_controlled_by(cached, job):
             raise self._refuse(job, cached)
         if all(same(_path(cached, p), _path(desired, p)) for p in differs):
@@ -142,14 +142,14 @@ class ChildReconciler:
         try:
             return await self._w.update(res, updated, ns)
         except errors.ApiError as exc:
-            raise SyncError(f"{what}: {exc}") from exc
+            raise SyncError(f"{what}: {exc.server_message}") from exc
 
     async def _read(self, res: Resource, name: str, namespace: str, what: str) -> Obj:
         try:
             found: Obj = await self._w.get(res, name, namespace)
             return found
         except errors.ApiError as exc:
-            raise SyncError(f"{what}: {exc}") from exc
+            raise SyncError(f"{what}: {exc.server_message}") from exc
 
     async def service(self, job: Obj) -> Obj:
         desired = service.new_service(job)
@@ -204,14 +204,17 @@ class ChildReconciler:
                 try:
                     return await self._w.create(PODS, desired, ns)
                 except errors.AlreadyExists:
-                    return await self._read(PODS, desired["metadata"]["name"], ns, "getting worker pod")
-                except errors.ApiError as exc:
-                    self._rec.record(job, WARNING, api.REASON_FAILED, f"worker pod created failed: {exc}")
-                    raise SyncError(str(exc)) from exc
+                    return await self._w.get(PODS, desired["metadata"]["name"], ns)
 
         missing = [i for i, pod in enumerate(existing) if pod is None]
         created = await asyncio.gather(*(create(i) for i in missing), return_exceptions=True)
         for i, made in zip(missing, created, strict=True):
+            if isinstance(made, errors.ApiError):
+                # Upstream creates one worker after another and stops at the first failure: the event
+                # names the lowest failing index only, however many of them failed together here.
+                message = made.server_message
+                self._rec.record(job, WARNING, api.REASON_FAILED, f"worker pod created failed: {message}")
+                raise SyncError(message) from made
             if isinstance(made, BaseException):
                 raise made
             existing[i] = made
@@ -258,8 +261,10 @@ class ChildReconciler:
                 raise self._refuse(job, found) from None
             return found
         except errors.ApiError as exc:
-            self._rec.record(job, WARNING, api.REASON_FAILED, f"launcher pod created failed: {exc}")
-            raise SyncError(f"creating launcher Pod: {exc}") from exc
+            self._rec.record(
+                job, WARNING, api.REASON_FAILED, f"launcher pod created failed: {exc.server_message}"
+            )
+            raise SyncError(f"creating launcher Pod: {exc.server_message}") from exc
 
     async def sync_launcher_suspension(self, job: Obj, launcher: Obj, suspended: bool) -> Obj:
         ns = job["metadata"]["namespace"]
@@ -291,7 +296,7 @@ class ChildReconciler:
                 updated = await self._w.update(JOBS, paused, ns)
                 return updated
         except errors.ApiError as exc:
-            raise SyncError(str(exc)) from exc
+            raise SyncError(exc.server_message) from exc
         return launcher
 
     async def clean_up_workers(self, job: Obj, status: Obj) -> None:
@@ -310,10 +315,25 @@ class ChildReconciler:
         replica_statuses = status.setdefault("replicaStatuses", {})
         replica_statuses[api.WORKER] = {}
 
-    async def delete_running_launcher_pods(self, job: Obj) -> None:
-        """D5 #11: cleanPodPolicy All also removes a launcher pod that is still running."""
+    async def stop_launcher(self, job: Obj) -> None:
+        """D5 #11: under cleanPodPolicy All a finished job's launcher stops too, through its Job, once.
+
+        An unfinished launcher Job (the job ended by eviction) is suspended: the Job controller deletes
+        its pods and makes no new one. Deleting the pod instead left the Job active, so the Job
+        controller replaced it and every sync deleted the replacement. A finished Job makes no new pod,
+        so a pod it left running is deleted (once; `_delete_pod` remembers it).
+        """
         launcher = self._l.jobs.get(job["metadata"]["namespace"], names.launcher_name(job))
-        if launcher is None:
+        if launcher is None or not is_controlled_by(launcher, job):
+            return
+        if not launcher_done(launcher):
+            if not launcher.get("spec", {}).get("suspend"):
+                stopped = copy.deepcopy(launcher)
+                stopped["spec"]["suspend"] = True
+                try:
+                    await self._w.update(JOBS, stopped, job["metadata"]["namespace"])
+                except errors.ApiError as exc:
+                    raise SyncError(f"suspending the launcher Job: {exc.message}") from exc
             return
         for pod in self._l.pods.owned_by(launcher["metadata"].get("uid", "")):
             if pod.get("status", {}).get("phase") in ("Running", "Pending"):
@@ -330,7 +350,7 @@ class ChildReconciler:
         except errors.NotFound:
             pass
         except errors.ApiError as exc:
-            raise SyncError(str(exc)) from exc
+            raise SyncError(exc.server_message) from exc
         self._deleted.add(meta.get("uid", ""))
 
 

@@ -19,13 +19,17 @@ from mpioperator.cache.factory import SharedInformerFactory
 from mpioperator.cache.informer import SharedInformer
 from mpioperator.cache.keys import DeletedFinalStateUnknown, deleted_object
 from mpioperator.clock import Clock
+from mpioperator.controller.children import SyncError
 from mpioperator.controller.enqueue import launcher_pod_ended, owning_mpijob_key, spec_changed
 from mpioperator.controller.events import EventRecorder
+from mpioperator.controller.fence import ControllerStopped, FencedWriter
 from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.pod_cache import POD_PROJECTION, slim_pod
 from mpioperator.controller.ports import Listers, Writer
 from mpioperator.controller.sync import JobSyncer, SyncSettings
+from mpioperator.controller.unexpected import FirstSeen
+from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient
 from mpioperator.kube.resources import (
     CONFIG_MAPS,
@@ -105,6 +109,9 @@ class MPIJobController:
         self._settings = settings
         self._clock = clock
         self._metrics = metrics
+        self._client = client
+        # Everything the controller writes goes through this, and nothing once it has stopped.
+        self._writer = FencedWriter(writer or client)
         self.factory = SharedInformerFactory(client, clock=clock)
         scopes: tuple[str | None, ...] = settings.namespaces or (None,)
         self._informers: dict[Resource, list[SharedInformer]] = {
@@ -141,7 +148,7 @@ class MPIJobController:
             metrics=PrometheusMetricsProvider(metrics.registry).for_queue(QUEUE_NAME),
         )
         self.recorder = EventRecorder(
-            writer or client,
+            self._writer,
             component="mpi-job-controller",
             kind="MPIJob",
             api_version="kubeflow.org/v2beta1",
@@ -160,7 +167,7 @@ class MPIJobController:
         self._jobs = listers.jobs
         self.syncer = JobSyncer(
             listers,
-            writer or client,
+            self._writer,
             self.recorder,
             metrics,
             utcnow=clock.utcnow,
@@ -177,6 +184,7 @@ class MPIJobController:
                     on_add=self._on_child, on_update=self._on_child_update, on_delete=self._on_child
                 )
         self._synced = False
+        self._unexpected = FirstSeen()
 
     def queue_idle(self) -> bool:
         """Nothing queued, delayed or in process: every known change has been reconciled."""
@@ -222,27 +230,45 @@ class MPIJobController:
         return self.syncer.has_job(namespace, name)
 
     async def run(self, workers: int, stop: asyncio.Event, *, drain_timeout: float = 10.0) -> None:
-        """Start informers, wait for caches, run `workers` workers until `stop` is set, then drain."""
-        self.recorder.start()
-        self.factory.start()
+        """Run the informers, the event sender and `workers` workers until `stop` is set, then drain.
+
+        All of them are tasks of one task group. Cancelling `run` (what losing the Lease does) cancels
+        every one at once: workers mid-sync, event handlers, watches, and the Events still queued, which
+        are dropped. `run` ends only when all of them have ended and every API call they had sent has
+        been answered, and from then on the controller's writer refuses to write: once a deposed
+        leader's `run` is over, it writes nothing more.
+        """
         try:
-            if not await self.factory.wait_for_cache_sync(timeout=self._settings.cache_sync_timeout):
-                raise RuntimeError("failed to wait for caches to sync")
-            self._synced = True
-            log.info("caches synced; starting workers", workers=workers)
-            tasks = [asyncio.ensure_future(self._worker(i)) for i in range(workers)]
-            await stop.wait()
-            log.info("draining the work queue", timeout=drain_timeout)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.queue.shut_down_with_drain(), drain_timeout)
-            self.queue.shut_down()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self.recorder.run(), name="mpijob-events")
+                self.factory.start()
+                informers = group.create_task(self.factory.run_until_cancelled(), name="mpijob-informers")
+                if not await self.factory.wait_for_cache_sync(timeout=self._settings.cache_sync_timeout):
+                    raise RuntimeError("failed to wait for caches to sync")
+                self._synced = True
+                log.info("caches synced; starting workers", workers=workers)
+                tasks = [
+                    group.create_task(self._worker(i), name=f"mpijob-worker-{i}") for i in range(workers)
+                ]
+                await stop.wait()
+                log.info("draining the work queue", timeout=drain_timeout)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.queue.shut_down_with_drain(), drain_timeout)
+                for task in tasks:
+                    task.cancel()
+                informers.cancel()
+                self.recorder.close()  # sends what the drained syncs recorded, then ends
+        except BaseExceptionGroup as failed:
+            # One failure (a cache that never synced) is the usual case: raise it as itself.
+            if len(failed.exceptions) == 1:
+                raise failed.exceptions[0] from None
+            raise
         finally:
             self._synced = False
-            await self.factory.shutdown()
-            await self.recorder.stop()
+            self._writer.close()
+            await self.queue.close()
+            if not await self._client.settled(timeout=self._client.request_timeout):
+                log.warning("API calls still unanswered after the controller stopped")
 
     async def _worker(self, index: int) -> None:
         while True:
@@ -266,10 +292,26 @@ class MPIJobController:
             self._metrics.reconcile_errors.inc()
             self._metrics.reconcile_duration.labels(result="error").observe(time.monotonic() - started)
             self.queue.add_rate_limited(key)
-            bound.warning("error syncing", error=str(exc), requeues=self.queue.num_requeues(key))
+            self._report(bound, exc, self.queue.num_requeues(key))
             return
         self.queue.forget(key)
         if result.requeue_after is not None:
             self.queue.add_after(key, result.requeue_after)
         self._metrics.reconcile_duration.labels(result="success").observe(time.monotonic() - started)
         bound.debug("synced", seconds=round(time.monotonic() - started, 4))
+
+    def _report(self, bound: Any, exc: Exception, requeues: int) -> None:
+        """A failed sync, retried with backoff. What the API server refused is said in one line, as
+        upstream logs it; anything else is a bug, logged with its traceback the first time it is seen."""
+        if isinstance(exc, (SyncError, errors.ApiError, ControllerStopped)):
+            cause = exc.__cause__ if isinstance(exc.__cause__, errors.ApiError) else exc
+            status = cause.status if isinstance(cause, errors.ApiError) else None
+            bound.warning("error syncing", error=str(exc), status=status, requeues=requeues)
+        elif self._unexpected.first(exc):
+            bound.error("unexpected error syncing; retrying", exc_info=exc, requeues=requeues)
+        else:
+            bound.warning(
+                "unexpected error syncing again (traceback logged once)",
+                error=f"{type(exc).__name__}: {exc}",
+                requeues=requeues,
+            )

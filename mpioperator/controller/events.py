@@ -3,6 +3,10 @@
 A sync only enqueues; one sender task writes in order. A repeat of the same (object, type, reason,
 message) patches the existing Event's count and lastTimestamp instead of creating another, the way
 client-go's correlator does, so a job stuck in a loop cannot flood etcd.
+
+Every field upstream's tests compare is upstream's: the source and reporting component are the
+component's name, and the host and reporting instance are empty (client-go's recorder is given no host
+by upstream and copies the empty one), so tools that match Events on those fields see no difference.
 """
 
 from __future__ import annotations
@@ -10,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import socket
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +28,7 @@ NORMAL = "Normal"
 WARNING = "Warning"
 
 _MAX_MESSAGE_BYTES = 1024
+MAX_QUEUED_EVENTS = 1000
 _REMEMBERED_EVENTS = 4096
 
 log = structlog.get_logger(__name__)
@@ -102,8 +106,8 @@ def new_event(
     *,
     timestamp: str,
     component: str,
-    host: str,
     unique: str,
+    host: str = "",
 ) -> dict[str, Any]:
     """The Event a first occurrence creates; `unique` makes the name distinct like client-go's suffix."""
     return {
@@ -117,7 +121,7 @@ def new_event(
         "reason": key.reason,
         "message": key.message,
         "type": key.type,
-        "source": {"component": component, "host": host},
+        "source": {"component": component, **({"host": host} if host else {})},
         "firstTimestamp": timestamp,
         "lastTimestamp": timestamp,
         "count": 1,
@@ -137,59 +141,88 @@ class EventRecorder:
         kind: str,
         api_version: str,
         utcnow: Callable[[], dt.datetime],
-        host: str | None = None,
+        host: str = "",
     ) -> None:
         self._writer = writer
         self._component = component
         self._kind = kind
         self._api_version = api_version
         self._utcnow = utcnow
-        self._host = host or socket.gethostname()
-        self._queue: asyncio.Queue[_Pending | None] = asyncio.Queue()
+        self._host = host
+        # Bounded, as client-go's broadcaster (1000 queued events, then dropped): `record` is called from
+        # a sync, which must never wait on an Event, so past the bound an Event is dropped, not queued.
+        self._queue: asyncio.Queue[_Pending | None] = asyncio.Queue(maxsize=MAX_QUEUED_EVENTS)
         self._seen: OrderedDict[EventKey, _Seen] = OrderedDict()
         self._sender: asyncio.Task[None] | None = None
         self._sequence = 0
+        self._closed = False
+        self.dropped = 0
 
     def start(self) -> None:
+        """Run the sender as a task of its own, for callers that do not run `run` in a task group."""
         if self._sender is None:
-            self._sender = asyncio.get_running_loop().create_task(self._send_all(), name="event-sender")
+            self._sender = asyncio.get_running_loop().create_task(self.run(), name="event-sender")
 
     def record(self, obj: dict[str, Any], event_type: str, reason: str, message: str) -> None:
         message = truncate_message(message)
         involved = involved_object(obj, self._kind, self._api_version)
         key = EventKey(involved.get("uid", ""), event_type, reason, message)
-        log.info(
-            "event",
-            object=f"{involved.get('namespace', '')}/{involved.get('name', '')}",
-            type=event_type,
-            reason=reason,
-            message=message,
-        )
-        self._queue.put_nowait(_Pending(key, involved, format_time(self._utcnow())))
+        where = f"{involved.get('namespace', '')}/{involved.get('name', '')}"
+        log.info("event", object=where, type=event_type, reason=reason, message=message)
+        if self._closed:
+            self.dropped += 1
+            log.debug("event not sent: the recorder has stopped", object=where, reason=reason)
+            return
+        try:
+            self._queue.put_nowait(_Pending(key, involved, format_time(self._utcnow())))
+        except asyncio.QueueFull:
+            self.dropped += 1
+            log.warning("event dropped: too many waiting to be sent", object=where, reason=reason)
 
     async def flush(self) -> None:
         """Wait until everything recorded so far has been written (or given up on)."""
         await self._queue.join()
 
+    def close(self) -> None:
+        """Let `run` end once what is queued has been sent; what is recorded from now on is dropped."""
+        if not self._closed:
+            self._closed = True
+            with contextlib.suppress(asyncio.QueueFull):  # a full queue wakes `run` anyway
+                self._queue.put_nowait(None)
+
     async def stop(self) -> None:
+        self.close()
         if self._sender is None:
             return
-        self._queue.put_nowait(None)
         with contextlib.suppress(asyncio.CancelledError):
             await self._sender
         self._sender = None
 
-    async def _send_all(self) -> None:
-        while True:
-            pending = await self._queue.get()
-            try:
-                if pending is None:
-                    return
-                await self._send(pending)
-            except Exception as exc:  # an Event is best effort; the sync must never see this
-                log.warning("event not written", reason=pending.key.reason if pending else "", error=str(exc))
-            finally:
-                self._queue.task_done()
+    async def run(self) -> None:
+        """Send Events in the order recorded until `close()` and the queue is empty. Cancelled, it stops
+        at once: what is still queued is dropped, never sent by a controller that has stopped."""
+        try:
+            while not (self._closed and self._queue.empty()):
+                pending = await self._queue.get()
+                try:
+                    if pending is not None:
+                        await self._send(pending)
+                except Exception as exc:  # an Event is best effort; the sync must never see this
+                    log.warning(
+                        "event not written", reason=pending.key.reason if pending else "", error=str(exc)
+                    )
+                finally:
+                    self._queue.task_done()
+        except asyncio.CancelledError:
+            self._closed = True
+            self._drop_queued()
+            raise
+
+    def _drop_queued(self) -> None:
+        while not self._queue.empty():
+            if self._queue.get_nowait() is not None:
+                self.dropped += 1
+            self._queue.task_done()
 
     async def _send(self, pending: _Pending) -> None:
         seen = self._seen.get(pending.key)

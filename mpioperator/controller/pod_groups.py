@@ -81,7 +81,7 @@ class PodGroupReconciler:
                 # Our cache lags a create it has not delivered yet: read the object and go on.
                 cached = await self._get(res, job)
             except errors.ApiError as exc:
-                raise SyncError(f"creating PodGroup: {exc}") from exc
+                raise SyncError(f"creating PodGroup: {exc.server_message}") from exc
         if not is_controlled_by(cached, job):
             raise self._refuse(job, cached)
         if self._backend.pod_group_spec_equal(cached, desired):
@@ -93,14 +93,14 @@ class PodGroupReconciler:
             result: Obj = await self._w.update(res, updated, ns)
             return result
         except errors.ApiError as exc:
-            raise SyncError(f"updating PodGroup: {exc}") from exc
+            raise SyncError(f"updating PodGroup: {exc.server_message}") from exc
 
     async def _get(self, res: Resource, job: Obj) -> Obj:
         try:
             found: Obj = await self._w.get(res, pod_group_name(job), job["metadata"]["namespace"])
             return found
         except errors.ApiError as exc:
-            raise SyncError(f"getting PodGroup: {exc}") from exc
+            raise SyncError(f"getting PodGroup: {exc.server_message}") from exc
 
     async def delete(self, job: Obj) -> None:
         """Remove the job's PodGroup if the cache has one; nothing to do (and no write) otherwise."""
@@ -118,4 +118,4 @@ class PodGroupReconciler:
         except errors.NotFound:
             pass
         except errors.ApiError as exc:
-            raise SyncError(f"deleting PodGroup: {exc}") from exc
+            raise SyncError(f"deleting PodGroup: {exc.server_message}") from exc

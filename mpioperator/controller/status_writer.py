@@ -89,5 +89,5 @@ async def write_if_changed(
     except errors.NotFound:
         return False
     except errors.ApiError as exc:
-        raise SyncError(f"updating status: {exc}") from exc
+        raise SyncError(f"updating status: {exc.server_message}") from exc
     return True

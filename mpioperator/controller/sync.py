@@ -60,6 +60,17 @@ class _Once:
         return True
 
 
+def _complete_upstream_eviction(status: Obj) -> None:
+    """D5 #7 for a job evicted under upstream, which leaves it Failed without a completionTime: it is
+    finished, and its completionTime is when it failed, so it is not synced as a running job again
+    (which would create its missing workers)."""
+    failed = conditions.find(status, api.COND_FAILED)
+    if status.get("completionTime") or failed is None or failed.get("status") != "True":
+        return
+    if failed.get("reason") == api.REASON_EVICTED:
+        status["completionTime"] = failed.get("lastTransitionTime") or failed.get("lastUpdateTime")
+
+
 class JobSyncer:
     def __init__(
         self,
@@ -153,6 +164,7 @@ class JobSyncer:
                 self._rec.record(job, NORMAL, api.REASON_CREATED, message)
                 self._metrics.created.inc()
 
+        _complete_upstream_eviction(status)
         if conditions.is_finished(status) and status.get("completionTime"):
             return await self._sync_finished(cached, job)
 
@@ -196,13 +208,14 @@ class JobSyncer:
         return SyncResult()
 
     async def _sync_finished(self, cached: Obj, job: Obj) -> SyncResult:
+        """A finished job is only cleaned up: nothing is created, and once clean nothing is written."""
         status = job["status"]
         policy = job["spec"].get("runPolicy", {}).get("cleanPodPolicy")
         if policy in (api.CLEAN_POD_POLICY_ALL, api.CLEAN_POD_POLICY_RUNNING):
             await self._clean_up(job, status)
             if policy == api.CLEAN_POD_POLICY_ALL:
-                await self._children.delete_running_launcher_pods(job)
-            await status_writer.write_if_changed(self._w, cached, status, self._recent)
+                await self._children.stop_launcher(job)
+        await status_writer.write_if_changed(self._w, cached, status, self._recent)
         return await self._expire(job)
 
     async def _clean_up(self, job: Obj, status: Obj) -> None:

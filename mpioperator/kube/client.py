@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import concurrent.futures
 import contextlib
 import os
 from collections.abc import AsyncGenerator, Callable
@@ -19,9 +20,9 @@ import urllib3
 from mpioperator import __version__
 from mpioperator.kube.config import load_configuration
 from mpioperator.kube.projection import Projection
-from mpioperator.kube.ratelimit import TokenBucket
+from mpioperator.kube.ratelimit import ClientLimiters
 from mpioperator.kube.resources import Resource
-from mpioperator.kube.transport import CONTENT_TYPES, Transport, decode
+from mpioperator.kube.transport import CONTENT_TYPES, Answer, Transport, decode
 from mpioperator.kube.watch import open_stream, stream_events
 
 Obj = dict[str, Any]
@@ -59,7 +60,10 @@ def stamp_list(res: Resource, listed: Obj) -> Obj:
 class KubeClient:
     """Async verbs over one connection pool of `pool_size`, shared by watches (one connection each,
     held for the watch's life) and `workers` threads for unary calls (default: a quarter of the pool,
-    leaving the rest to watches so requests never churn connections)."""
+    leaving the rest to watches so requests never churn connections).
+
+    Every unary call waits for a token of `qps`/`burst` from the bucket of the upstream client its API
+    group belongs to (`ClientLimiters`); opening a watch takes none, as in client-go."""
 
     def __init__(
         self,
@@ -70,16 +74,19 @@ class KubeClient:
         request_timeout: float = 30.0,
         workers: int | None = None,
         metrics: RequestMetrics | None = None,
-        limiter: TokenBucket | None = None,
+        limiters: ClientLimiters | None = None,
     ) -> None:
         self._t = transport
-        self._bucket = limiter or TokenBucket(qps, burst)
+        self._limiters = limiters or ClientLimiters(qps, burst)
         self._timeout = request_timeout
         pool = transport.cfg.connection_pool_maxsize or 16
         self._executor = ThreadPoolExecutor(
             max_workers=workers or max(2, pool // 4), thread_name_prefix="kube-call"
         )
         self._metrics = metrics or NoRequestMetrics()
+        # Unary calls handed to the pool and not yet answered. A caller cancelled mid-call stops waiting,
+        # but a request already on the wire completes on its thread; `settled` waits for those.
+        self._in_flight: set[concurrent.futures.Future[Answer]] = set()
 
     # -- construction ------------------------------------------------------------------------------
     @classmethod
@@ -116,6 +123,14 @@ class KubeClient:
         cfg = load_configuration(host=host, token=token, ca_file=ca_file, pool_size=pool_size)
         return cls(Transport(cfg, user_agent), **opts)
 
+    @property
+    def request_timeout(self) -> float:
+        return self._timeout
+
+    @property
+    def limiters(self) -> ClientLimiters:
+        return self._limiters
+
     def override_host(self, host: str) -> None:
         self._t.override_host(host)
 
@@ -132,17 +147,24 @@ class KubeClient:
         content_type: str | None = None,
         projection: Projection | None = None,
     ) -> Obj:
-        await self._bucket.acquire()
+        await self._limiters.for_group(res.group).acquire()
         loop = asyncio.get_running_loop()
         started = loop.time()
         code = 0
+        call = self._executor.submit(
+            self._t.request,
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            timeout=self._timeout,
+        )
+        self._in_flight.add(call)
+        call.add_done_callback(self._in_flight.discard)
         try:
-            answer = await loop.run_in_executor(
-                self._executor,
-                lambda: self._t.request(
-                    method, path, query=query, body=body, content_type=content_type, timeout=self._timeout
-                ),
-            )
+            # Cancelling this wait cancels a call not yet started, so it is never sent.
+            answer = await asyncio.wrap_future(call)
             code = answer.status
             return decode(answer, projection.list) if projection is not None else decode(answer)
         finally:
@@ -272,7 +294,8 @@ class KubeClient:
         res: Resource,
         projection: Projection | None,
     ) -> AsyncGenerator[Obj, None]:
-        await self._bucket.acquire()
+        # No token: a watch is one long request, and client-go does not throttle watches either. What keeps
+        # a failing watch from spinning is its caller's back-off (the reflector's, the lease watch's).
         loop = asyncio.get_running_loop()
         started = loop.time()
         code = 0
@@ -286,6 +309,15 @@ class KubeClient:
         async with contextlib.aclosing(stream_events(response, stamp_kind(res), loads)) as events:
             async for event in events:
                 yield event
+
+    async def settled(self, timeout: float | None = None) -> bool:
+        """Wait until every unary call sent so far has been answered (or has failed); False if `timeout`
+        seconds pass first. After a caller was cancelled this is when its writes are really over."""
+        pending = [asyncio.wrap_future(call) for call in list(self._in_flight)]
+        if not pending:
+            return True
+        _, still = await asyncio.wait(pending, timeout=timeout)
+        return not still
 
     async def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -15,6 +15,13 @@ class ApiError(Exception):
         self.message = message
         self.body = body or {}
 
+    @property
+    def server_message(self) -> str:
+        """The API server's own words (its Status message), which is all client-go's error text holds and
+        so all that upstream's events and errors carry; the code stands in only when the server said
+        nothing."""
+        return self.message or (f"{self.status} {self.reason}" if self.reason else f"status {self.status}")
+
 
 class NotFound(ApiError):
     pass

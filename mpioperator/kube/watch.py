@@ -2,6 +2,10 @@
 
 The socket read timeout is the inactivity deadline: a connection that delivers nothing (not even a
 bookmark) for that long is presumed dead and reported as WatchInactive, never left hanging.
+
+The hand-over is bounded: the reader thread may run at most `buffer` lines ahead of the loop, then it
+waits for the loop to take one. A loop that falls behind (a burst of large pods, a busy sync) so holds
+back the reader, and TCP holds back the API server, instead of the lines piling up in memory.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from mpioperator.kube.transport import error_of
 
 _END = object()
 _JOIN_TIMEOUT = 5.0
+# Lines read but not yet taken by the loop, per watch: about 2.5 MB of 10 kB pods.
+BUFFERED_LINES = 256
 _ids = itertools.count(1)
 
 
@@ -33,6 +39,7 @@ def _reader(
     response: urllib3.BaseHTTPResponse,
     deliver: Callable[[object], None],
     stopped: threading.Event,
+    room: threading.Semaphore,
 ) -> None:
     try:
         if response.status != 200:
@@ -42,6 +49,9 @@ def _reader(
             if stopped.is_set():
                 return
             if line.strip():
+                room.acquire()  # back-pressure: wait while the loop has `buffer` lines not yet taken
+                if stopped.is_set():
+                    return
                 deliver(line)
         deliver(_END)
     except (urllib3.exceptions.ReadTimeoutError, TimeoutError) as exc:
@@ -97,18 +107,22 @@ async def stream_events(
     response: urllib3.BaseHTTPResponse,
     stamp: Callable[[dict[str, Any]], None],
     loads: Callable[[bytes], dict[str, Any]] | None = None,
+    *,
+    buffer: int = BUFFERED_LINES,
 ) -> AsyncGenerator[dict[str, Any], None]:
     """Events of one watch response; ends when the server closes the stream. Always closes `response`."""
     loop = asyncio.get_running_loop()
+    # Unbounded itself: `room` bounds the lines in it, and the end or a failure always finds a place.
     queue: asyncio.Queue[object] = asyncio.Queue()
     stopped = threading.Event()
+    room = threading.Semaphore(buffer)
 
     def deliver(item: object) -> None:
         with contextlib.suppress(RuntimeError):  # the loop may be closing
             loop.call_soon_threadsafe(queue.put_nowait, item)
 
     thread = threading.Thread(
-        target=_reader, args=(response, deliver, stopped), name=f"kube-watch-{next(_ids)}", daemon=True
+        target=_reader, args=(response, deliver, stopped, room), name=f"kube-watch-{next(_ids)}", daemon=True
     )
     thread.start()
     try:
@@ -119,9 +133,11 @@ async def stream_events(
             if isinstance(item, _Failure):
                 raise item.exc
             assert isinstance(item, bytes)
+            room.release()
             yield parse_event(item, stamp, loads)
     finally:
         stopped.set()
+        room.release()  # a reader waiting for room wakes, sees the stop and ends
         _close(response)
         with contextlib.suppress(RuntimeError):  # the default executor is gone at loop shutdown
             await loop.run_in_executor(None, thread.join, _JOIN_TIMEOUT)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 from collections.abc import Hashable
@@ -58,6 +59,14 @@ class DelayingQueue(Queue[T]):
         self._timer_deadline = float("inf")
         self._heap.clear()
         self._ready_at.clear()
+
+    async def close(self) -> None:
+        """Shut down, and wait until the delay timer has ended: no task of the queue outlives it."""
+        timer = self._timer
+        self.shut_down()
+        if timer is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await timer
 
     def _arm(self, deadline: float) -> None:
         if self._timer is not None:

@@ -21,8 +21,8 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from mpioperator.testing.audit import LEASES, Writes, minimum_writes_per_job
 from test.benchmarks import report, scale, scenarios
-from test.benchmarks.audit import LEASES, Writes, minimum_writes_per_job
 from test.benchmarks.contenders import Contender, Ours, Settings, Upstream, build_upstream
 from test.benchmarks.paced import PACED_JOB_TIMEOUT_S, paced
 from test.benchmarks.scenarios import Bench, Figures

@@ -13,8 +13,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from mpioperator.testing.audit import LEASES, Writes
 from mpioperator.testing.wait import WaitTimeout
-from test.benchmarks.audit import LEASES, Writes
 from test.benchmarks.contenders import Contender
 from test.benchmarks.scenarios import Bench, Figures, bench_job, wait_alive, wait_quiet, worker_pods
 from test.benchmarks.timeline import Timeline

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from test.benchmarks.audit import LEASES, Writes
+from mpioperator.testing.audit import LEASES, Writes
 
 Figures = dict[str, float]
 MIB = 1024 * 1024

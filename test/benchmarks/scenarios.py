@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mpioperator.testing.audit import LEASES, Writes, apiserver_audit_args, read_writes
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.install import OPERATOR_ACCOUNT, OPERATOR_NAMESPACE, REPO, install_manifests
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.nodes import NodeShape
 from mpioperator.testing.wait import ProbeAborted, WaitTimeout, wait_for
-from test.benchmarks.audit import LEASES, Writes, apiserver_audit_args, read_writes
 from test.benchmarks.contenders import Contender
 from test.benchmarks.timeline import Timeline
 

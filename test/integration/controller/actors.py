@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime as dt
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -196,3 +199,100 @@ class Actors:
         launcher.setdefault("status", {})["failed"] = failed
         launcher["status"].setdefault("startTime", now())
         self.rest.request("PUT", self.path("jobs", f"{job}-launcher") + "/status", launcher)
+
+
+class LauncherJobController:
+    """Plays kube-controller-manager's Job controller for one launcher Job, in a background task.
+
+    While the Job is neither finished nor suspended it keeps one launcher pod alive, replacing any pod
+    that is deleted or ends (so a controller that deletes launcher pods instead of stopping the Job
+    shows up as churn). When the Job is suspended it deletes its active pods once and reports itself
+    Suspended, with no active pod. Each pod it creates is recorded with the time it was made.
+    """
+
+    def __init__(self, actors: Actors, job: str, *, phase: str = "Running") -> None:
+        self.a = actors
+        self.job = job
+        self.phase = phase
+        self.created: list[tuple[float, str]] = []
+        self.deleted_for_suspension: list[str] = []
+        self._task: asyncio.Task[None] | None = None
+
+    def created_since(self, moment: float) -> list[str]:
+        return [name for at, name in self.created if at >= moment]
+
+    def active_pods(self) -> list[dict[str, Any]]:
+        launcher = self.a.launcher_job(self.job)
+        if launcher is None:
+            return []
+        uid = launcher["metadata"]["uid"]
+        return [
+            p
+            for p in self.a.items("pods")
+            if any(ref.get("uid") == uid for ref in p["metadata"].get("ownerReferences") or ())
+            and not p["metadata"].get("deletionTimestamp")
+            and p.get("status", {}).get("phase") in ("Pending", "Running")
+        ]
+
+    def step(self) -> None:
+        launcher = self.a.launcher_job(self.job)
+        if launcher is None or _finished(launcher):
+            return
+        active = self.active_pods()
+        if launcher["spec"].get("suspend"):
+            for pod in active:
+                name = pod["metadata"]["name"]
+                with contextlib.suppress(RestError):
+                    self.a.rest.delete(self.a.path("pods", name))
+                self.deleted_for_suspension.append(name)
+            if not _has_condition(launcher, "Suspended"):
+                stamp = now()
+                status = dict(launcher.get("status") or {})
+                status.pop("active", None)
+                status["conditions"] = [
+                    *(status.get("conditions") or []),
+                    {
+                        "type": "Suspended",
+                        "status": "True",
+                        "reason": "JobSuspended",
+                        "message": "Job suspended",
+                        "lastTransitionTime": stamp,
+                        "lastProbeTime": stamp,
+                    },
+                ]
+                launcher["status"] = status
+                with contextlib.suppress(RestError):  # a conflict: the next step retries
+                    self.a.rest.request(
+                        "PUT", self.a.path("jobs", f"{self.job}-launcher") + "/status", launcher
+                    )
+            return
+        if not active:
+            suffix = f"{len(self.created):05d}"
+            name = self.a.create_launcher_pod(self.job, suffix=suffix, phase=self.phase)
+            self.created.append((time.monotonic(), name))
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.to_thread(self.step)
+            await asyncio.sleep(0.05)  # the actor's own pace, as a controller's resync; no test waits on it
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+
+def _has_condition(obj: dict[str, Any], cond_type: str) -> bool:
+    return any(
+        c.get("type") == cond_type and c.get("status") == "True"
+        for c in (obj.get("status") or {}).get("conditions") or ()
+    )
+
+
+def _finished(launcher: dict[str, Any]) -> bool:
+    return _has_condition(launcher, "Complete") or _has_condition(launcher, "Failed")

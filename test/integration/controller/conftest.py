@@ -47,6 +47,8 @@ class CountingWriter:
 
     client: KubeClient
     writes: list[tuple[str, str, str]] = field(default_factory=list)
+    # Every write with the object it sent (None for patches and deletes), never cleared by the tests.
+    sent: list[tuple[str, str, str, dict[str, Any] | None]] = field(default_factory=list)
 
     def __getattr__(self, name: str) -> Any:
         target = getattr(self.client, name)
@@ -57,6 +59,7 @@ class CountingWriter:
             first = args[0] if args else ""
             label = first if isinstance(first, str) else first.get("metadata", {}).get("name", "")
             self.writes.append((name, res.plural, label))
+            self.sent.append((name, res.plural, label, first if isinstance(first, dict) else None))
             return await target(res, *args, **kwargs)
 
         return counted

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from test.benchmarks.audit import count_writes, minimum_writes_per_job
+from mpioperator.testing.audit import count_writes, minimum_writes_per_job
 from test.benchmarks.report import Metric, Row, format_table, rows
 from test.benchmarks.scenarios import percentile
 

@@ -67,3 +67,12 @@ def test_sustained_rate_matches_qps() -> None:
 def test_nonsense_settings_are_rejected(qps: float, burst: int) -> None:
     with pytest.raises(ValueError, match="qps"):
         TokenBucket(qps, burst)
+
+
+async def test_a_bucket_counts_the_tokens_it_hands_out_and_the_waits_it_asked_for() -> None:
+    time = FakeTime()
+    limiter = bucket(10.0, 2, time)
+    for _ in range(4):
+        await limiter.acquire()
+    assert limiter.taken == 4
+    assert limiter.waited == pytest.approx(0.1 + 0.2)

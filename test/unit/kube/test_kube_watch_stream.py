@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any, cast
@@ -151,3 +152,136 @@ async def test_a_watch_cancelled_while_opening_closes_the_response_it_gets_later
         await opening
     answer.set()
     await async_wait_for(lambda: asyncio.sleep(0, response.closed), timeout=5, what="late response closed")
+
+
+class CountingResponse(FakeResponse):
+    """Counts the lines the reader thread has read off the connection."""
+
+    def __init__(self, lines: list[bytes], *, then: BaseException | None = None) -> None:
+        super().__init__(lines, then=then)
+        self.read = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for raw in super().__iter__():
+            self.read += 1
+            yield raw
+
+
+async def test_a_slow_consumer_holds_the_reader_back_by_the_buffer() -> None:
+    """The reader runs at most `buffer` lines ahead of what the loop has taken (plus the one it holds)."""
+    buffer, total = 4, 200
+    response = CountingResponse([line("ADDED", {"metadata": {"name": f"p{i}"}}) for i in range(total)])
+    taken = 0
+    events = stream_events(cast(urllib3.BaseHTTPResponse, response), stamp_kind(CONFIG_MAPS), buffer=buffer)
+    async with contextlib.aclosing(events) as stream:
+        async for event in stream:
+            assert event["object"]["metadata"]["name"] == f"p{taken}"
+            taken += 1
+            ahead = min(total, taken + buffer + 1)
+            await async_wait_for(
+                lambda: asyncio.sleep(0, response.read >= ahead),  # noqa: B023  # awaited in this iteration
+                timeout=5,
+                what="the reader ahead",
+                interval=0.001,
+            )
+            assert response.read <= taken + buffer + 1
+    assert taken == total
+
+
+async def test_a_reader_waiting_for_room_ends_when_the_consumer_stops() -> None:
+    response = CountingResponse([line("ADDED", {"metadata": {"name": f"p{i}"}}) for i in range(50)])
+    events = stream_events(cast(urllib3.BaseHTTPResponse, response), stamp_kind(CONFIG_MAPS), buffer=2)
+    async with contextlib.aclosing(events) as stream:
+        async for _ in stream:
+            await async_wait_for(
+                lambda: asyncio.sleep(0, response.read),
+                timeout=5,
+                what="the buffer full",
+                done=lambda n: n >= 4,
+            )
+            break
+    assert watch_threads() == []
+    assert response.read < 50
+
+
+def named(count: int) -> list[bytes]:
+    return [line("ADDED", {"metadata": {"name": f"p{i}"}}) for i in range(count)]
+
+
+def waiting_for_room(thread: threading.Thread) -> bool:
+    """The thread is blocked inside a Semaphore's acquire, i.e. in the wait for the loop to make room."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    in_wait = False
+    while frame is not None:
+        owner = frame.f_locals.get("self")
+        if frame.f_code.co_name == "wait" and isinstance(owner, threading.Condition):
+            in_wait = True
+        if frame.f_code.co_name == "acquire" and isinstance(owner, threading.Semaphore):
+            return in_wait
+        frame = frame.f_back
+    return False
+
+
+async def reader_parked(response: CountingResponse, read: int) -> None:
+    """Wait until the only watch thread has read `read` lines and is blocked waiting for room."""
+
+    async def probe() -> tuple[int, bool]:
+        threads = watch_threads()
+        return response.read, len(threads) == 1 and waiting_for_room(threads[0])
+
+    await async_wait_for(
+        probe, timeout=5, what="the reader parked", interval=0.005, done=lambda s: s == (read, True)
+    )
+
+
+async def test_a_loop_that_takes_nothing_parks_the_reader_and_later_gets_every_line_in_order() -> None:
+    buffer, total = 4, 30
+    response = CountingResponse(named(total))
+    events = stream_events(cast(urllib3.BaseHTTPResponse, response), stamp_kind(CONFIG_MAPS), buffer=buffer)
+    async with contextlib.aclosing(events) as stream:
+        first = await anext(stream)
+        # One taken, `buffer` handed over and not taken, one read and held: then the reader waits.
+        await reader_parked(response, 1 + buffer + 1)
+        rest = [event async for event in stream]
+    names = [e["object"]["metadata"]["name"] for e in [first, *rest]]
+    assert names == [f"p{i}" for i in range(total)]
+    assert response.read == total
+    assert watch_threads() == []
+
+
+@pytest.mark.parametrize("ending", ["end", "broken"])
+async def test_the_end_of_a_stream_gets_past_a_full_buffer_behind_every_line(ending: str) -> None:
+    """The end or a failure needs no room: the reader finishes while `buffer` lines wait to be taken."""
+    buffer = 3
+    broken = urllib3.exceptions.ProtocolError("IncompleteRead") if ending == "broken" else None
+    response = CountingResponse(named(1 + buffer), then=broken)
+    events = stream_events(cast(urllib3.BaseHTTPResponse, response), stamp_kind(CONFIG_MAPS), buffer=buffer)
+    async with contextlib.aclosing(events) as stream:
+        names = [(await anext(stream))["object"]["metadata"]["name"]]
+        await async_wait_for(lambda: asyncio.sleep(0, response.released), timeout=5, what="the reader done")
+        assert response.read == 1 + buffer
+        with pytest.raises(errors.ApiError) if broken else contextlib.nullcontext():
+            async for event in stream:
+                names.append(event["object"]["metadata"]["name"])
+    assert names == ["p0", "p1", "p2", "p3"]
+
+
+async def test_cancelling_the_loop_while_the_reader_waits_for_room_ends_the_reader() -> None:
+    """What losing the Lease does to an informer whose handlers fell behind."""
+    response = CountingResponse(named(50))
+    events = stream_events(cast(urllib3.BaseHTTPResponse, response), stamp_kind(CONFIG_MAPS), buffer=2)
+    never = asyncio.Event()
+
+    async def slow_handler() -> None:
+        async with contextlib.aclosing(events) as stream:
+            async for _ in stream:
+                await never.wait()
+
+    consumer = asyncio.ensure_future(slow_handler())
+    await reader_parked(response, 1 + 2 + 1)
+    consumer.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await consumer
+    assert watch_threads() == []
+    assert response.closed
+    assert response.read == 4

@@ -116,3 +116,17 @@ async def test_add_after_is_ignored_once_shut_down() -> None:
     await clock.advance(1)
     assert len(q) == 0
     assert q.waiting == 0
+
+
+async def test_closing_the_queue_ends_its_delay_timer_and_refuses_items() -> None:
+    q, _ = new_queue()
+    q.add_after("a", 5)
+    timer = q._timer
+    assert timer is not None and not timer.done()
+
+    await q.close()
+
+    assert timer.done()
+    q.add("b")
+    q.add_after("c", 1)
+    assert len(q) == 0 and q.waiting == 0

@@ -1,0 +1,72 @@
+"""A call whose caller was cancelled: never sent if it had not started, waited for by `settled` if it had."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from mpioperator.kube.client import KubeClient
+from mpioperator.kube.resources import CONFIG_MAPS
+from mpioperator.kube.transport import Answer
+
+pytestmark = pytest.mark.unit
+
+
+class HeldTransport:
+    """Answers each request only once released; records what was sent."""
+
+    def __init__(self) -> None:
+        self.cfg = SimpleNamespace(connection_pool_maxsize=4)
+        self.sent: list[str] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def request(self, method: str, path: str, **_: Any) -> Answer:
+        self.sent.append(f"{method} {path}")
+        self.entered.set()
+        self.release.wait(10)
+        return Answer(201, {}, b"{}")
+
+    def close(self) -> None:
+        self.release.set()
+
+
+def _client(transport: HeldTransport) -> KubeClient:
+    return KubeClient(transport, qps=1000, burst=1000, workers=1)  # type: ignore[arg-type]
+
+
+async def test_settled_waits_for_a_call_already_sent_when_its_caller_was_cancelled() -> None:
+    transport = HeldTransport()
+    client = _client(transport)
+    call = asyncio.ensure_future(client.create(CONFIG_MAPS, {"metadata": {"name": "a"}}, "ns"))
+    await asyncio.to_thread(transport.entered.wait, 5)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+
+    assert await client.settled(timeout=0.05) is False
+    transport.release.set()
+    assert await client.settled(timeout=5) is True
+    await client.close()
+
+
+async def test_a_cancelled_call_that_had_not_started_is_never_sent() -> None:
+    transport = HeldTransport()
+    client = _client(transport)  # one thread: the second call waits behind the first
+    first = asyncio.ensure_future(client.create(CONFIG_MAPS, {"metadata": {"name": "a"}}, "ns"))
+    await asyncio.to_thread(transport.entered.wait, 5)
+    second = asyncio.ensure_future(client.create(CONFIG_MAPS, {"metadata": {"name": "b"}}, "ns"))
+    await asyncio.sleep(0)  # let it reach the pool
+    second.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await second
+    transport.release.set()
+
+    await first
+    assert await client.settled(timeout=5) is True
+    assert transport.sent == ["POST /api/v1/namespaces/ns/configmaps"]
+    await client.close()

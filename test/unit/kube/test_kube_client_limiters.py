@@ -1,0 +1,157 @@
+"""Which requests take a client-side token, and from whose bucket (client-go's rules)."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from mpioperator.kube.client import KubeClient
+from mpioperator.kube.ratelimit import ClientLimiters
+from mpioperator.kube.resources import (
+    CONFIG_MAPS,
+    EVENTS,
+    JOBS,
+    LEASES,
+    MPIJOBS,
+    PODS,
+    PRIORITY_CLASSES,
+    SCHEDULER_PLUGINS_POD_GROUPS,
+    VOLCANO_POD_GROUPS,
+    Resource,
+)
+from mpioperator.kube.transport import Answer
+
+pytestmark = pytest.mark.unit
+
+
+class EmptyStream:
+    """A watch answer whose server closes the stream at once."""
+
+    status = 200
+    headers: dict[str, str] = {}
+    data = b""
+
+    def __iter__(self) -> Any:
+        return iter(())
+
+    def shutdown(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def release_conn(self) -> None:
+        pass
+
+
+class AnsweringTransport:
+    """Answers every call at once with an empty list or object; records what reached the wire."""
+
+    def __init__(self) -> None:
+        self.cfg = SimpleNamespace(connection_pool_maxsize=4)
+        self.sent: list[str] = []
+        self._lock = threading.Lock()
+
+    def request(self, method: str, path: str, **_: Any) -> Answer:
+        with self._lock:
+            self.sent.append(f"{method} {path}")
+        return Answer(200, {}, b'{"items": [], "metadata": {"resourceVersion": "1"}}')
+
+    def open(self, method: str, path: str, **kwargs: Any) -> EmptyStream:
+        with self._lock:
+            self.sent.append(f"WATCH {path}")
+        return EmptyStream()
+
+    def close(self) -> None:
+        pass
+
+
+class FrozenTime:
+    """Time stands still: a bucket never refills, and every wait it asks for is recorded, not slept."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    def now(self) -> float:
+        return 0.0
+
+    async def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+def client(limiters: ClientLimiters) -> tuple[KubeClient, AnsweringTransport]:
+    transport = AnsweringTransport()
+    return KubeClient(transport, limiters=limiters, workers=1), transport  # type: ignore[arg-type]
+
+
+async def watch_once(kube: KubeClient, res: Resource) -> None:
+    async for _ in kube.watch(res, "ns", resource_version="1", timeout_seconds=60):
+        pass
+
+
+async def test_a_watch_takes_no_token_while_a_list_takes_one() -> None:
+    time = FrozenTime()
+    limiters = ClientLimiters(5.0, 1, now=time.now, sleep=time.sleep)
+    kube, transport = client(limiters)
+    await kube.list(PODS, "ns")
+    for _ in range(3):
+        await watch_once(kube, PODS)  # with the bucket empty: a token would be a wait
+    assert time.waits == []
+    assert limiters.taken() == {"kube": 1}
+    await kube.list(PODS, "ns")
+    assert time.waits == pytest.approx([0.2])
+    assert limiters.taken() == {"kube": 2}
+    assert [s.split()[0] for s in transport.sent] == ["GET", "WATCH", "WATCH", "WATCH", "GET"]
+    await kube.close()
+
+
+async def test_each_upstream_client_has_a_bucket_of_its_own() -> None:
+    time = FrozenTime()
+    limiters = ClientLimiters(5.0, 1, now=time.now, sleep=time.sleep)
+    kube, _ = client(limiters)
+    # One request per upstream client, each the first of its bucket: nobody waits.
+    await kube.list(PODS, "ns")
+    await kube.list(MPIJOBS, "ns")
+    await kube.get(LEASES, "mpi-operator", "ns")
+    await kube.list(VOLCANO_POD_GROUPS, "ns")
+    await kube.list(SCHEDULER_PLUGINS_POD_GROUPS, "ns")
+    assert time.waits == []
+    # Kubernetes' own groups share upstream's one Kubernetes client, so these wait behind the pod list.
+    await kube.list(JOBS, "ns")
+    await kube.create(EVENTS, {"metadata": {"name": "e"}}, "ns")
+    await kube.list(PRIORITY_CLASSES)
+    assert time.waits == pytest.approx([0.2, 0.4, 0.6])
+    assert limiters.taken() == {
+        "kube": 4,
+        "mpijob": 1,
+        "leader-election": 1,
+        "volcano": 1,
+        "scheduler-plugins": 1,
+    }
+    assert limiters.waited() == pytest.approx(
+        {"kube": 1.2, "mpijob": 0.0, "leader-election": 0.0, "volcano": 0.0, "scheduler-plugins": 0.0}
+    )
+    await kube.close()
+
+
+async def test_a_burst_of_writes_leaves_the_lease_renewal_its_own_tokens() -> None:
+    time = FrozenTime()
+    limiters = ClientLimiters(5.0, 10, now=time.now, sleep=time.sleep)
+    kube, _ = client(limiters)
+    for i in range(30):
+        await kube.create(CONFIG_MAPS, {"metadata": {"name": f"c{i}"}}, "ns")
+    waits_before = len(time.waits)
+    await kube.get(LEASES, "mpi-operator", "ns")
+    await kube.update(LEASES, {"metadata": {"name": "mpi-operator", "namespace": "ns"}})
+    assert waits_before == 20
+    assert len(time.waits) == waits_before
+    await kube.close()
+
+
+@pytest.mark.parametrize(("qps", "burst"), [(0.0, 1), (5.0, 0)])
+def test_a_client_with_nonsense_limits_is_refused_when_built(qps: float, burst: int) -> None:
+    with pytest.raises(ValueError, match="qps"):
+        KubeClient(AnsweringTransport(), qps=qps, burst=burst)  # type: ignore[arg-type]
