@@ -15,7 +15,9 @@ export KUBEBUILDER_ASSETS
 if [ "$(id -u)" = 0 ] && [[ " $* " != *" --kwok "* ]]; then
   MPIOPERATOR_NODE_BIN=$(bash hack/setup-node.sh)
   export MPIOPERATOR_NODE_BIN
-  bash hack/build-images.sh
+  REGISTRY_BIN=$(bash hack/build-registry.sh)
+  export REGISTRY_BIN
+  bash hack/build-images.sh >/dev/null
 fi
 
 stay=()

@@ -16,7 +16,7 @@ from mpioperator.testing.install import OPERATOR_NAMESPACE
 from mpioperator.testing.jobs import Job
 from mpioperator.testing.mpijobs import PI_IMAGES
 from mpioperator.testing.operator import OperatorProcess
-from mpioperator.testing.wait import wait_for
+from mpioperator.testing.wait import WaitTimeout, wait_for
 
 pytestmark = pytest.mark.real
 
@@ -55,16 +55,25 @@ def assert_computed_pi(log: str, ranks: int) -> None:
 def run_to_success(job: Job, body: dict[str, Any] | None = None) -> None:
     if body is not None:
         job.submit(body)
-    succeeded_or_failed = wait_for(
-        lambda: job.condition("Succeeded") or job.condition("Failed"),
-        timeout=RUN_TIMEOUT,
-        what=f"{job.name} to finish",
-    )
-    assert succeeded_or_failed is not None
-    assert succeeded_or_failed["type"] == "Succeeded", (
-        f"{job.name} failed: {succeeded_or_failed}\n"
-        f"{launcher_log(job.cluster, job.ns, job.name) if job.launcher() else 'no launcher Job'}"
-    )
+    try:
+        finished = wait_for(
+            lambda: job.condition("Succeeded") or job.condition("Failed"),
+            timeout=RUN_TIMEOUT,
+            what=f"{job.name} to finish",
+        )
+    except WaitTimeout as timeout:
+        raise AssertionError(f"{timeout}\n{diagnosis(job)}") from None
+    assert finished is not None
+    assert finished["type"] == "Succeeded", f"{job.name} failed: {finished}\n{diagnosis(job)}"
+
+
+def diagnosis(job: Job) -> str:
+    """What a person would look at: the job's status, its pods, the launcher's log."""
+    cluster = job.cluster
+    pods = cluster.kubectl("-n", job.ns, "get", "pods", "-o", "wide", check=False).stdout
+    status = (job.get() or {}).get("status")
+    log = cluster.kubectl("-n", job.ns, "logs", f"job/{job.name}-launcher", "--tail=40", check=False)
+    return f"status: {status}\npods:\n{pods}\nlauncher log:\n{log.stdout}{log.stderr}"
 
 
 @pytest.mark.parametrize("example", ["pi.yaml", "pi-mpich.yaml", "pi-intel.yaml"])
