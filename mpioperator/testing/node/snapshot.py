@@ -10,6 +10,16 @@ from mpioperator.testing.cluster import WORKDIR_PREFIX
 from mpioperator.testing.node import host
 from mpioperator.testing.process import pid_alive
 
+NODE_PROGRAMS = frozenset({"kubelet", "containerd", "coredns", "registry"})
+NODE_MOUNT_PLACES = (
+    "/run/containerd",
+    "/var/run/containerd",
+    "/var/lib/kubelet",
+    "/var/lib/containerd",
+    "/run/netns/cni-",
+    "/var/run/netns/cni-",
+)
+
 
 @dataclass(frozen=True)
 class HostSnapshot:
@@ -24,7 +34,7 @@ class HostSnapshot:
     def take(cls, cgroup_name: str) -> HostSnapshot:
         return cls(
             processes=frozenset(_node_programs(cgroup_name)),
-            mounts=frozenset(host.mount_points()),
+            mounts=frozenset(p for p in host.mount_points() if _node_mount(p)),
             links=frozenset(host.links()),
             netns=frozenset(_netns()),
             iptables=tuple((t, tuple(rules)) for t, rules in sorted(host.iptables_snapshot().items())),
@@ -52,11 +62,10 @@ class HostSnapshot:
 
 
 def _node_programs(cgroup_name: str) -> list[tuple[int, str]]:
-    """Live processes a real node started: those naming a cluster's work dir (kubelet, containerd, CoreDNS,
-    the registry, containerd's shims by their socket) and those in the node's cgroups (its containers).
-
-    Other programs of the same names on the machine (another test's registry, a system containerd) are
-    not the node's, so they are not counted."""
+    """Live processes a real node started: its programs naming a cluster's work dir (kubelet, containerd,
+    CoreDNS, the registry, containerd's shims by their socket) and those in the node's cgroups (its
+    containers). Programs of the same names elsewhere on the machine (another test's registry, a system
+    containerd) are not the node's; the control plane's own teardown has tests of its own."""
     in_cgroups = host.cgroup_pids(cgroup_name)
     found = []
     for entry in Path("/proc").iterdir():
@@ -70,21 +79,30 @@ def _node_programs(cgroup_name: str) -> list[tuple[int, str]]:
             continue
         # A process that has exited but whose parent (init, for daemonized shims) has not reaped it yet
         # holds nothing: no mount, socket or cgroup.
-        if (WORKDIR_PREFIX in argv or pid in in_cgroups) and pid_alive(pid):
+        ours = (name in NODE_PROGRAMS or name.startswith("containerd-shim")) and WORKDIR_PREFIX in argv
+        if (ours or pid in in_cgroups) and pid_alive(pid):
             found.append((pid, name))
     return found
 
 
+def _node_mount(point: str) -> bool:
+    """Where a node's kubelet, containerd and CNI mount things: its work dir, or containerd's and the
+    kubelet's default places should a setting be lost."""
+    return WORKDIR_PREFIX in point or point.startswith(NODE_MOUNT_PLACES)
+
+
 def _netns() -> list[str]:
-    """Named network namespaces (ip netns, /var/run/netns) and every nsfs bind mount anywhere."""
+    """Named CNI network namespaces (/var/run/netns/cni-*) and nsfs bind mounts a node would make."""
+    directory = Path("/var/run/netns")
     named = (
-        [f"/var/run/netns/{n}" for n in os.listdir("/var/run/netns")]
-        if Path("/var/run/netns").is_dir()
+        [f"{directory}/{n}" for n in os.listdir(directory) if n.startswith("cni-")]
+        if directory.is_dir()
         else []
     )
     nsfs = []
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         left, _, right = line.partition(" - ")
-        if right.split()[:1] == ["nsfs"]:
-            nsfs.append(left.split()[4])
+        point = left.split()[4]
+        if right.split()[:1] == ["nsfs"] and _node_mount(point):
+            nsfs.append(point)
     return named + nsfs
