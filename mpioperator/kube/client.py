@@ -316,7 +316,14 @@ class KubeClient:
         pending = [asyncio.wrap_future(call) for call in list(self._in_flight)]
         if not pending:
             return True
-        _, still = await asyncio.wait(pending, timeout=timeout)
+        done, still = await asyncio.wait(pending, timeout=timeout)
+        # Their callers were cancelled, so nobody else reads these outcomes: a call that failed (its server
+        # gone) would otherwise be logged as "Future exception was never retrieved" with its traceback.
+        for answered in done:
+            if not answered.cancelled():
+                answered.exception()
+        for waiting in still:
+            waiting.cancel()
         return not still
 
     async def close(self) -> None:

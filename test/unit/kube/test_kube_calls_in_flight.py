@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient
 from mpioperator.kube.resources import CONFIG_MAPS
 from mpioperator.kube.transport import Answer
@@ -70,3 +72,41 @@ async def test_a_cancelled_call_that_had_not_started_is_never_sent() -> None:
     assert await client.settled(timeout=5) is True
     assert transport.sent == ["POST /api/v1/namespaces/ns/configmaps"]
     await client.close()
+
+
+class FailingTransport(HeldTransport):
+    """The call is on the wire when its server goes away."""
+
+    def request(self, method: str, path: str, **_: Any) -> Answer:
+        self.entered.set()
+        self.release.wait(10)
+        raise errors.ApiError(0, "", "Connection aborted")
+
+
+async def test_a_cancelled_call_that_later_fails_is_not_reported_as_an_unretrieved_exception() -> None:
+    """A deposed leader's last writes fail when the API server they went to dies; `settled` has seen them
+    end, so asyncio must not print their traceback as 'Future exception was never retrieved'."""
+    reported: list[str] = []
+    loop = asyncio.get_running_loop()
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _, context: reported.append(str(context.get("message"))))
+    try:
+        transport = FailingTransport()
+        client = _client(transport)
+        call = asyncio.ensure_future(client.create(CONFIG_MAPS, {"metadata": {"name": "a"}}, "ns"))
+        await asyncio.to_thread(transport.entered.wait, 5)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        transport.release.set()
+
+        assert await client.settled(timeout=5) is True
+        await client.close()
+        del call
+        await asyncio.sleep(0.05)
+        gc.collect()
+        await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(previous)
+
+    assert reported == []
