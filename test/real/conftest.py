@@ -32,12 +32,14 @@ def require_real_node() -> None:
 def real_cluster() -> Iterator[LocalCluster]:
     require_real_node()
     network = NodeNetwork.from_env()
-    before = HostSnapshot.take(network.tag)
+    before = HostSnapshot.take(network)
     cluster = _start(LocalCluster("real", nodes=0, node_network=network))
+    assert cluster.layout is not None
+    work_dir = cluster.layout.root
     install_manifests(cluster)
     yield cluster
     cluster.stop()
-    left = HostSnapshot.take(network.tag).left_since(before)
+    left = HostSnapshot.take(network).left_since(before, work_dir)
     assert not left, f"the real node left this behind on the host: {left}"
 
 

@@ -59,18 +59,20 @@ def start_sleeper(cluster: LocalCluster, name: str) -> None:
 
 def test_stopping_a_real_node_with_a_running_pod_leaves_the_host_as_it_was() -> None:
     require_real_node()
-    before = HostSnapshot.take(NETWORK.tag)
+    before = HostSnapshot.take(NETWORK)
     cluster = LocalCluster("real", nodes=0, node_network=NETWORK)
     try:
         cluster.start()
+        assert cluster.layout is not None
+        work_dir = cluster.layout.root
         start_sleeper(cluster, "sleeper")
-        during = HostSnapshot.take(NETWORK.tag).left_since(before)
+        during = HostSnapshot.take(NETWORK).left_since(before, work_dir)
         # The check below can only pass for the right reason if the node really changed the host.
-        assert {"processes", "mounts", "interfaces", "iptables", "cgroups"} <= set(during), during
+        assert {"processes", "mounts", "netns", "interfaces", "iptables", "cgroups"} <= set(during), during
     finally:
         cluster.stop()
 
-    assert HostSnapshot.take(NETWORK.tag).left_since(before) == {}
+    assert HostSnapshot.take(NETWORK).left_since(before, work_dir) == {}
 
 
 _OWNER = f"""
@@ -88,7 +90,7 @@ time.sleep(600)
 
 def test_a_real_node_whose_owner_was_killed_is_swept_by_the_next_cluster() -> None:
     require_real_node()
-    before = HostSnapshot.take(NETWORK.tag)
+    before = HostSnapshot.take(NETWORK)
     owner = subprocess.Popen(
         [sys.executable, "-c", _OWNER], stdout=subprocess.PIPE, text=True, env=dict(os.environ)
     )
@@ -99,10 +101,10 @@ def test_a_real_node_whose_owner_was_killed_is_swept_by_the_next_cluster() -> No
         owner.send_signal(signal.SIGKILL)
         owner.wait()
     # Containers and their shims outlive the owner: the sweep below has real work to do.
-    left = HostSnapshot.take(NETWORK.tag).left_since(before)
-    assert {"processes", "mounts", "interfaces", "cgroups"} <= set(left), left
+    left = HostSnapshot.take(NETWORK).left_since(before, started["dir"])
+    assert {"processes", "mounts", "netns", "interfaces", "cgroups"} <= set(left), left
 
     with LocalCluster("apiserver"):
         assert not os.path.exists(started["dir"])
 
-    assert HostSnapshot.take(NETWORK.tag).left_since(before) == {}
+    assert HostSnapshot.take(NETWORK).left_since(before, started["dir"]) == {}

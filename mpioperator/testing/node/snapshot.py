@@ -1,4 +1,7 @@
-"""What a real node could leave behind on the host, captured before and after, so a test can compare."""
+"""What a real node could leave behind on the host, captured before and after, so a test can compare.
+
+Everything is scoped to one node (its bridge, subnet and cgroup tag, and its cluster's work dir), so other
+clusters and nodes on the same machine, another test run's among them, never count as leftovers."""
 
 from __future__ import annotations
 
@@ -6,67 +9,67 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from mpioperator.testing.cluster import WORKDIR_PREFIX
 from mpioperator.testing.node import host
+from mpioperator.testing.node.settings import NodeNetwork
 from mpioperator.testing.process import pid_alive
 
-NODE_PROGRAMS = frozenset({"kubelet", "containerd", "coredns", "registry"})
-NODE_MOUNT_PLACES = (
-    "/run/containerd",
-    "/var/run/containerd",
-    "/var/lib/kubelet",
-    "/var/lib/containerd",
-    "/run/netns/cni-",
-    "/var/run/netns/cni-",
-)
+
+@dataclass(frozen=True)
+class Process:
+    pid: int
+    name: str
+    argv: str
 
 
 @dataclass(frozen=True)
 class HostSnapshot:
-    processes: frozenset[tuple[int, str]]
+    network: NodeNetwork
+    processes: frozenset[Process]
     mounts: frozenset[str]
-    links: frozenset[str]
-    netns: frozenset[str]
-    iptables: tuple[tuple[str, tuple[str, ...]], ...]
+    detached_links: frozenset[str]
+    iptables: frozenset[str]
     cgroups: frozenset[str]
 
     @classmethod
-    def take(cls, cgroup_name: str) -> HostSnapshot:
+    def take(cls, network: NodeNetwork) -> HostSnapshot:
+        in_cgroups = host.cgroup_pids(network.tag)
         return cls(
-            processes=frozenset(_node_programs(cgroup_name)),
-            mounts=frozenset(p for p in host.mount_points() if _node_mount(p)),
-            links=frozenset(host.links()),
-            netns=frozenset(_netns()),
-            iptables=tuple((t, tuple(rules)) for t, rules in sorted(host.iptables_snapshot().items())),
-            cgroups=frozenset(str(d) for d in host.cgroup_dirs(cgroup_name)),
+            network=network,
+            processes=frozenset(_live_processes(in_cgroups)),
+            mounts=frozenset(host.mount_points()),
+            detached_links=frozenset(_ours_or_detached_links(network)),
+            iptables=frozenset(
+                f"{table}: {rule}"
+                for table, rules in host.iptables_snapshot().items()
+                for rule in rules
+                if network.tag in rule or network.subnet in rule
+            ),
+            cgroups=frozenset(str(d) for d in host.cgroup_dirs(network.tag)),
         )
 
-    def left_since(self, before: HostSnapshot) -> dict[str, list[str]]:
-        """What is here now that was not before, by kind; empty when the host is as it was."""
-        now_rules = dict(self.iptables)
-        rules = [
-            f"{table}: {rule}"
-            for table, before_rules in before.iptables
-            for rule in now_rules.get(table, ())
-            if rule not in before_rules
-        ]
+    def left_since(self, before: HostSnapshot, work_dir: Path | str) -> dict[str, list[str]]:
+        """What the node whose cluster lived in `work_dir` left that was not here before, by kind (processes
+        naming the work dir or in the node's cgroups, mounts and network namespaces below it, its bridge or
+        a veth torn from it, its iptables rules, its cgroups); empty when the host is as it was."""
+        root = str(work_dir)
+        in_cgroups = host.cgroup_pids(self.network.tag)
+        new_mounts = sorted(p for p in self.mounts - before.mounts if p.startswith(root))
         found = {
-            "processes": [f"{pid} {name}" for pid, name in sorted(self.processes - before.processes)],
-            "mounts": sorted(self.mounts - before.mounts),
-            "interfaces": sorted(self.links - before.links),
-            "netns": sorted(self.netns - before.netns),
-            "iptables": rules,
+            "processes": [
+                f"{p.pid} {p.name}"
+                for p in sorted(self.processes - before.processes, key=lambda p: p.pid)
+                if root in p.argv or p.pid in in_cgroups
+            ],
+            "mounts": new_mounts,
+            "netns": [p for p in new_mounts if "netns" in p],
+            "interfaces": sorted(self.detached_links - before.detached_links),
+            "iptables": sorted(self.iptables - before.iptables),
             "cgroups": sorted(self.cgroups - before.cgroups),
         }
         return {kind: items for kind, items in found.items() if items}
 
 
-def _node_programs(cgroup_name: str) -> list[tuple[int, str]]:
-    """Live processes a real node started: its programs naming a cluster's work dir (kubelet, containerd,
-    CoreDNS, the registry, containerd's shims by their socket) and those in the node's cgroups (its
-    containers). Programs of the same names elsewhere on the machine (another test's registry, a system
-    containerd) are not the node's; the control plane's own teardown has tests of its own."""
-    in_cgroups = host.cgroup_pids(cgroup_name)
+def _live_processes(in_cgroups: set[int]) -> list[Process]:
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -74,35 +77,22 @@ def _node_programs(cgroup_name: str) -> list[tuple[int, str]]:
         pid = int(entry.name)
         try:
             name = (entry / "comm").read_text().strip()
-            argv = (entry / "cmdline").read_bytes().decode(errors="replace")
+            argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
         # A process that has exited but whose parent (init, for daemonized shims) has not reaped it yet
         # holds nothing: no mount, socket or cgroup.
-        ours = (name in NODE_PROGRAMS or name.startswith("containerd-shim")) and WORKDIR_PREFIX in argv
-        if (ours or pid in in_cgroups) and pid_alive(pid):
-            found.append((pid, name))
+        if pid_alive(pid) or pid in in_cgroups:
+            found.append(Process(pid, name, argv))
     return found
 
 
-def _node_mount(point: str) -> bool:
-    """Where a node's kubelet, containerd and CNI mount things: its work dir, or containerd's and the
-    kubelet's default places should a setting be lost."""
-    return WORKDIR_PREFIX in point or point.startswith(NODE_MOUNT_PLACES)
-
-
-def _netns() -> list[str]:
-    """Named CNI network namespaces (/var/run/netns/cni-*) and nsfs bind mounts a node would make."""
-    directory = Path("/var/run/netns")
-    named = (
-        [f"{directory}/{n}" for n in os.listdir(directory) if n.startswith("cni-")]
-        if directory.is_dir()
-        else []
-    )
-    nsfs = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        left, _, right = line.partition(" - ")
-        point = left.split()[4]
-        if right.split()[:1] == ["nsfs"] and _node_mount(point):
-            nsfs.append(point)
-    return named + nsfs
+def _ours_or_detached_links(network: NodeNetwork) -> list[str]:
+    """The node's bridge, and veths on no bridge at all (a pod's host end that outlived its sandbox)."""
+    found = []
+    for name in os.listdir("/sys/class/net"):
+        if name == network.bridge or (
+            name.startswith("veth") and not Path("/sys/class/net", name, "master").exists()
+        ):
+            found.append(name)
+    return found
