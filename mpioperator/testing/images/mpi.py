@@ -1,5 +1,6 @@
-"""The mpi-pi images: Open MPI, MPICH and Intel MPI on Debian, each with our pi program, set up as
-upstream's base images are (user mpiuser, sshd on 2222 with the mounted key as host key).
+"""The mpi-pi images: Open MPI (Debian's), MPICH and Intel MPI (PyPI wheels) on Debian, each with our
+pi program, set up as upstream's base images are (user mpiuser, sshd on 2222 with the mounted key as
+host key).
 
 The three pi binaries are compiled once, in a throw-away builder tree holding the compilers and all
 three MPI development kits; the runtime images get only the binary, never a compiler.
@@ -7,13 +8,9 @@ three MPI development kits; the runtime images get only the binary, never a comp
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import stat
-import subprocess
-import sys
-import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +20,7 @@ from mpioperator.testing.images.keys import build_key, file_digest
 from mpioperator.testing.images.oci import RuntimeConfig
 from mpioperator.testing.images.store import StoredImage
 from mpioperator.testing.images.versions import REPO_ROOT, pinned
+from mpioperator.testing.images.wheels import install_wheel_data, link_duplicates, pypi_wheels
 from mpioperator.testing.images.workspace import BuildEnv, Workspace, derived_runtime
 
 SOURCE_DIR = REPO_ROOT / "images" / "mpi-pi"
@@ -34,8 +32,19 @@ MPI_USER = "mpiuser"
 MPI_UID = 1000
 HOME = f"/home/{MPI_USER}"
 INTEL_ROOT = "/opt/intel/mpi"
+MPICH_ROOT = "/opt/mpich"
 SSH_PACKAGES = ("openssh-server", "openssh-client")
-BUILDER_PACKAGES = ("gcc", "libc6-dev", "libopenmpi-dev", "libmpich-dev")
+BUILDER_PACKAGES = ("gcc", "libc6-dev", "libopenmpi-dev")
+
+
+@dataclass(frozen=True)
+class WheelMpi:
+    """An MPI installed from PyPI wheels: the first project is the runtime, the others development kits."""
+
+    name: str  # of its wheel cache
+    projects: tuple[str, ...]
+    version_pin: str  # its version's name in hack/versions.env
+    prefix: str
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,7 @@ class Flavour:
     # Variables every process needs, including ranks started by sshd with a fresh environment.
     env: Mapping[str, str]
     compile: str  # shell command in the builder; $SRC is pi.c, $OUT the binary
+    wheels: WheelMpi | None = None
 
 
 INTEL_ENV = {
@@ -53,15 +63,30 @@ INTEL_ENV = {
     "LD_LIBRARY_PATH": f"{INTEL_ROOT}/lib",
 }
 
+MPICH_ENV = {
+    "PATH": f"{MPICH_ROOT}/bin:" + DEFAULT_PATH_ENV.partition("=")[2],
+}
+
 FLAVOURS = {
     "openmpi": Flavour("openmpi", ("openmpi-bin",), {}, "mpicc.openmpi -O2 -o $OUT $SRC -lm"),
-    "mpich": Flavour("mpich", ("mpich",), {}, "mpicc.mpich -O2 -o $OUT $SRC -lm"),
+    # PyPI's MPICH, not Debian's 4.0 (ch4:ucx), whose MPI_Finalize can hang: a rank blocked in the PMI
+    # barrier stops progressing UCX while its peer waits for it to acknowledge a disconnect (fixed in
+    # MPICH 4.2). The wheel (ch4:ucx,ofi; UCX is the default netmod, over TCP between pods) bundles UCX,
+    # libfabric, hwloc and Hydra; it needs nothing from apt.
+    "mpich": Flavour(
+        "mpich",
+        (),
+        MPICH_ENV,
+        f"MPICH_CC=gcc {MPICH_ROOT}/bin/mpicc -O2 -o $OUT $SRC -lm",
+        WheelMpi("mpich", ("mpich",), "MPICH_VERSION", MPICH_ROOT),
+    ),
     # Debian's libfabric is Intel MPI's transport between hosts (the wheel does not ship one).
     "intel": Flavour(
         "intel",
         ("libfabric1",),
         INTEL_ENV,
         f"I_MPI_ROOT={INTEL_ROOT} I_MPI_CC=gcc {INTEL_ROOT}/bin/mpicc -O2 -o $OUT $SRC -lm",
+        WheelMpi("impi", ("impi-rt", "impi-devel"), "IMPI_VERSION", INTEL_ROOT),
     ),
 }
 
@@ -70,79 +95,26 @@ def image_name(flavour: str) -> str:
     return f"{REPOSITORY}:{FLAVOURS[flavour].tag}"
 
 
-# ----------------------------------------------------------------------------- Intel MPI from PyPI
+# ----------------------------------------------------------------------------- MPI from PyPI wheels
 
 
-def intel_wheels(env: BuildEnv) -> list[Path]:
-    """impi-rt and impi-devel wheels, downloaded once into the cache by the host's pip."""
-    version = pinned("IMPI_VERSION")
-    directory = env.cache / "wheels" / f"impi-{version}"
-    wheels = sorted(directory.glob("*.whl"))
-    if len(wheels) == 2:
-        return wheels
-    directory.mkdir(parents=True, exist_ok=True)
-    env.say(f"downloading Intel MPI {version} (impi-rt, impi-devel) from PyPI")
-    command = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--only-binary=:all:",
-        "--dest",
-        str(directory),
-    ]
-    command += ["--platform", "manylinux_2_28_x86_64", f"impi-rt=={version}", f"impi-devel=={version}"]
-    with open(env.log, "a") as log:
-        result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False)
-    wheels = sorted(directory.glob("*.whl"))
-    if result.returncode != 0 or len(wheels) != 2:
-        raise RuntimeError(f"pip download of impi-rt/impi-devel {version} failed; see {env.log}")
-    return wheels
-
-
-def install_wheel_data(wheel: Path, prefix: Path) -> None:
-    """Unpack a wheel's `*.data/data/` tree (what pip installs under the environment's prefix)."""
-    with zipfile.ZipFile(wheel) as archive:
-        for info in archive.infolist():
-            _, marker, relative = info.filename.partition(".data/data/")
-            if not marker or info.is_dir():
-                continue
-            target = prefix / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with archive.open(info) as source, open(target, "wb") as sink:
-                shutil.copyfileobj(source, sink, 1 << 20)
-            mode = (info.external_attr >> 16) & 0o777
-            target.chmod(0o755 if mode & 0o111 else 0o644)
-
-
-def link_duplicates(directory: Path) -> int:
-    """Wheels cannot hold symlinks, so libmpi.so, .so.12 and .so.12.0.0 are three copies: keep the
-    longest name and point the others at it. Returns the number of files replaced."""
-    by_content: dict[tuple[int, str], list[Path]] = {}
-    for path in sorted(directory.iterdir()):
-        if path.is_file() and not path.is_symlink():
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-            by_content.setdefault((path.stat().st_size, digest), []).append(path)
-    replaced = 0
-    for paths in by_content.values():
-        keep = max(paths, key=lambda p: (len(p.name), p.name))
-        for path in paths:
-            if path != keep:
-                path.unlink()
-                path.symlink_to(keep.name)
-                replaced += 1
-    return replaced
-
-
-def install_intel_mpi(env: BuildEnv, root: Path, *, devel: bool) -> None:
-    prefix = root / INTEL_ROOT.lstrip("/")
-    for wheel in intel_wheels(env):
-        if devel or wheel.name.startswith("impi_rt-"):
+def install_wheel_mpi(env: BuildEnv, root: Path, flavour: Flavour, *, devel: bool) -> None:
+    """Unpacks the flavour's wheels under its prefix (the runtime ones only, unless `devel`) and makes
+    its libraries known to the dynamic linker."""
+    wheel_mpi = flavour.wheels
+    if wheel_mpi is None:
+        return
+    prefix = root / wheel_mpi.prefix.lstrip("/")
+    for wheel in pypi_wheels(env, wheel_mpi.name, wheel_mpi.projects, pinned(wheel_mpi.version_pin)):
+        if devel or wheel.name.startswith(wheel_mpi.projects[0].replace("-", "_") + "-"):
             install_wheel_data(wheel, prefix)
     for sub in ("lib", "bin"):
         link_duplicates(prefix / sub)
-    (root / "etc/ld.so.conf.d/intel-mpi.conf").write_text(f"{INTEL_ROOT}/lib\n")
+    (root / f"etc/ld.so.conf.d/{flavour.tag}-mpi.conf").write_text(f"{wheel_mpi.prefix}/lib\n")
+
+
+def wheel_versions() -> dict[str, str]:
+    return {name: pinned(f.wheels.version_pin) for name, f in FLAVOURS.items() if f.wheels is not None}
 
 
 # ----------------------------------------------------------------------------- pi binaries
@@ -156,7 +128,7 @@ def pi_binaries(env: BuildEnv, base: StoredImage) -> dict[str, Path]:
         params={
             "source": file_digest(PI_SOURCE),
             "packages": BUILDER_PACKAGES,
-            "impi": pinned("IMPI_VERSION"),
+            "wheels": wheel_versions(),
             "compile": {name: flavour.compile for name, flavour in FLAVOURS.items()},
             "recipe": file_digest(Path(__file__)),
         },
@@ -168,7 +140,8 @@ def pi_binaries(env: BuildEnv, base: StoredImage) -> dict[str, Path]:
     env.say("compiling pi against Open MPI, MPICH and Intel MPI (builder tree, once)")
     with Workspace(env, base, "local/mpi-builder") as ws:
         ws.apt_install(BUILDER_PACKAGES)
-        install_intel_mpi(env, ws.root, devel=True)
+        for flavour in FLAVOURS.values():
+            install_wheel_mpi(env, ws.root, flavour, devel=True)
         shutil.copy(PI_SOURCE, ws.root / "tmp/pi.c")
         script = "\n".join(
             f"OUT=/tmp/pi-{name} SRC=/tmp/pi.c; {flavour.compile}" for name, flavour in FLAVOURS.items()
@@ -229,7 +202,7 @@ def image_key(base: StoredImage, flavour: Flavour, binary: Path) -> str:
             "flavour": flavour.tag,
             "packages": [*SSH_PACKAGES, *flavour.packages],
             "env": dict(flavour.env),
-            "impi": pinned("IMPI_VERSION") if flavour.tag == "intel" else "",
+            "wheels": pinned(flavour.wheels.version_pin) if flavour.wheels else "",
             "binary": file_digest(binary),
             "entrypoint": file_digest(ENTRYPOINT_SOURCE),
             "recipe": file_digest(Path(__file__)),
@@ -246,8 +219,7 @@ def ensure_mpi_image(env: BuildEnv, base: StoredImage, name: str, binary: Path) 
     env.say(f"building {image_name(name)} (apt: {' '.join([*SSH_PACKAGES, *flavour.packages])})")
     with Workspace(env, base, image_name(name)) as ws:
         ws.apt_install([*SSH_PACKAGES, *flavour.packages])
-        if name == "intel":
-            install_intel_mpi(env, ws.root, devel=False)
+        install_wheel_mpi(env, ws.root, flavour, devel=False)
         root = ws.root
         _write(root / "etc/ssh/ssh_config.d/mpi.conf", ssh_client_config())
         _write(root / "etc/ssh/sshd_config.d/mpi.conf", f"StrictModes no\nPort {SSH_PORT}\n")

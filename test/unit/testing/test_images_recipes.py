@@ -9,7 +9,7 @@ import pytest
 
 from mpioperator.testing import registry
 from mpioperator.testing.images import dockerfile as df
-from mpioperator.testing.images import mpi, verify
+from mpioperator.testing.images import mpi, verify, wheels
 from mpioperator.testing.images.dockerfile_build import context_files
 from mpioperator.testing.images.versions import REPO_ROOT, parse_versions
 
@@ -113,6 +113,17 @@ def test_intel_sshd_config_hands_the_mpi_environment_to_ranks_started_over_ssh()
     assert "PATH=/opt/intel/mpi/bin:" in setenv[0]
 
 
+def test_mpich_comes_from_its_pinned_wheel_with_its_bin_directory_on_the_path_of_ssh_started_ranks() -> None:
+    flavour = mpi.FLAVOURS["mpich"]
+    assert flavour.wheels is not None and flavour.wheels.projects == ("mpich",)
+    assert "mpich" not in flavour.packages  # Debian's MPICH 4.0 hangs in MPI_Finalize now and then
+    assert "/opt/mpich/bin/mpicc" in flavour.compile
+    setenv = [line for line in mpi.user_sshd_config(flavour.env).splitlines() if line.startswith("SetEnv ")]
+    assert setenv == [
+        "SetEnv PATH=/opt/mpich/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    ]
+
+
 def test_ssh_client_trusts_changing_pod_host_keys_and_dials_2222() -> None:
     lines = mpi.ssh_client_config().splitlines()
     assert {"StrictHostKeyChecking no", "UserKnownHostsFile /dev/null", "Port 2222"} <= set(lines)
@@ -129,8 +140,8 @@ def test_wheel_data_installs_under_the_prefix_and_copies_become_symlinks(tmp_pat
         archive.writestr(info, b"#!")
         archive.writestr("impi_rt-1.dist-info/METADATA", b"not installed")
     prefix = tmp_path / "opt/intel/mpi"
-    mpi.install_wheel_data(wheel, prefix)
-    assert mpi.link_duplicates(prefix / "lib") == 2
+    wheels.install_wheel_data(wheel, prefix)
+    assert wheels.link_duplicates(prefix / "lib") == 2
     lib = prefix / "lib"
     assert not (lib / "libmpi.so.12.0.0").is_symlink()
     assert str((lib / "libmpi.so").readlink()) == "libmpi.so.12.0.0"
@@ -148,8 +159,10 @@ def test_registry_listens_on_loopback_only_and_stores_in_the_given_directory() -
     assert storage["filesystem"] == {"rootdirectory": "/cache/registry"}
 
 
-def test_versions_file_pins_the_registry_and_intel_mpi() -> None:
+def test_versions_file_pins_the_registry_intel_mpi_and_an_mpich_without_the_finalize_hang() -> None:
     versions = parse_versions((REPO_ROOT / "hack/versions.env").read_text())
     assert versions["REGISTRY_VERSION"].startswith("v3.")
     assert versions["IMPI_VERSION"] == "2021.19.0"
+    major, minor = (int(part) for part in versions["MPICH_VERSION"].split(".")[:2])
+    assert (major, minor) >= (4, 2)
     assert parse_versions("# c\nA='x'\n\nB = y\n") == {"A": "x", "B": "y"}
