@@ -91,25 +91,29 @@ def run_build_script(script: Path, *args: str, what: str) -> Path:
     return Path(lines[-1])
 
 
-def find_scheduler_plugins(*, build: bool = True) -> Path:
-    """The scheduler-plugins scheduler (kube-scheduler 1.34 with Coscheduling), built once if needed."""
-    explicit = os.environ.get(SCHEDULER_PLUGINS_BIN_ENV)
+def find_built_tool(binary: str, *, env: str, script: Path, build: bool = True) -> Path:
+    """A tool one of the hack/ scripts builds: $ENV, then `binary` on PATH, then the script (built once)."""
+    explicit = os.environ.get(env)
     if explicit:
         if not os.access(explicit, os.X_OK):
-            raise BinariesUnavailable(f"{SCHEDULER_PLUGINS_BIN_ENV}={explicit} is not an executable file")
+            raise BinariesUnavailable(f"{env}={explicit} is not an executable file")
         return Path(explicit)
-    on_path = shutil.which(SCHEDULER_PLUGINS_BINARY)
+    on_path = shutil.which(binary)
     if on_path:
         return Path(on_path)
     if not build:
-        raise BinariesUnavailable(
-            f"{SCHEDULER_PLUGINS_BINARY} not found; run hack/build-scheduler-plugins.sh "
-            f"or set {SCHEDULER_PLUGINS_BIN_ENV}"
-        )
-    binary = run_build_script(SCHEDULER_PLUGINS_SCRIPT, what=SCHEDULER_PLUGINS_BINARY)
-    if not os.access(binary, os.X_OK):
-        raise BinariesUnavailable(f"{SCHEDULER_PLUGINS_SCRIPT.name} printed {binary}, not an executable")
-    return binary
+        raise BinariesUnavailable(f"{binary} not found; run hack/{script.name} or set {env}")
+    built = run_build_script(script, what=binary)
+    if not os.access(built, os.X_OK):
+        raise BinariesUnavailable(f"{script.name} printed {built}, not an executable")
+    return built
+
+
+def find_scheduler_plugins(*, build: bool = True) -> Path:
+    """The scheduler-plugins scheduler (kube-scheduler 1.34 with Coscheduling), built once if needed."""
+    return find_built_tool(
+        SCHEDULER_PLUGINS_BINARY, env=SCHEDULER_PLUGINS_BIN_ENV, script=SCHEDULER_PLUGINS_SCRIPT, build=build
+    )
 
 
 def scheduler_plugins_crd() -> Path:

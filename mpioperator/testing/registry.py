@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from mpioperator.testing.binaries import BinariesUnavailable, run_build_script
+from mpioperator.testing.binaries import find_built_tool
 from mpioperator.testing.ports import free_port
 from mpioperator.testing.process import ManagedProcess
 from mpioperator.testing.wait import ProbeAborted, WaitTimeout, wait_for
@@ -27,20 +27,7 @@ REGISTRY_BINARY = "registry"
 
 def find_registry(*, build: bool = True) -> Path:
     """REGISTRY_BIN, then `registry` on PATH, then hack/build-registry.sh (built once, cached)."""
-    explicit = os.environ.get(REGISTRY_BIN_ENV)
-    if explicit:
-        if not os.access(explicit, os.X_OK):
-            raise BinariesUnavailable(f"{REGISTRY_BIN_ENV}={explicit} is not an executable file")
-        return Path(explicit)
-    on_path = shutil.which(REGISTRY_BINARY)
-    if on_path:
-        return Path(on_path)
-    if not build:
-        raise BinariesUnavailable(f"registry not found; run hack/build-registry.sh or set {REGISTRY_BIN_ENV}")
-    binary = run_build_script(BUILD_SCRIPT, what="the image registry")
-    if not os.access(binary, os.X_OK):
-        raise BinariesUnavailable(f"{BUILD_SCRIPT.name} printed {binary}, not an executable")
-    return binary
+    return find_built_tool(REGISTRY_BINARY, env=REGISTRY_BIN_ENV, script=BUILD_SCRIPT, build=build)
 
 
 def registry_config(storage: Path, port: int) -> dict[str, object]:
