@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 
@@ -131,3 +134,16 @@ def wait_pids_gone(pids: Sequence[int], timeout: float = 10.0) -> list[int]:
         time.sleep(0.05)
         alive = [p for p in alive if pid_alive(p)]
     return alive
+
+
+def run_owner_then_kill(script: str) -> dict[str, Any]:
+    """Run `script` in a new Python process until it prints one JSON line (what it started), then SIGKILL
+    it, as a crash would, and return that line: teardown tests check what its components left behind."""
+    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert owner.stdout is not None
+        started: dict[str, Any] = json.loads(owner.stdout.readline())
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+    return started

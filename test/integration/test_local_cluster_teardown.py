@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import subprocess
-import sys
 
 import pytest
 
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.ports import port_in_use
-from mpioperator.testing.process import pid_alive, wait_pids_gone
+from mpioperator.testing.process import pid_alive, run_owner_then_kill, wait_pids_gone
 
 pytestmark = pytest.mark.integration
 
@@ -46,15 +42,7 @@ time.sleep(600)
 
 
 def test_components_die_with_a_sigkilled_owner() -> None:
-    owner = subprocess.Popen(
-        [sys.executable, "-c", _OWNER], stdout=subprocess.PIPE, text=True, env=dict(os.environ)
-    )
-    try:
-        assert owner.stdout is not None
-        started = json.loads(owner.stdout.readline())
-    finally:
-        owner.send_signal(signal.SIGKILL)
-        owner.wait()
+    started = run_owner_then_kill(_OWNER)
     assert len(started["pids"]) == 2
 
     assert wait_pids_gone(started["pids"], timeout=10) == [], "etcd and apiserver died with their owner"

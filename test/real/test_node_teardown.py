@@ -5,11 +5,7 @@ These clusters use their own bridge and subnet, so they never wait for the sessi
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -17,6 +13,7 @@ import pytest
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.node.settings import NodeNetwork
 from mpioperator.testing.node.snapshot import HostSnapshot
+from mpioperator.testing.process import run_owner_then_kill
 from mpioperator.testing.wait import wait_for
 from test.real.conftest import require_real_node
 
@@ -91,15 +88,7 @@ time.sleep(600)
 def test_a_real_node_whose_owner_was_killed_is_swept_by_the_next_cluster() -> None:
     require_real_node()
     before = HostSnapshot.take(NETWORK)
-    owner = subprocess.Popen(
-        [sys.executable, "-c", _OWNER], stdout=subprocess.PIPE, text=True, env=dict(os.environ)
-    )
-    try:
-        assert owner.stdout is not None
-        started = json.loads(owner.stdout.readline())
-    finally:
-        owner.send_signal(signal.SIGKILL)
-        owner.wait()
+    started = run_owner_then_kill(_OWNER)
     # Containers and their shims outlive the owner: the sweep below has real work to do.
     left = HostSnapshot.take(NETWORK).left_since(before, started["dir"])
     assert {"processes", "mounts", "netns", "interfaces", "cgroups"} <= set(left), left
