@@ -15,6 +15,7 @@ import pytest
 
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.install import OPERATOR_NAMESPACE, install_manifests
+from mpioperator.testing.node import slot
 from mpioperator.testing.node.realnode import host_problem
 from mpioperator.testing.node.settings import NodeNetwork
 from mpioperator.testing.node.snapshot import HostSnapshot
@@ -32,14 +33,17 @@ def require_real_node() -> None:
 def real_cluster() -> Iterator[LocalCluster]:
     require_real_node()
     network = NodeNetwork.from_env()
-    before = HostSnapshot.take(network)
-    cluster = _start(LocalCluster("real", nodes=0, node_network=network))
-    assert cluster.layout is not None
-    work_dir = cluster.layout.root
-    install_manifests(cluster)
-    yield cluster
-    cluster.stop()
-    left = HostSnapshot.take(network).left_since(before, work_dir)
+    # The slot is held from the first snapshot to the last, so a run waiting for this bridge cannot start
+    # its node in between and have its bridge, rules and cgroups counted as ours.
+    with slot.holding(network.tag):
+        before = HostSnapshot.take(network)
+        cluster = _start(LocalCluster("real", nodes=0, node_network=network))
+        assert cluster.layout is not None
+        work_dir = cluster.layout.root
+        install_manifests(cluster)
+        yield cluster
+        cluster.stop()
+        left = HostSnapshot.take(network).left_since(before, work_dir)
     assert not left, f"the real node left this behind on the host: {left}"
 
 

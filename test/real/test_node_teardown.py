@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.node import slot
 from mpioperator.testing.node.settings import NodeNetwork
 from mpioperator.testing.node.snapshot import HostSnapshot
 from mpioperator.testing.process import run_owner_then_kill
@@ -56,20 +57,24 @@ def start_sleeper(cluster: LocalCluster, name: str) -> None:
 
 def test_stopping_a_real_node_with_a_running_pod_leaves_the_host_as_it_was() -> None:
     require_real_node()
-    before = HostSnapshot.take(NETWORK)
-    cluster = LocalCluster("real", nodes=0, node_network=NETWORK)
-    try:
-        cluster.start()
-        assert cluster.layout is not None
-        work_dir = cluster.layout.root
-        start_sleeper(cluster, "sleeper")
-        during = HostSnapshot.take(NETWORK).left_since(before, work_dir)
-        # The check below can only pass for the right reason if the node really changed the host.
-        assert {"processes", "mounts", "netns", "interfaces", "iptables", "cgroups"} <= set(during), during
-    finally:
-        cluster.stop()
+    with slot.holding(NETWORK.tag):
+        before = HostSnapshot.take(NETWORK)
+        cluster = LocalCluster("real", nodes=0, node_network=NETWORK)
+        try:
+            cluster.start()
+            assert cluster.layout is not None
+            work_dir = cluster.layout.root
+            start_sleeper(cluster, "sleeper")
+            during = HostSnapshot.take(NETWORK).left_since(before, work_dir)
+            # The check below can only pass for the right reason if the node really changed the host.
+            assert {"processes", "mounts", "netns", "interfaces", "iptables", "cgroups"} <= set(during), (
+                during
+            )
+        finally:
+            cluster.stop()
+        after = HostSnapshot.take(NETWORK).left_since(before, work_dir)
 
-    assert HostSnapshot.take(NETWORK).left_since(before, work_dir) == {}
+    assert after == {}
 
 
 _OWNER = f"""
@@ -93,7 +98,10 @@ def test_a_real_node_whose_owner_was_killed_is_swept_by_the_next_cluster() -> No
     left = HostSnapshot.take(NETWORK).left_since(before, started["dir"])
     assert {"processes", "mounts", "netns", "interfaces", "cgroups"} <= set(left), left
 
-    with LocalCluster("apiserver"):
-        assert not os.path.exists(started["dir"])
+    # The owner's slot went with it; holding it now keeps any other node off the bridge until we looked.
+    with slot.holding(NETWORK.tag):
+        with LocalCluster("apiserver"):
+            assert not os.path.exists(started["dir"])
+        after = HostSnapshot.take(NETWORK).left_since(before, started["dir"])
 
-    assert HostSnapshot.take(NETWORK).left_since(before, started["dir"]) == {}
+    assert after == {}

@@ -9,7 +9,6 @@ the node up once the control plane runs. `stop()` drains the node and then sweep
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import sys
@@ -17,11 +16,11 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 from mpioperator.testing.cachedir import cache_dir
 from mpioperator.testing.images.ensure import ensure_images
-from mpioperator.testing.node import config, host
+from mpioperator.testing.node import config, host, slot
 from mpioperator.testing.node.settings import (
     KUBERNETES_SERVICE_IP,
     NODE_NAME,
@@ -45,7 +44,6 @@ REQUIRED_COMMANDS = {
     "ip": "iproute2",
     "ctr": "containerd",
 }
-LOCK_DIR = Path("/run/lock")
 
 
 class NodeUnavailable(RuntimeError):
@@ -90,7 +88,7 @@ class RealNode:
         self.name = node_name
         self._registry_storage = registry_storage
         self._lock_timeout = lock_timeout
-        self._lock: TextIO | None = None
+        self._holds_slot = False
         self.layout: NodeLayout | None = None
         self.certs: NodeCertificates | None = None
         self.registry_address = ""
@@ -284,48 +282,21 @@ class RealNode:
 
     def _take_lock(self) -> None:
         """One node per bridge on a machine: a second run waits here instead of tearing the first down."""
-        LOCK_DIR.mkdir(parents=True, exist_ok=True)
-        path = LOCK_DIR / f"{self.network.tag}.lock"
-        handle = open(path, "a+")  # noqa: SIM115 - held until stop()
-        deadline = time.monotonic() + self._lock_timeout
-        told = False
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    handle.close()
-                    raise NodeUnavailable(
-                        f"another real node holds {path} (owner pid {_read_owner(path)}); "
-                        f"stop it or set MPIOPERATOR_NODE_BRIDGE and MPIOPERATOR_NODE_SUBNET to other values"
-                    ) from None
-                if not told:
-                    print(f"waiting for {path}, held by pid {_read_owner(path)}", file=sys.stderr)
-                    told = True
-                time.sleep(1)
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
-        self._lock = handle
+        try:
+            slot.acquire(self.network.tag, self._lock_timeout)
+        except slot.SlotBusy as busy:
+            raise NodeUnavailable(str(busy)) from None
+        self._holds_slot = True
 
     def _release_lock(self) -> None:
-        if self._lock is not None:
-            self._lock.close()
-            self._lock = None
+        if self._holds_slot:
+            self._holds_slot = False
+            slot.release(self.network.tag)
 
     def _prepared(self) -> tuple[NodeLayout, NodeCertificates]:
         if self.layout is None or self.certs is None:
             raise NodeUnavailable("RealNode.prepare() was not called before start()")
         return self.layout, self.certs
-
-
-def _read_owner(path: Path) -> str:
-    try:
-        return path.read_text().strip() or "?"
-    except OSError:
-        return "?"
 
 
 def default_registry_storage() -> Path:
