@@ -12,9 +12,9 @@ from mpioperator.api import constants as api
 from mpioperator.api.defaults import (
     DEFAULT_LAUNCHER_REPLICAS,
     DEFAULT_WORKER_REPLICAS,
-    Obj,
     clean_pod_policy,
 )
+from mpioperator.api.objects import Obj
 
 __all__ = [
     "clean_pod_policy",

@@ -1,4 +1,4 @@
-"""The seams the reflector needs: something that lists and watches, and a clock.
+"""The seam the reflector lists and watches through (its clock is mpioperator.clock.Clock).
 
 `mpioperator.kube.client.KubeClient` satisfies `ListerWatcher` structurally; unit tests pass fakes.
 """
@@ -39,11 +39,3 @@ class ListerWatcher(Protocol):
         inactivity_timeout: float | None = None,
         projection: Projection | None = None,
     ) -> AsyncIterator[dict[str, Any]]: ...
-
-
-class Clock(Protocol):
-    """Monotonic seconds and a sleep on the same time line: the part of mpioperator.clock.Clock used here."""
-
-    def now(self) -> float: ...
-
-    async def sleep(self, seconds: float) -> None: ...

@@ -10,10 +10,12 @@ from typing import Any
 import structlog
 
 from mpioperator.api import constants as api
-from mpioperator.controller.builders import configmap, launcher_job, names, secret, service, worker_pod
-from mpioperator.controller.builders.ownership import is_controlled_by
+from mpioperator.api import names
+from mpioperator.api.objects import Obj
+from mpioperator.api.ownership import is_controlled_by
+from mpioperator.controller.builders import configmap, launcher_job, secret, service, worker_pod
 from mpioperator.controller.events import WARNING
-from mpioperator.controller.ports import Listers, Obj, Recorder, Writer
+from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.kube import errors
 from mpioperator.kube.resources import CONFIG_MAPS, JOBS, PODS, SECRETS, SERVICES, Resource
 from mpioperator.podgroup.backend import PodGroupBackend, decorator_for

@@ -14,7 +14,6 @@ from typing import Any
 
 import structlog
 
-from mpioperator.app.options import Options
 from mpioperator.cache.factory import SharedInformerFactory
 from mpioperator.cache.informer import SharedInformer
 from mpioperator.cache.keys import DeletedFinalStateUnknown, deleted_object
@@ -69,16 +68,6 @@ class ControllerSettings:
     # A launcher pod's end waits for its Job's own status, which the Job controller writes within its
     # one-second batch period: one status write for both instead of two.
     launcher_end_settle: float = 1.5
-
-    @classmethod
-    def from_options(cls, options: Options) -> ControllerSettings:
-        return cls(
-            namespaces=options.namespaces,
-            cluster_domain=options.cluster_domain,
-            queue_qps=float(options.controller_queue_rate_limit),
-            queue_burst=options.controller_queue_burst,
-            gang_scheduling=options.gang_scheduling,
-        )
 
 
 def gang_backend(gang_scheduling: str) -> PodGroupBackend:

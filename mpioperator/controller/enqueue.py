@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from mpioperator.api import constants as api
-
-Obj = dict[str, Any]
+from mpioperator.api.objects import Obj
 
 
 def controller_ref(obj: Obj) -> Obj | None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mpioperator.controller.ports import Obj, Writer
+from mpioperator.api.objects import Obj
+from mpioperator.controller.ports import Writer
 from mpioperator.kube.resources import Resource
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import copy
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
 
 from mpioperator.api import constants as api
+from mpioperator.api.objects import Obj
 from mpioperator.controller.conditions import (
     FALSE,
     TRUE,
@@ -23,7 +23,6 @@ from mpioperator.controller.conditions import (
     set_condition,
 )
 
-Obj = dict[str, Any]
 NORMAL = "Normal"
 WARNING = "Warning"
 MAX_MESSAGE_BYTES = 1024

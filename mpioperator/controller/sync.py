@@ -15,13 +15,14 @@ import structlog
 
 from mpioperator.api import constants as api
 from mpioperator.api.defaults import set_defaults
+from mpioperator.api.objects import Obj
 from mpioperator.api.validation import aggregate_message, validate_mpijob
 from mpioperator.controller import children, conditions, status_writer
 from mpioperator.controller.enqueue import split_key
 from mpioperator.controller.events import NORMAL, WARNING, format_time
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.pod_groups import PodGroupReconciler
-from mpioperator.controller.ports import Listers, Obj, Recorder, Writer
+from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.status import compute_status
 from mpioperator.kube import errors
 from mpioperator.kube.resources import MPIJOBS

@@ -9,10 +9,10 @@ from typing import Any
 import structlog
 
 from mpioperator.api import constants as api
+from mpioperator.api.objects import Obj
 from mpioperator.podgroup.quantity import parse_resource_list
 from mpioperator.podgroup.resources import ResourceMap, add_resources, scale_resources, sum_resources
 
-Obj = dict[str, Any]
 # A cluster PriorityClass's value by name; None when the class does not exist.
 PriorityLookup = Callable[[str], int | None]
 # Requests of one pod, from its pod spec.

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
-from mpioperator.controller.builders.names import pod_group_name
+from mpioperator.api.names import pod_group_name
+from mpioperator.api.objects import Obj
 from mpioperator.kube.resources import VOLCANO_POD_GROUPS, Resource
 from mpioperator.podgroup import maths
 from mpioperator.podgroup.maths import PodRequests, PriorityLookup
@@ -14,8 +15,6 @@ from mpioperator.podgroup.render import (
     resource_strings,
     template_metadata_map,
 )
-
-Obj = dict[str, Any]
 
 NAME: Final = "volcano"
 SCHEDULER_NAME: Final = "volcano"

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from mpioperator.api import constants as api
-from mpioperator.controller.builders.names import config_map_name, launcher_name, worker_name
-from mpioperator.controller.builders.ownership import child_metadata
-
-Obj = dict[str, Any]
+from mpioperator.api.names import config_map_name, launcher_name, worker_name
+from mpioperator.api.objects import Obj
+from mpioperator.api.ownership import child_metadata
 
 HOSTFILE = "hostfile"
 DISCOVER_HOSTS = "discover_hosts.sh"

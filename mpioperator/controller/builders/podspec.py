@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from mpioperator.api import constants as api
-from mpioperator.controller.builders.names import secret_name
+from mpioperator.api.names import secret_name
+from mpioperator.api.objects import Obj
 
-Obj = dict[str, Any]
 # Gang scheduling decorates pod templates (scheduler name, group label or annotation); None when off.
 Decorator = Callable[[Obj], None]
 

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from mpioperator.api import constants as api
-from mpioperator.controller.builders.names import service_name
-from mpioperator.controller.builders.ownership import child_metadata
-
-Obj = dict[str, Any]
+from mpioperator.api.names import service_name
+from mpioperator.api.objects import Obj
+from mpioperator.api.ownership import child_metadata
 
 
 def job_selector(job: Obj) -> dict[str, str]:

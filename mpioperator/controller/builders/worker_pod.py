@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from mpioperator.api import constants as api
-from mpioperator.controller.builders.names import worker_name
-from mpioperator.controller.builders.ownership import controller_ref
+from mpioperator.api.names import worker_name
+from mpioperator.api.objects import Obj
+from mpioperator.api.ownership import controller_ref
 from mpioperator.controller.builders.podspec import (
     Decorator,
     add_env,
@@ -17,8 +17,6 @@ from mpioperator.controller.builders.podspec import (
     set_host,
     ssh_volume,
 )
-
-Obj = dict[str, Any]
 
 SSHD_COMMAND = ["/usr/sbin/sshd", "-De"]
 

@@ -29,6 +29,7 @@ import pytest_asyncio
 from prometheus_client import CollectorRegistry
 
 from mpioperator.api.defaults import set_defaults
+from mpioperator.api.objects import Obj
 from mpioperator.clock import RealClock
 from mpioperator.controller.builders import launcher_job, worker_pod
 from mpioperator.controller.children import SyncError
@@ -45,7 +46,6 @@ from test.integration.controller.conftest import CountingWriter, Harness
 
 pytestmark = pytest.mark.integration
 
-Obj = dict[str, Any]
 Write = tuple[str, str, str]
 WATCHED: tuple[Resource, ...] = (MPIJOBS, PODS, JOBS, CONFIG_MAPS, SECRETS, SERVICES)
 ALL = {"cleanPodPolicy": "All"}  # upstream's unit tests build most jobs with cleanPodPolicy All

@@ -7,12 +7,11 @@ from typing import Any
 
 import pytest
 
+from mpioperator.api.objects import Obj
 from mpioperator.controller.fence import ControllerStopped, FencedWriter
 from mpioperator.kube.resources import CONFIG_MAPS, Resource
 
 pytestmark = pytest.mark.unit
-
-Obj = dict[str, Any]
 
 
 class Recording:
