@@ -16,18 +16,19 @@ import structlog
 
 from mpioperator.cache.factory import SharedInformerFactory
 from mpioperator.cache.informer import SharedInformer
-from mpioperator.cache.keys import DeletedFinalStateUnknown, deleted_object
+from mpioperator.cache.keys import DeletedFinalStateUnknown, deleted_object, split_key
 from mpioperator.clock import Clock
-from mpioperator.controller.children import SyncError
 from mpioperator.controller.enqueue import launcher_pod_ended, owning_mpijob_key, spec_changed
+from mpioperator.controller.errors import ControllerStopped, SyncError
 from mpioperator.controller.events import EventRecorder
-from mpioperator.controller.fence import ControllerStopped, FencedWriter
+from mpioperator.controller.fence import FencedWriter
 from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.pod_cache import POD_PROJECTION, slim_pod
 from mpioperator.controller.ports import Listers, Writer
 from mpioperator.controller.sync import JobSyncer, SyncSettings
 from mpioperator.controller.unexpected import FirstSeen
+from mpioperator.controller.watched import CHILD_RESOURCES, watched
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient
 from mpioperator.kube.resources import (
@@ -50,7 +51,6 @@ from mpioperator.workqueue.rate_limiting import RateLimitingQueue
 log = structlog.get_logger(__name__)
 
 QUEUE_NAME = "MPIJob"
-CHILD_RESOURCES: tuple[Resource, ...] = (PODS, JOBS, CONFIG_MAPS, SECRETS, SERVICES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +102,7 @@ class MPIJobController:
         # Everything the controller writes goes through this, and nothing once it has stopped.
         self._writer = FencedWriter(writer or client)
         self.factory = SharedInformerFactory(client, clock=clock)
-        scopes: tuple[str | None, ...] = settings.namespaces or (None,)
+        self.backend = gang_backend(settings.gang_scheduling)
         self._informers: dict[Resource, list[SharedInformer]] = {
             res: [
                 self.factory.informer(
@@ -114,22 +114,15 @@ class MPIJobController:
                 )
                 for ns in scopes
             ]
-            for res in (MPIJOBS, *CHILD_RESOURCES)
+            for res, scopes in watched(settings.namespaces, self.backend.resource)
         }
-        self.backend = gang_backend(settings.gang_scheduling)
         pod_groups = priority_classes = None
         if self.backend.resource is not None:
             # Only with gang scheduling: without it neither kind is read, and the CRD may not exist.
-            pod_group_informers = [self.factory.informer(self.backend.resource, ns) for ns in scopes]
-            self._informers[self.backend.resource] = pod_group_informers
-            pod_groups = StoreLister(pod_group_informers)
-            # Cluster-scoped whatever --namespace says; read for minResources only. Upstream's handler
-            # for it is a no-op (classes have no owner), so none is registered.
-            priority_classes = StoreLister([self.factory.informer(PRIORITY_CLASSES, None)])
-            for informer in pod_group_informers:
-                informer.add_event_handler(
-                    on_add=self._on_child, on_update=self._on_child_update, on_delete=self._on_child
-                )
+            pod_groups = StoreLister(self._informers[self.backend.resource])
+            # Read for minResources only. Upstream's handler for it is a no-op (classes have no owner),
+            # so none is registered.
+            priority_classes = StoreLister(self._informers[PRIORITY_CLASSES])
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(
             default_controller_rate_limiter(qps=settings.queue_qps, burst=settings.queue_burst, clock=clock),
             clock=clock,
@@ -167,7 +160,7 @@ class MPIJobController:
             informer.add_event_handler(
                 on_add=self._on_job_add, on_update=self._on_job_update, on_delete=self._on_job_delete
             )
-        for res in CHILD_RESOURCES:
+        for res in (*CHILD_RESOURCES, *((self.backend.resource,) if self.backend.resource else ())):
             for informer in self._informers[res]:
                 informer.add_event_handler(
                     on_add=self._on_child, on_update=self._on_child_update, on_delete=self._on_child
@@ -215,8 +208,7 @@ class MPIJobController:
             self._on_child(new)
 
     def _mpijob_cached(self, key: str) -> bool:
-        namespace, _, name = key.partition("/")
-        return self.syncer.has_job(namespace, name)
+        return self.syncer.has_job(*split_key(key))
 
     async def run(self, workers: int, stop: asyncio.Event, *, drain_timeout: float = 10.0) -> None:
         """Run the informers, the event sender and `workers` workers until `stop` is set, then drain.

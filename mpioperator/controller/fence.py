@@ -9,12 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from mpioperator.api.objects import Obj
+from mpioperator.controller.errors import ControllerStopped
 from mpioperator.controller.ports import Writer
 from mpioperator.kube.resources import Resource
-
-
-class ControllerStopped(Exception):
-    """An API call asked of a controller that has stopped."""
 
 
 class FencedWriter:

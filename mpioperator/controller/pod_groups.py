@@ -14,7 +14,8 @@ from mpioperator.api import constants as api
 from mpioperator.api.names import pod_group_name
 from mpioperator.api.objects import Obj
 from mpioperator.api.ownership import is_controlled_by
-from mpioperator.controller.children import SyncError, not_managed_message
+from mpioperator.controller.children import not_managed_message
+from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING
 from mpioperator.controller.ports import Lister, Recorder, Writer
 from mpioperator.kube import errors

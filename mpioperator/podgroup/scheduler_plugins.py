@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from mpioperator.api import accessors
 from mpioperator.api.names import pod_group_name
 from mpioperator.api.objects import Obj
 from mpioperator.kube.resources import SCHEDULER_PLUGINS_POD_GROUPS, Resource
@@ -59,7 +60,7 @@ class SchedulerPluginsBackend:
         if resources:
             spec["minResources"] = resource_strings(resources)
         # A pointer in Go, set even when 0, so the field is always sent.
-        timeout = maths.scheduling_policy(job).get("scheduleTimeoutSeconds")
+        timeout = accessors.scheduling_policy(job).get("scheduleTimeoutSeconds")
         spec["scheduleTimeoutSeconds"] = int(timeout or 0)
         return {
             "apiVersion": SCHEDULER_PLUGINS_POD_GROUPS.api_version,

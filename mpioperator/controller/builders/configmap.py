@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from mpioperator.api import accessors
 from mpioperator.api import constants as api
 from mpioperator.api.names import config_map_name, launcher_name, worker_name
 from mpioperator.api.objects import Obj
@@ -18,17 +19,12 @@ def fqdn(host: str, job: str, namespace: str, cluster_domain: str) -> str:
     return f"{name}.{cluster_domain}" if cluster_domain else name
 
 
-def worker_replicas(job: Obj) -> int:
-    worker = (job["spec"].get("mpiReplicaSpecs") or {}).get(api.WORKER)
-    return int((worker or {}).get("replicas") or 0)
-
-
 def hostfile(job: Obj, cluster_domain: str = "") -> str:
     name, ns = job["metadata"]["name"], job["metadata"].get("namespace", "")
     slots = job["spec"].get("slotsPerWorker")
     slots = api.DEFAULT_SLOTS_PER_WORKER if slots is None else slots
     hosts = [launcher_name(job)] if job["spec"].get("runLauncherAsWorker") else []
-    hosts += [worker_name(job, i) for i in range(worker_replicas(job))]
+    hosts += [worker_name(job, i) for i in range(accessors.worker_replicas(job))]
     openmpi = job["spec"].get("mpiImplementation", api.OPENMPI) == api.OPENMPI
     lines = []
     for host in hosts:

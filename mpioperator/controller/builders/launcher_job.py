@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+from mpioperator.api import accessors
 from mpioperator.api import constants as api
 from mpioperator.api.names import config_map_name, launcher_name
 from mpioperator.api.objects import Obj
@@ -90,7 +91,7 @@ def launcher_pod_template(job: Obj, decorate: Decorator | None = None) -> tuple[
 
 def new_launcher_job(job: Obj, decorate: Decorator | None = None) -> tuple[Obj, bool]:
     template, overridden = launcher_pod_template(job, decorate)
-    run_policy = job["spec"].get("runPolicy") or {}
+    run_policy = accessors.run_policy(job)
     spec: Obj = {}
     for ours, theirs in (
         ("ttlSecondsAfterFinished", "ttlSecondsAfterFinished"),

@@ -23,8 +23,8 @@ from prometheus_client import CollectorRegistry
 
 from mpioperator.api.objects import Obj
 from mpioperator.clock import RealClock
-from mpioperator.controller.children import SyncError
 from mpioperator.controller.controller import ControllerSettings, MPIJobController
+from mpioperator.controller.errors import SyncError
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.kube.client import KubeClient
 from mpioperator.testing.cluster import LocalCluster

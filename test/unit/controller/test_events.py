@@ -11,7 +11,8 @@ import pytest
 
 from mpioperator.api.defaults import set_defaults
 from mpioperator.api.objects import Obj
-from mpioperator.controller.children import ChildReconciler, SyncError
+from mpioperator.controller.children import ChildReconciler
+from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import MAX_QUEUED_EVENTS, EventRecorder
 from mpioperator.controller.ports import Listers
 from mpioperator.kube import errors

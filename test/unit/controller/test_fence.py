@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from mpioperator.api.objects import Obj
-from mpioperator.controller.fence import ControllerStopped, FencedWriter
+from mpioperator.controller.errors import ControllerStopped
+from mpioperator.controller.fence import FencedWriter
 from mpioperator.kube.resources import CONFIG_MAPS, Resource
 
 pytestmark = pytest.mark.unit
