@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any, Protocol
 
 from mpioperator.kube.projection import Projection
@@ -38,4 +38,4 @@ class ListerWatcher(Protocol):
         field_selector: str | None = None,
         inactivity_timeout: float | None = None,
         projection: Projection | None = None,
-    ) -> AsyncIterator[dict[str, Any]]: ...
+    ) -> AsyncGenerator[dict[str, Any], None]: ...

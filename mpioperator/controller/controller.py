@@ -100,7 +100,8 @@ class MPIJobController:
         self._metrics = metrics
         self._client = client
         # Everything the controller writes goes through this, and nothing once it has stopped.
-        self._writer = FencedWriter(writer or client)
+        self._fence = FencedWriter(writer or client)
+        self._writer = self._fence.writer
         self.factory = SharedInformerFactory(client, clock=clock)
         self.backend = gang_backend(settings.gang_scheduling)
         self._informers: dict[Resource, list[SharedInformer]] = {
@@ -246,7 +247,7 @@ class MPIJobController:
             raise
         finally:
             self._synced = False
-            self._writer.close()
+            self._fence.close()
             await self.queue.close()
             if not await self._client.settled(timeout=self._client.request_timeout):
                 log.warning("API calls still unanswered after the controller stopped")

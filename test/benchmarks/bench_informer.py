@@ -17,7 +17,7 @@ import gc
 import os
 import time
 import tracemalloc
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +43,7 @@ class RecordedWatch:
 
     async def watch(
         self, res: Resource, namespace: str | None = None, *, projection: Projection | None = None, **_: Any
-    ) -> AsyncIterator[Obj]:
+    ) -> AsyncGenerator[Obj, None]:
         stamp = stamp_kind(res)
         loads = projection.event if projection is not None else None
         for line in self._lines:

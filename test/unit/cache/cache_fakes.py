@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from mpioperator.api.objects import Obj
@@ -54,7 +54,7 @@ class FakeStream:
     def end(self) -> None:
         self._queue.put_nowait(_CLOSE)
 
-    async def events(self) -> AsyncIterator[dict[str, Any]]:
+    async def events(self) -> AsyncGenerator[dict[str, Any], None]:
         try:
             while True:
                 item = await self._queue.get()
@@ -96,7 +96,7 @@ class FakeSource:
 
     def watch(
         self, res: Resource, namespace: str | None = None, **kwargs: Any
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         call = {"namespace": namespace, **kwargs}
         self.watch_calls.append(call)
         stream = FakeStream(call)
