@@ -226,26 +226,23 @@ def shared_children(job: Obj, running_workers: list[Obj] | None = None) -> list[
     ]
 
 
+def true_condition(cond_type: str, reason: str, message: str, when: str) -> Obj:
+    return {
+        "type": cond_type,
+        "status": "True",
+        "reason": reason,
+        "message": message,
+        "lastUpdateTime": when,
+        "lastTransitionTime": when,
+    }
+
+
 def finished_status(condition: str, reason: str, *, workers: Obj | None = None) -> Obj:
     """The status of a job that finished an hour ago with `condition` (Succeeded or Failed)."""
     return {
         "conditions": [
-            {
-                "type": "Created",
-                "status": "True",
-                "reason": "MPIJobCreated",
-                "message": "MPIJob default/pi is created.",
-                "lastUpdateTime": EARLIER,
-                "lastTransitionTime": EARLIER,
-            },
-            {
-                "type": condition,
-                "status": "True",
-                "reason": reason,
-                "message": "done",
-                "lastUpdateTime": EARLIER,
-                "lastTransitionTime": EARLIER,
-            },
+            true_condition("Created", "MPIJobCreated", "MPIJob default/pi is created.", EARLIER),
+            true_condition(condition, reason, "done", EARLIER),
         ],
         "startTime": EARLIER,
         "completionTime": EARLIER,
@@ -254,6 +251,12 @@ def finished_status(condition: str, reason: str, *, workers: Obj | None = None) 
 
 
 CREATED = ("Normal", "MPIJobCreated", "MPIJob default/pi is created.")
+# The first writes of every sync of a job without children, in upstream's order.
+SHARED_CREATES = [
+    ("create", "services", "pi"),
+    ("create", "configmaps", "pi-config"),
+    ("create", "secrets", "pi-ssh"),
+]
 
 
 def job(workers: int = 2, status: Obj | None = None, **run_policy: object) -> Obj:
@@ -268,22 +271,8 @@ def running_status(workers: int) -> Obj:
     """What a sync writes for a job whose launcher pod and `workers` workers all run."""
     return {
         "conditions": [
-            {
-                "type": "Created",
-                "status": "True",
-                "reason": "MPIJobCreated",
-                "message": "MPIJob default/pi is created.",
-                "lastUpdateTime": NOW,
-                "lastTransitionTime": NOW,
-            },
-            {
-                "type": "Running",
-                "status": "True",
-                "reason": "MPIJobRunning",
-                "message": "MPIJob default/pi is running.",
-                "lastUpdateTime": NOW,
-                "lastTransitionTime": NOW,
-            },
+            true_condition("Created", "MPIJobCreated", "MPIJob default/pi is created.", NOW),
+            true_condition("Running", "MPIJobRunning", "MPIJob default/pi is running.", NOW),
         ],
         "startTime": NOW,
         "replicaStatuses": {"Launcher": {"active": 1}, "Worker": {"active": workers}},

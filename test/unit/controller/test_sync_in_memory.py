@@ -16,6 +16,7 @@ from mpioperator.controller.errors import SyncError
 from test.unit.controller.sync_fixtures import (
     CREATED,
     NOW,
+    SHARED_CREATES,
     Scene,
     job,
     launcher,
@@ -38,9 +39,7 @@ async def test_new_job_creates_service_configmap_secret_workers_launcher_then_wr
     await scene.sync()
 
     assert scene.writer.calls == [
-        ("create", "services", "pi"),
-        ("create", "configmaps", "pi-config"),
-        ("create", "secrets", "pi-ssh"),
+        *SHARED_CREATES,
         ("create", "pods", "pi-worker-0"),
         ("create", "pods", "pi-worker-1"),
         ("create", "pods", "pi-worker-2"),
@@ -73,9 +72,7 @@ async def test_suspended_job_creates_a_suspended_launcher_and_no_pods() -> None:
     await scene.sync()
 
     assert scene.writer.calls == [
-        ("create", "services", "pi"),
-        ("create", "configmaps", "pi-config"),
-        ("create", "secrets", "pi-ssh"),
+        *SHARED_CREATES,
         ("create", "jobs", "pi-launcher"),
         ("update_status", "mpijobs", "pi"),
     ]
@@ -101,9 +98,7 @@ async def test_wait_for_workers_ready_creates_the_workers_but_not_the_launcher()
     await scene.sync()
 
     assert scene.writer.calls == [
-        ("create", "services", "pi"),
-        ("create", "configmaps", "pi-config"),
-        ("create", "secrets", "pi-ssh"),
+        *SHARED_CREATES,
         ("create", "pods", "pi-worker-0"),
         ("create", "pods", "pi-worker-1"),
         ("update_status", "mpijobs", "pi"),
@@ -272,11 +267,7 @@ async def test_worker_pod_of_another_owner_fails_the_sync_after_the_shared_child
     with pytest.raises(SyncError, match='Resource "pi-worker-0" of Kind "Pod" already exists'):
         await scene.sync()
 
-    assert scene.writer.calls == [
-        ("create", "services", "pi"),
-        ("create", "configmaps", "pi-config"),
-        ("create", "secrets", "pi-ssh"),
-    ]
+    assert scene.writer.calls == SHARED_CREATES
 
 
 async def test_job_managed_by_another_controller_gets_no_write() -> None:
