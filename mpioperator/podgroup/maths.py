@@ -9,7 +9,7 @@ from typing import Any
 import structlog
 
 from mpioperator.api import constants as api
-from mpioperator.api.accessors import scheduling_policy, worker_replicas
+from mpioperator.api.accessors import launcher_creation_policy, scheduling_policy, worker_replicas
 from mpioperator.api.objects import Obj
 from mpioperator.podgroup.quantity import parse_resource_list
 from mpioperator.podgroup.resources import ResourceMap, add_resources, scale_resources, sum_resources
@@ -40,7 +40,7 @@ def launcher_in_gang(job: Obj, launcher_exists: bool) -> bool:
     """
     if launcher_exists or scheduling_policy(job).get("minAvailable") is not None:
         return True
-    if (job.get("spec") or {}).get("launcherCreationPolicy") != api.WAIT_FOR_WORKERS_READY:
+    if launcher_creation_policy(job) != api.WAIT_FOR_WORKERS_READY:
         return True
     return worker_replicas(job) == 0
 

@@ -21,11 +21,10 @@ def fqdn(host: str, job: str, namespace: str, cluster_domain: str) -> str:
 
 def hostfile(job: Obj, cluster_domain: str = "") -> str:
     name, ns = job["metadata"]["name"], job["metadata"].get("namespace", "")
-    slots = job["spec"].get("slotsPerWorker")
-    slots = api.DEFAULT_SLOTS_PER_WORKER if slots is None else slots
-    hosts = [launcher_name(job)] if job["spec"].get("runLauncherAsWorker") else []
+    slots = accessors.slots_per_worker(job)
+    hosts = [launcher_name(job)] if accessors.run_launcher_as_worker(job) else []
     hosts += [worker_name(job, i) for i in range(accessors.worker_replicas(job))]
-    openmpi = job["spec"].get("mpiImplementation", api.OPENMPI) == api.OPENMPI
+    openmpi = accessors.mpi_implementation(job) == api.OPENMPI
     lines = []
     for host in hosts:
         address = fqdn(host, name, ns, cluster_domain)
@@ -37,7 +36,7 @@ def discover_hosts(job: Obj, running_workers: Iterable[Obj], cluster_domain: str
     """Hosts Horovod elastic may use now: the launcher (if it works) and workers that are Running."""
     name, ns = job["metadata"]["name"], job["metadata"].get("namespace", "")
     script = "#!/bin/sh\n"
-    if job["spec"].get("runLauncherAsWorker"):
+    if accessors.run_launcher_as_worker(job):
         script += f"echo {fqdn(launcher_name(job), name, ns, cluster_domain)}\n"
     pods = sorted(
         (p for p in running_workers if p.get("status", {}).get("phase") == "Running"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from mpioperator.api import accessors
 from mpioperator.api import constants as api
 from mpioperator.api.names import secret_name
 from mpioperator.api.objects import Obj
@@ -24,7 +25,7 @@ def ssh_volume(job: Obj) -> Obj:
             {"key": "ssh-publickey", "path": "authorized_keys"},
         ],
     }
-    if job["spec"].get("sshAuthMountPath") == api.DEFAULT_SSH_AUTH_MOUNT_PATH:
+    if accessors.ssh_auth_mount_path(job) == api.DEFAULT_SSH_AUTH_MOUNT_PATH:
         secret["defaultMode"] = SSH_DEFAULT_MODE
     return {"name": SSH_VOLUME, "secret": secret}
 

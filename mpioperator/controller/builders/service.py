@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mpioperator.api import accessors
 from mpioperator.api import constants as api
 from mpioperator.api.names import service_name
 from mpioperator.api.objects import Obj
@@ -14,7 +15,7 @@ def job_selector(job: Obj) -> dict[str, str]:
 
 def new_service(job: Obj) -> Obj:
     spec: Obj = {"clusterIP": "None", "selector": job_selector(job)}
-    if job["spec"].get("runLauncherAsWorker"):
+    if accessors.run_launcher_as_worker(job):
         spec["publishNotReadyAddresses"] = True
     return {
         "apiVersion": "v1",
