@@ -15,6 +15,7 @@ echo "== ruff"
 .venv/bin/ruff format --check .
 echo "== mypy"
 .venv/bin/mypy
+echo "== import contracts"; .venv/bin/lint-imports
 
 echo "== control plane"
 bin_dir=$(bash hack/build-control-plane.sh)

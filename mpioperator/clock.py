@@ -1,4 +1,8 @@
-"""Time as a dependency: the real monotonic clock in production, a hand-driven one in tests."""
+"""Time as a dependency: the real monotonic clock in production, a hand-driven one in tests.
+
+The one Clock protocol of the code base: every layer that waits or measures takes a `Clock`, and every
+unit test drives the one `FakeClock`.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import datetime as dt
 import heapq
 import itertools
 import time
-from typing import Protocol
+from typing import Literal, Protocol
 
 
 class Clock(Protocol):
@@ -38,11 +42,22 @@ class RealClock:
 _FAKE_WALL_START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
-class FakeClock:
-    """Time moves only when a test calls `advance`; sleepers whose deadline passed wake in order."""
+# What a FakeClock's sleep does: wait until a test's `advance` passes its deadline; move time on by its
+# length and return (for code under test that is the only thing running); or return at once with time
+# standing still (every wait is only recorded, as if each caller waited in parallel).
+SleepMode = Literal["wait", "advance", "return"]
 
-    def __init__(self, start: float = 1000.0, wall: dt.datetime | None = None) -> None:
+
+class FakeClock:
+    """Time moves only when a test calls `advance` (or, with `on_sleep="advance"`, when someone sleeps);
+    sleepers whose deadline passed wake in order. Every sleep asked for is recorded in `sleeps`."""
+
+    def __init__(
+        self, start: float = 1000.0, wall: dt.datetime | None = None, *, on_sleep: SleepMode = "wait"
+    ) -> None:
         self._now = start
+        self._on_sleep = on_sleep
+        self.sleeps: list[float] = []
         self._wall_anchor = (start, _FAKE_WALL_START)
         if wall is not None:
             self.set_wall(wall)
@@ -63,7 +78,10 @@ class FakeClock:
         self._wall_anchor = (self._now, wall.astimezone(dt.UTC))
 
     async def sleep(self, seconds: float) -> None:
-        if seconds <= 0:
+        self.sleeps.append(seconds)
+        if self._on_sleep == "advance":
+            self._now += max(0.0, seconds)
+        if seconds <= 0 or self._on_sleep != "wait":
             await asyncio.sleep(0)
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()

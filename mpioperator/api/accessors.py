@@ -12,9 +12,9 @@ from mpioperator.api import constants as api
 from mpioperator.api.defaults import (
     DEFAULT_LAUNCHER_REPLICAS,
     DEFAULT_WORKER_REPLICAS,
-    Obj,
     clean_pod_policy,
 )
+from mpioperator.api.objects import Obj
 
 __all__ = [
     "clean_pod_policy",
@@ -27,9 +27,12 @@ __all__ = [
     "replica_spec",
     "restart_policy",
     "run_launcher_as_worker",
+    "run_policy",
+    "scheduling_policy",
     "slots_per_worker",
     "ssh_auth_mount_path",
     "suspended",
+    "ttl_seconds_after_finished",
     "worker_replicas",
 ]
 
@@ -39,8 +42,13 @@ def _spec(job: Obj) -> Obj:
     return spec if isinstance(spec, dict) else {}
 
 
-def _run_policy(job: Obj) -> Obj:
+def run_policy(job: Obj) -> Obj:
     policy = _spec(job).get("runPolicy")
+    return policy if isinstance(policy, dict) else {}
+
+
+def scheduling_policy(job: Obj) -> Obj:
+    policy = run_policy(job).get("schedulingPolicy")
     return policy if isinstance(policy, dict) else {}
 
 
@@ -105,9 +113,14 @@ def run_launcher_as_worker(job: Obj) -> bool:
 
 
 def suspended(job: Obj) -> bool:
-    return _run_policy(job).get("suspend") is True
+    return run_policy(job).get("suspend") is True
 
 
 def managed_by(job: Obj) -> str | None:
-    value: Any = _run_policy(job).get("managedBy")
+    value: Any = run_policy(job).get("managedBy")
     return None if value is None else str(value)
+
+
+def ttl_seconds_after_finished(job: Obj) -> int | None:
+    ttl = run_policy(job).get("ttlSecondsAfterFinished")
+    return None if ttl is None else int(ttl)

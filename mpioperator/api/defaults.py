@@ -11,8 +11,7 @@ import copy
 from typing import Any
 
 from mpioperator.api import constants as api
-
-Obj = dict[str, Any]
+from mpioperator.api.objects import Obj
 
 DEFAULT_CLEAN_POD_POLICY = api.CLEAN_POD_POLICY_RUNNING
 DEFAULT_LAUNCHER_REPLICAS = 1

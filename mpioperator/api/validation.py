@@ -16,6 +16,7 @@ from mpioperator.api.field_errors import (
     not_supported,
     required,
 )
+from mpioperator.api.objects import Obj
 
 __all__ = [
     "FieldError",
@@ -25,7 +26,6 @@ __all__ = [
     "validate_mpijob",
 ]
 
-Obj = dict[str, Any]
 
 DNS1035_LABEL_MAX_LENGTH = 63
 DNS1035_LABEL_FORMAT = "[a-z]([-a-z0-9]*[a-z0-9])?"

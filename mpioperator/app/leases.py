@@ -8,7 +8,9 @@ from typing import Any, Protocol
 
 import structlog
 
+from mpioperator.api.objects import Obj
 from mpioperator.cache.backoff import Backoff
+from mpioperator.cache.listwatch import ListerWatcher
 from mpioperator.cache.reflector import SHORT_WATCH, ShortWatch
 from mpioperator.clock import Clock, RealClock
 from mpioperator.kube import errors
@@ -25,29 +27,15 @@ WATCH_RETRY_SECONDS = 1.0
 WATCH_RETRY_CAP_SECONDS = 30.0
 
 
-class LeaseApi(Protocol):
-    """The part of KubeClient the Lease access uses."""
+class LeaseApi(ListerWatcher, Protocol):
+    """The part of KubeClient the Lease access uses: the watch of the informers' ListerWatcher (for
+    releases), and get, create and update."""
 
-    async def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]: ...
+    async def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj: ...
 
-    async def create(
-        self, res: Resource, body: dict[str, Any], namespace: str | None = None
-    ) -> dict[str, Any]: ...
+    async def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj: ...
 
-    async def update(
-        self, res: Resource, body: dict[str, Any], namespace: str | None = None
-    ) -> dict[str, Any]: ...
-
-    def watch(
-        self,
-        res: Resource,
-        namespace: str | None = None,
-        *,
-        resource_version: str,
-        timeout_seconds: int,
-        allow_bookmarks: bool = True,
-        field_selector: str | None = None,
-    ) -> AsyncGenerator[dict[str, Any], None]: ...
+    async def update(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj: ...
 
 
 class KubeLeaseClient:

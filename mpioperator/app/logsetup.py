@@ -34,7 +34,3 @@ def configure(*, log_format: str = "auto", verbosity: int = 0, stream: TextIO | 
         logger_factory=structlog.PrintLoggerFactory(file=out),
         cache_logger_on_first_use=False,
     )
-
-
-def get_logger(name: str) -> Any:
-    return structlog.get_logger(name).bind(logger=name)

@@ -60,6 +60,17 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def controller_settings(options: opts.Options) -> ControllerSettings:
+    """The controller's share of the flags, as plain values (the controller knows nothing of flags)."""
+    return ControllerSettings(
+        namespaces=options.namespaces,
+        cluster_domain=options.cluster_domain,
+        queue_qps=float(options.controller_queue_rate_limit),
+        queue_burst=options.controller_queue_burst,
+        gang_scheduling=options.gang_scheduling,
+    )
+
+
 async def run(
     options: opts.Options,
     *,
@@ -82,7 +93,7 @@ async def run(
         controller = MPIJobController(
             client,
             metrics,
-            settings=ControllerSettings.from_options(options),
+            settings=controller_settings(options),
             clock=clock,
         )
         server = HealthServer(port=options.health_port, registry=registry, serve_metrics=False)

@@ -9,9 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-from dataclasses import dataclass, field
-
-GANG_SCHEDULERS_BUILTIN = ("volcano",)  # any other non-empty value names a scheduler-plugins scheduler
+from dataclasses import dataclass
 
 
 class OptionsError(ValueError):
@@ -41,15 +39,14 @@ class Options:
     log_format: str = "auto"
     verbosity: int = 0
     shutdown_timeout: float = 10.0
-    extra: dict[str, str] = field(default_factory=dict)
 
     @property
     def cluster_scoped(self) -> bool:
         return not self.namespaces
 
     def describe(self) -> dict[str, object]:
-        """The options for the start-up log line, without anything secret-looking."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "extra"}
+        """The options for the start-up log line (no flag holds a secret: credentials come from files)."""
+        return dataclasses.asdict(self)
 
 
 def _bool(value: str) -> bool:

@@ -8,25 +8,15 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_e
 from mpioperator import __version__
 from mpioperator.app.options import Options
 from mpioperator.controller.controller import gang_backend
+from mpioperator.controller.watched import WATCHED, Scopes
+from mpioperator.controller.watched import watched as watched_resources
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient, RequestMetrics
-from mpioperator.kube.resources import (
-    CONFIG_MAPS,
-    JOBS,
-    MPIJOBS,
-    PODS,
-    PRIORITY_CLASSES,
-    SECRETS,
-    SERVICES,
-    Resource,
-)
+from mpioperator.kube.resources import MPIJOBS, Resource
 
 log = structlog.get_logger(__name__)
 
 USER_AGENT = f"mpi-operator/{__version__}"
-# What the controller lists and watches; a Forbidden on any of them would only show up later as a
-# silent, never-syncing cache, so it is checked before leader election.
-WATCHED: tuple[Resource, ...] = (MPIJOBS, PODS, JOBS, CONFIG_MAPS, SECRETS, SERVICES)
 _PROBE_DEADLINE = 30.0
 
 
@@ -76,15 +66,9 @@ def _transient(exc: BaseException) -> bool:
     return isinstance(exc, errors.ApiError) and (exc.status == 0 or exc.status >= 500 or exc.status == 429)
 
 
-def watched(options: Options) -> list[tuple[Resource, tuple[str | None, ...]]]:
-    """Every resource the controller will list and watch, with the scopes it watches them in."""
-    scopes: tuple[str | None, ...] = options.namespaces or (None,)
-    out: list[tuple[Resource, tuple[str | None, ...]]] = [(res, scopes) for res in WATCHED]
-    pod_groups = gang_backend(options.gang_scheduling).resource
-    if pod_groups is not None:
-        out.append((pod_groups, scopes))
-        out.append((PRIORITY_CLASSES, (None,)))  # cluster-scoped, whatever --namespace says
-    return out
+def watched(options: Options) -> list[tuple[Resource, Scopes]]:
+    """Every resource the controller these flags configure will list and watch, with its scopes."""
+    return watched_resources(options.namespaces, gang_backend(options.gang_scheduling).resource)
 
 
 def _not_served(res: Resource, options: Options) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from mpioperator.cache.listwatch import Clock
+from mpioperator.clock import Clock
 
 
 class Backoff:

@@ -6,9 +6,10 @@ import asyncio
 from collections.abc import Mapping
 
 from mpioperator.cache.informer import SharedInformer, Transform, strip_managed_fields
-from mpioperator.cache.listwatch import Clock, ListerWatcher
+from mpioperator.cache.listwatch import ListerWatcher
 from mpioperator.cache.reflector import DEFAULT_INACTIVITY_TIMEOUT, DEFAULT_PAGE_SIZE
 from mpioperator.cache.store import IndexFunc
+from mpioperator.clock import Clock
 from mpioperator.kube.projection import Projection
 from mpioperator.kube.resources import Resource
 

@@ -27,8 +27,9 @@ from typing import Any
 
 import structlog
 
-from mpioperator.cache.keys import DeletedFinalStateUnknown, Obj, object_key
-from mpioperator.cache.listwatch import Clock, ListerWatcher
+from mpioperator.api.objects import Obj
+from mpioperator.cache.keys import DeletedFinalStateUnknown, object_key
+from mpioperator.cache.listwatch import ListerWatcher
 from mpioperator.cache.reflector import (
     DEFAULT_INACTIVITY_TIMEOUT,
     DEFAULT_PAGE_SIZE,
@@ -36,6 +37,7 @@ from mpioperator.cache.reflector import (
     Reflector,
 )
 from mpioperator.cache.store import IndexFunc, Store
+from mpioperator.clock import Clock
 from mpioperator.kube.projection import Projection
 from mpioperator.kube.resources import Resource
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-Obj = dict[str, Any]
+from mpioperator.api.objects import Obj
 
 
 def object_key(obj: Obj) -> str:

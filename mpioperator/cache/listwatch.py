@@ -1,11 +1,11 @@
-"""The seams the reflector needs: something that lists and watches, and a clock.
+"""The seam the reflector lists and watches through (its clock is mpioperator.clock.Clock).
 
 `mpioperator.kube.client.KubeClient` satisfies `ListerWatcher` structurally; unit tests pass fakes.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any, Protocol
 
 from mpioperator.kube.projection import Projection
@@ -38,12 +38,4 @@ class ListerWatcher(Protocol):
         field_selector: str | None = None,
         inactivity_timeout: float | None = None,
         projection: Projection | None = None,
-    ) -> AsyncIterator[dict[str, Any]]: ...
-
-
-class Clock(Protocol):
-    """Monotonic seconds and a sleep on the same time line: the part of mpioperator.clock.Clock used here."""
-
-    def now(self) -> float: ...
-
-    async def sleep(self, seconds: float) -> None: ...
+    ) -> AsyncGenerator[dict[str, Any], None]: ...

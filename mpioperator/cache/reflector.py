@@ -26,10 +26,10 @@ from typing import Any, Protocol
 
 import structlog
 
+from mpioperator.api.objects import Obj
 from mpioperator.cache.backoff import Backoff
-from mpioperator.cache.keys import Obj
-from mpioperator.cache.listwatch import Clock, ListerWatcher
-from mpioperator.clock import RealClock
+from mpioperator.cache.listwatch import ListerWatcher
+from mpioperator.clock import Clock, RealClock
 from mpioperator.kube.errors import Expired, TooManyRequests, error_from_status
 from mpioperator.kube.projection import Projection
 from mpioperator.kube.resources import Resource

@@ -10,7 +10,8 @@ import builtins
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from mpioperator.cache.keys import Obj, make_key, object_key
+from mpioperator.api.objects import Obj
+from mpioperator.cache.keys import make_key, object_key
 
 IndexFunc = Callable[[Obj], list[str]]
 

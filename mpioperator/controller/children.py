@@ -9,11 +9,14 @@ from typing import Any
 
 import structlog
 
+from mpioperator.api import accessors, names
 from mpioperator.api import constants as api
-from mpioperator.controller.builders import configmap, launcher_job, names, secret, service, worker_pod
-from mpioperator.controller.builders.ownership import is_controlled_by
+from mpioperator.api.objects import Obj
+from mpioperator.api.ownership import is_controlled_by
+from mpioperator.controller.builders import configmap, launcher_job, secret, service, worker_pod
+from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING
-from mpioperator.controller.ports import Listers, Obj, Recorder, Writer
+from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.kube import errors
 from mpioperator.kube.resources import CONFIG_MAPS, JOBS, PODS, SECRETS, SERVICES, Resource
 from mpioperator.podgroup.backend import PodGroupBackend, decorator_for
@@ -23,10 +26,6 @@ log = structlog.get_logger(__name__)
 
 # Worker pods are created concurrently, but not so many at once that one big job starves the others.
 _CREATE_CONCURRENCY = 16
-
-
-class SyncError(Exception):
-    """The sync must be retried with backoff; the message is what upstream logs and returns."""
 
 
 def launcher_done(launcher: Obj) -> bool:
@@ -44,16 +43,9 @@ def pod_ready(pod: Obj) -> bool:
 
 
 def may_create_launcher(job: Obj, workers: list[Obj]) -> bool:
-    if job["spec"].get("launcherCreationPolicy") == api.AT_STARTUP:
+    if accessors.launcher_creation_policy(job) == api.AT_STARTUP:
         return True
     return sum(1 for w in workers if pod_ready(w)) == len(workers)
-
-
-def worker_replicas(job: Obj) -> int:
-    spec = (job["spec"].get("mpiReplicaSpecs") or {}).get(api.WORKER)
-    if not spec:
-        return 0
-    return int(spec.get("replicas") or 0)
 
 
 def worker_selector(job: Obj) -> dict[str, str]:
@@ -187,8 +179,8 @@ class ChildReconciler:
         return await self._upsert(job, SECRETS, cached, desired, ["data"], "creating SSH auth secret")
 
     async def workers(self, job: Obj) -> list[Obj]:
-        replicas = worker_replicas(job)
-        if not (job["spec"].get("mpiReplicaSpecs") or {}).get(api.WORKER):
+        replicas = accessors.worker_replicas(job)
+        if not accessors.replica_spec(job, api.WORKER):
             return []
         ns = job["metadata"]["namespace"]
         await self._scale_down(job, replicas)
@@ -302,8 +294,8 @@ class ChildReconciler:
     async def clean_up_workers(self, job: Obj, status: Obj) -> None:
         """Delete worker pods per cleanPodPolicy and zero the Worker counts (§2.11)."""
         ns = job["metadata"]["namespace"]
-        keep_finished = job["spec"].get("runPolicy", {}).get("cleanPodPolicy") == api.CLEAN_POD_POLICY_RUNNING
-        for i in range(worker_replicas(job)):
+        keep_finished = accessors.clean_pod_policy(job) == api.CLEAN_POD_POLICY_RUNNING
+        for i in range(accessors.worker_replicas(job)):
             pod = self._l.pods.get(ns, names.worker_name(job, i))
             if pod is None or pod["metadata"].get("deletionTimestamp"):
                 continue

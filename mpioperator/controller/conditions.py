@@ -7,8 +7,7 @@ import datetime as dt
 from typing import Any
 
 from mpioperator.api import constants as api
-
-Obj = dict[str, Any]
+from mpioperator.api.objects import Obj
 
 TRUE = "True"
 FALSE = "False"

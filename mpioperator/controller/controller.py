@@ -14,21 +14,21 @@ from typing import Any
 
 import structlog
 
-from mpioperator.app.options import Options
 from mpioperator.cache.factory import SharedInformerFactory
 from mpioperator.cache.informer import SharedInformer
-from mpioperator.cache.keys import DeletedFinalStateUnknown, deleted_object
+from mpioperator.cache.keys import DeletedFinalStateUnknown, deleted_object, split_key
 from mpioperator.clock import Clock
-from mpioperator.controller.children import SyncError
 from mpioperator.controller.enqueue import launcher_pod_ended, owning_mpijob_key, spec_changed
+from mpioperator.controller.errors import ControllerStopped, SyncError
 from mpioperator.controller.events import EventRecorder
-from mpioperator.controller.fence import ControllerStopped, FencedWriter
+from mpioperator.controller.fence import FencedWriter
 from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.pod_cache import POD_PROJECTION, slim_pod
 from mpioperator.controller.ports import Listers, Writer
 from mpioperator.controller.sync import JobSyncer, SyncSettings
 from mpioperator.controller.unexpected import FirstSeen
+from mpioperator.controller.watched import CHILD_RESOURCES, watched
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient
 from mpioperator.kube.resources import (
@@ -51,7 +51,6 @@ from mpioperator.workqueue.rate_limiting import RateLimitingQueue
 log = structlog.get_logger(__name__)
 
 QUEUE_NAME = "MPIJob"
-CHILD_RESOURCES: tuple[Resource, ...] = (PODS, JOBS, CONFIG_MAPS, SECRETS, SERVICES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,16 +68,6 @@ class ControllerSettings:
     # A launcher pod's end waits for its Job's own status, which the Job controller writes within its
     # one-second batch period: one status write for both instead of two.
     launcher_end_settle: float = 1.5
-
-    @classmethod
-    def from_options(cls, options: Options) -> ControllerSettings:
-        return cls(
-            namespaces=options.namespaces,
-            cluster_domain=options.cluster_domain,
-            queue_qps=float(options.controller_queue_rate_limit),
-            queue_burst=options.controller_queue_burst,
-            gang_scheduling=options.gang_scheduling,
-        )
 
 
 def gang_backend(gang_scheduling: str) -> PodGroupBackend:
@@ -111,9 +100,10 @@ class MPIJobController:
         self._metrics = metrics
         self._client = client
         # Everything the controller writes goes through this, and nothing once it has stopped.
-        self._writer = FencedWriter(writer or client)
+        self._fence = FencedWriter(writer or client)
+        self._writer = self._fence.writer
         self.factory = SharedInformerFactory(client, clock=clock)
-        scopes: tuple[str | None, ...] = settings.namespaces or (None,)
+        self.backend = gang_backend(settings.gang_scheduling)
         self._informers: dict[Resource, list[SharedInformer]] = {
             res: [
                 self.factory.informer(
@@ -125,22 +115,15 @@ class MPIJobController:
                 )
                 for ns in scopes
             ]
-            for res in (MPIJOBS, *CHILD_RESOURCES)
+            for res, scopes in watched(settings.namespaces, self.backend.resource)
         }
-        self.backend = gang_backend(settings.gang_scheduling)
         pod_groups = priority_classes = None
         if self.backend.resource is not None:
             # Only with gang scheduling: without it neither kind is read, and the CRD may not exist.
-            pod_group_informers = [self.factory.informer(self.backend.resource, ns) for ns in scopes]
-            self._informers[self.backend.resource] = pod_group_informers
-            pod_groups = StoreLister(pod_group_informers)
-            # Cluster-scoped whatever --namespace says; read for minResources only. Upstream's handler
-            # for it is a no-op (classes have no owner), so none is registered.
-            priority_classes = StoreLister([self.factory.informer(PRIORITY_CLASSES, None)])
-            for informer in pod_group_informers:
-                informer.add_event_handler(
-                    on_add=self._on_child, on_update=self._on_child_update, on_delete=self._on_child
-                )
+            pod_groups = StoreLister(self._informers[self.backend.resource])
+            # Read for minResources only. Upstream's handler for it is a no-op (classes have no owner),
+            # so none is registered.
+            priority_classes = StoreLister(self._informers[PRIORITY_CLASSES])
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(
             default_controller_rate_limiter(qps=settings.queue_qps, burst=settings.queue_burst, clock=clock),
             clock=clock,
@@ -178,7 +161,7 @@ class MPIJobController:
             informer.add_event_handler(
                 on_add=self._on_job_add, on_update=self._on_job_update, on_delete=self._on_job_delete
             )
-        for res in CHILD_RESOURCES:
+        for res in (*CHILD_RESOURCES, *((self.backend.resource,) if self.backend.resource else ())):
             for informer in self._informers[res]:
                 informer.add_event_handler(
                     on_add=self._on_child, on_update=self._on_child_update, on_delete=self._on_child
@@ -226,8 +209,7 @@ class MPIJobController:
             self._on_child(new)
 
     def _mpijob_cached(self, key: str) -> bool:
-        namespace, _, name = key.partition("/")
-        return self.syncer.has_job(namespace, name)
+        return self.syncer.has_job(*split_key(key))
 
     async def run(self, workers: int, stop: asyncio.Event, *, drain_timeout: float = 10.0) -> None:
         """Run the informers, the event sender and `workers` workers until `stop` is set, then drain.
@@ -265,7 +247,7 @@ class MPIJobController:
             raise
         finally:
             self._synced = False
-            self._writer.close()
+            self._fence.close()
             await self.queue.close()
             if not await self._client.settled(timeout=self._client.request_timeout):
                 log.warning("API calls still unanswered after the controller stopped")

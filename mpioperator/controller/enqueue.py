@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from mpioperator.api import constants as api
-
-Obj = dict[str, Any]
+from mpioperator.api.objects import Obj
 
 
 def controller_ref(obj: Obj) -> Obj | None:
@@ -73,13 +71,3 @@ def launcher_pod_ended(pod: Obj) -> bool:
         and _group(str(ref.get("apiVersion", ""))) == "batch"
         and (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
     )
-
-
-def split_key(key: str) -> tuple[str, str] | None:
-    """`ns/name` → (ns, name); None for a malformed key (which upstream drops without retry)."""
-    parts = key.split("/")
-    if len(parts) == 1 and parts[0]:
-        return "", parts[0]
-    if len(parts) == 2 and parts[1]:
-        return parts[0], parts[1]
-    return None

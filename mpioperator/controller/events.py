@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from mpioperator.controller.conditions import format_time
 from mpioperator.kube import errors
 from mpioperator.kube.resources import EVENTS, Resource
 
@@ -73,10 +74,6 @@ class _Pending:
     key: EventKey
     involved: dict[str, Any]
     timestamp: str
-
-
-def format_time(when: dt.datetime) -> str:
-    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def truncate_message(message: str, limit: int = _MAX_MESSAGE_BYTES) -> str:

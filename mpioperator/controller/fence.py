@@ -6,18 +6,18 @@ but a stray reference to its writer must still not be able to write for a leader
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
 
-from mpioperator.controller.ports import Obj, Writer
-from mpioperator.kube.resources import Resource
+from mpioperator.controller.errors import ControllerStopped
+from mpioperator.controller.ports import Writer
 
-
-class ControllerStopped(Exception):
-    """An API call asked of a controller that has stopped."""
+_WRITER_CALLS = frozenset(name for name in dir(Writer) if not name.startswith("_"))
 
 
 class FencedWriter:
-    """Passes every call to `writer` until `close()`; from then on each raises ControllerStopped."""
+    """Passes every call of the `Writer` protocol to `writer` until `close()`; from then on each raises
+    ControllerStopped. The calls are forwarded by name, so the protocol is stated once (ports.py)."""
 
     def __init__(self, writer: Writer) -> None:
         self._writer = writer
@@ -30,55 +30,19 @@ class FencedWriter:
     def close(self) -> None:
         self._closed = True
 
-    def _open(self) -> Writer:
-        if self._closed:
-            raise ControllerStopped("the controller has stopped; it sends nothing more to the API server")
-        return self._writer
+    @property
+    def writer(self) -> Writer:
+        """This fence as the Writer it forwards."""
+        return cast(Writer, self)
 
-    async def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj:
-        return await self._open().get(res, name, namespace)
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
+        if name not in _WRITER_CALLS:
+            raise AttributeError(name)
+        call: Callable[..., Awaitable[Any]] = getattr(self._writer, name)
 
-    async def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
-        return await self._open().create(res, body, namespace)
+        async def fenced(*args: Any, **kwargs: Any) -> Any:
+            if self._closed:
+                raise ControllerStopped("the controller has stopped; it sends nothing more to the API server")
+            return await call(*args, **kwargs)
 
-    async def update(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
-        return await self._open().update(res, body, namespace)
-
-    async def update_status(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
-        return await self._open().update_status(res, body, namespace)
-
-    async def patch(
-        self,
-        res: Resource,
-        name: str,
-        body: Obj | list[Any],
-        namespace: str | None = None,
-        *,
-        patch_type: str = "merge",
-        subresource: str | None = None,
-        field_manager: str | None = None,
-        force: bool = False,
-    ) -> Obj:
-        return await self._open().patch(
-            res,
-            name,
-            body,
-            namespace,
-            patch_type=patch_type,
-            subresource=subresource,
-            field_manager=field_manager,
-            force=force,
-        )
-
-    async def delete(
-        self,
-        res: Resource,
-        name: str,
-        namespace: str | None = None,
-        *,
-        propagation_policy: str | None = "Background",
-        preconditions: Obj | None = None,
-    ) -> Obj:
-        return await self._open().delete(
-            res, name, namespace, propagation_policy=propagation_policy, preconditions=preconditions
-        )
+        return fenced

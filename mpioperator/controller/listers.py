@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from mpioperator.api import constants as api
+from mpioperator.api.objects import Obj
 from mpioperator.cache.informer import SharedInformer
 from mpioperator.cache.store import CONTROLLER_OWNER_INDEX, NAMESPACE_INDEX
-from mpioperator.controller.ports import Obj
 
 JOB_NAME_INDEX = "mpijob-name"
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from mpioperator.api.objects import Obj
 from mpioperator.kube.projection import KEEP, FieldSpec, Projection
-
-Obj = dict[str, Any]
 
 # metadata fields read by listers, indexers, ownership checks, cleanup and event handlers.
 _METADATA = (

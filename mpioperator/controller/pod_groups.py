@@ -11,11 +11,13 @@ import copy
 import structlog
 
 from mpioperator.api import constants as api
-from mpioperator.controller.builders.names import pod_group_name
-from mpioperator.controller.builders.ownership import is_controlled_by
-from mpioperator.controller.children import SyncError, not_managed_message
+from mpioperator.api.names import pod_group_name
+from mpioperator.api.objects import Obj
+from mpioperator.api.ownership import is_controlled_by
+from mpioperator.controller.children import not_managed_message
+from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING
-from mpioperator.controller.ports import Lister, Obj, Recorder, Writer
+from mpioperator.controller.ports import Lister, Recorder, Writer
 from mpioperator.kube import errors
 from mpioperator.kube.resources import Resource
 from mpioperator.podgroup.backend import PodGroupBackend

@@ -6,9 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from mpioperator.api.objects import Obj
 from mpioperator.kube.resources import Resource
-
-Obj = dict[str, Any]
 
 
 class Lister(Protocol):

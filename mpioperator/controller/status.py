@@ -10,9 +10,10 @@ from __future__ import annotations
 import copy
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
 
+from mpioperator.api import accessors
 from mpioperator.api import constants as api
+from mpioperator.api.objects import Obj
 from mpioperator.controller.conditions import (
     FALSE,
     TRUE,
@@ -22,11 +23,10 @@ from mpioperator.controller.conditions import (
     new_condition,
     set_condition,
 )
+from mpioperator.controller.events import truncate_message
 
-Obj = dict[str, Any]
 NORMAL = "Normal"
 WARNING = "Warning"
-MAX_MESSAGE_BYTES = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,13 +49,6 @@ def _job_condition(job: Obj, cond_type: str) -> Obj | None:
     return None
 
 
-def truncate(message: str) -> str:
-    raw = message.encode()
-    if len(raw) <= MAX_MESSAGE_BYTES:
-        return message
-    return raw[: MAX_MESSAGE_BYTES - 3].decode(errors="ignore") + "..."
-
-
 def _counts(**values: int) -> Obj:
     return {k: v for k, v in values.items() if v}
 
@@ -71,7 +64,7 @@ def failure(job: Obj, launcher: Obj, launcher_pods: list[Obj]) -> tuple[str, str
         if failed:
             newest = max(failed, key=lambda p: p["metadata"].get("creationTimestamp") or "")
             reason += "/" + (newest["status"].get("reason") or "")
-            message = truncate(message + ": " + (newest["status"].get("message") or ""))
+            message = truncate_message(message + ": " + (newest["status"].get("message") or ""))
     return reason, message
 
 
@@ -87,7 +80,7 @@ def compute_status(
     status = copy.deepcopy(job.get("status") or {})
     result = StatusResult(status)
     events = result.events
-    suspended = bool((job["spec"].get("runPolicy") or {}).get("suspend"))
+    suspended = accessors.suspended(job)
 
     if suspended:
         if set_condition(

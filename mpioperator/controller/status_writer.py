@@ -8,8 +8,9 @@ from collections import OrderedDict
 import structlog
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from mpioperator.controller.children import SyncError
-from mpioperator.controller.ports import Obj, Writer
+from mpioperator.api.objects import Obj
+from mpioperator.controller.errors import SyncError
+from mpioperator.controller.ports import Writer
 from mpioperator.kube import errors
 from mpioperator.kube.resources import MPIJOBS
 

@@ -13,15 +13,18 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from mpioperator.api import accessors, names
 from mpioperator.api import constants as api
 from mpioperator.api.defaults import set_defaults
+from mpioperator.api.objects import Obj
 from mpioperator.api.validation import aggregate_message, validate_mpijob
+from mpioperator.cache.keys import split_key
 from mpioperator.controller import children, conditions, status_writer
-from mpioperator.controller.enqueue import split_key
-from mpioperator.controller.events import NORMAL, WARNING, format_time
+from mpioperator.controller.conditions import format_time
+from mpioperator.controller.events import NORMAL, WARNING
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.pod_groups import PodGroupReconciler
-from mpioperator.controller.ports import Listers, Obj, Recorder, Writer
+from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.status import compute_status
 from mpioperator.kube import errors
 from mpioperator.kube.resources import MPIJOBS
@@ -103,17 +106,17 @@ class JobSyncer:
         return self._l.mpijobs.get(namespace, name) is not None
 
     async def sync(self, key: str) -> SyncResult:
-        parts = split_key(key)
-        if parts is None:
-            log.error("invalid resource key", key=key)
+        try:
+            namespace, name = split_key(key)
+        except ValueError:
+            log.error("invalid resource key", key=key)  # dropped without a retry, as upstream does
             return SyncResult()
-        namespace, name = parts
         cached = self._l.mpijobs.get(namespace, name)
         if cached is None:
             return SyncResult()
         cached = self._recent.freshest(cached)
         job = set_defaults(cached)
-        managed_by = job.get("spec", {}).get("runPolicy", {}).get("managedBy")
+        managed_by = accessors.managed_by(job)
         if managed_by is not None and managed_by != api.KUBEFLOW_JOB_CONTROLLER:
             log.debug("skipping MPIJob managed by a custom controller", key=key, managed_by=managed_by)
             return SyncResult()
@@ -168,7 +171,7 @@ class JobSyncer:
         if conditions.is_finished(status) and status.get("completionTime"):
             return await self._sync_finished(cached, job)
 
-        suspended = bool(job["spec"].get("runPolicy", {}).get("suspend"))
+        suspended = accessors.suspended(job)
         if not status.get("startTime") and not suspended:
             status["startTime"] = format_time(now)
 
@@ -210,7 +213,7 @@ class JobSyncer:
     async def _sync_finished(self, cached: Obj, job: Obj) -> SyncResult:
         """A finished job is only cleaned up: nothing is created, and once clean nothing is written."""
         status = job["status"]
-        policy = job["spec"].get("runPolicy", {}).get("cleanPodPolicy")
+        policy = accessors.clean_pod_policy(job)
         if policy in (api.CLEAN_POD_POLICY_ALL, api.CLEAN_POD_POLICY_RUNNING):
             await self._clean_up(job, status)
             if policy == api.CLEAN_POD_POLICY_ALL:
@@ -225,11 +228,11 @@ class JobSyncer:
 
     async def _expire(self, job: Obj) -> SyncResult:
         """D5 #12: after ttlSecondsAfterFinished the MPIJob itself goes, not only its launcher."""
-        ttl = job["spec"].get("runPolicy", {}).get("ttlSecondsAfterFinished")
+        ttl = accessors.ttl_seconds_after_finished(job)
         finished = conditions.parse_time(job["status"].get("completionTime"))
         if ttl is None or finished is None:
             return SyncResult()
-        remaining = (finished + dt.timedelta(seconds=int(ttl)) - self._utcnow()).total_seconds()
+        remaining = (finished + dt.timedelta(seconds=ttl) - self._utcnow()).total_seconds()
         if remaining > 0:
             return SyncResult(requeue_after=remaining)
         meta = job["metadata"]
@@ -243,9 +246,9 @@ class JobSyncer:
         return SyncResult()
 
     def _observe(self, job: Obj, cached: Obj, new_status: Obj, launcher: Obj | None) -> None:
-        ns, name = job["metadata"].get("namespace", ""), job["metadata"]["name"]
+        ns = job["metadata"].get("namespace", "")
         if launcher is not None:
-            self._metrics.job_info.labels(launcher=f"{name}-launcher", namespace=ns).set(1)
+            self._metrics.job_info.labels(launcher=names.launcher_name(job), namespace=ns).set(1)
         old = cached.get("status") or {}
         start = conditions.parse_time(new_status.get("startTime"))
         for cond_type, result in ((api.COND_SUCCEEDED, "succeeded"), (api.COND_FAILED, "failed")):

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import urllib3
 
 from mpioperator import __version__
+from mpioperator.api.objects import Obj
 from mpioperator.kube.config import load_configuration
 from mpioperator.kube.projection import Projection
 from mpioperator.kube.ratelimit import ClientLimiters
@@ -25,7 +26,6 @@ from mpioperator.kube.resources import Resource
 from mpioperator.kube.transport import CONTENT_TYPES, Answer, Transport, decode
 from mpioperator.kube.watch import open_stream, stream_events
 
-Obj = dict[str, Any]
 DEFAULT_USER_AGENT = f"mpi-operator/{__version__} (python)"
 
 

@@ -19,7 +19,7 @@ from typing import Any, TypedDict
 import msgspec
 import orjson
 
-Obj = dict[str, Any]
+from mpioperator.api.objects import Obj
 
 KEEP = None
 """A field kept exactly as the server sent it, whatever its type."""

@@ -10,8 +10,8 @@ status write. Watches are not charged at all (client-go does not throttle them);
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
+from mpioperator.clock import Clock
+from mpioperator.tokenbucket import TokenBucket
 
 # The client upstream sends a request with, by API group; every other group (core, batch,
 # scheduling.k8s.io, events) goes through its Kubernetes clientset, which shares one bucket.
@@ -29,70 +29,22 @@ def client_of(group: str) -> str:
     return CLIENT_OF_GROUP.get(group, KUBE_CLIENT)
 
 
-class TokenBucket:
-    def __init__(
-        self,
-        qps: float,
-        burst: int,
-        *,
-        now: Callable[[], float] | None = None,
-        sleep: Callable[[float], Awaitable[None]] | None = None,
-    ) -> None:
-        if qps <= 0 or burst < 1:
-            raise ValueError("qps must be > 0 and burst >= 1")
-        self.qps = qps
-        self.burst = burst
-        self._now = now or (lambda: asyncio.get_running_loop().time())
-        self._sleep = sleep or asyncio.sleep
-        self._tokens = float(burst)
-        self._last: float | None = None
-        # Tokens handed out, and the seconds their takers were told to wait, since the bucket was made.
-        self.taken = 0
-        self.waited = 0.0
-
-    def reserve(self) -> float:
-        """Take a token (possibly one not yet minted) and return how long to wait for it."""
-        now = self._now()
-        if self._last is not None:
-            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
-        self._last = now
-        self._tokens -= 1.0
-        delay = 0.0 if self._tokens >= 0 else -self._tokens / self.qps
-        self.taken += 1
-        self.waited += delay
-        return delay
-
-    async def acquire(self) -> float:
-        delay = self.reserve()
-        if delay > 0:
-            await self._sleep(delay)
-        return delay
-
-
 class ClientLimiters:
     """One TokenBucket of `qps`/`burst` per upstream client, made when that client is first used."""
 
-    def __init__(
-        self,
-        qps: float,
-        burst: int,
-        *,
-        now: Callable[[], float] | None = None,
-        sleep: Callable[[float], Awaitable[None]] | None = None,
-    ) -> None:
+    def __init__(self, qps: float, burst: int, *, clock: Clock | None = None) -> None:
         if qps <= 0 or burst < 1:  # said at construction, not at the first request
-            raise ValueError("qps must be > 0 and burst >= 1")
+            raise ValueError(f"a token bucket needs qps > 0 and burst >= 1, got qps={qps} burst={burst}")
         self.qps = qps
         self.burst = burst
-        self._now = now
-        self._sleep = sleep
+        self._clock = clock
         self._buckets: dict[str, TokenBucket] = {}
 
     def for_group(self, group: str) -> TokenBucket:
         client = client_of(group)
         bucket = self._buckets.get(client)
         if bucket is None:
-            bucket = TokenBucket(self.qps, self.burst, now=self._now, sleep=self._sleep)
+            bucket = TokenBucket(self.qps, self.burst, self._clock)
             self._buckets[client] = bucket
         return bucket
 

@@ -13,9 +13,9 @@ import asyncio
 import contextlib
 import random
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from datetime import datetime
 from typing import Any, Protocol
 
+from mpioperator.clock import Clock
 from mpioperator.leaderelection.record import (
     LeaderRecord,
     held_by_other,
@@ -49,14 +49,6 @@ class ReleaseWatch(Protocol):
         ...
 
 
-class ElectionClock(Protocol):
-    def now(self) -> float: ...
-
-    def utcnow(self) -> datetime: ...
-
-    async def sleep(self, seconds: float) -> None: ...
-
-
 class LeadershipLost(Exception):
     pass
 
@@ -69,7 +61,7 @@ class LeaderElector:
         name: str,
         namespace: str,
         identity: str,
-        clock: ElectionClock,
+        clock: Clock,
         lease_duration: float = 15.0,
         renew_deadline: float = 5.0,
         retry_period: float = 3.0,

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
+from mpioperator.api.objects import Obj
 from mpioperator.kube.resources import Resource
 from mpioperator.podgroup.maths import PriorityLookup
-
-Obj = dict[str, Any]
 
 
 class PodGroupBackend(Protocol):

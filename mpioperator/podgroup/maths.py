@@ -9,10 +9,11 @@ from typing import Any
 import structlog
 
 from mpioperator.api import constants as api
+from mpioperator.api.accessors import launcher_creation_policy, scheduling_policy, worker_replicas
+from mpioperator.api.objects import Obj
 from mpioperator.podgroup.quantity import parse_resource_list
 from mpioperator.podgroup.resources import ResourceMap, add_resources, scale_resources, sum_resources
 
-Obj = dict[str, Any]
 # A cluster PriorityClass's value by name; None when the class does not exist.
 PriorityLookup = Callable[[str], int | None]
 # Requests of one pod, from its pod spec.
@@ -21,21 +22,12 @@ PodRequests = Callable[[Mapping[str, Any]], ResourceMap]
 log = structlog.get_logger(__name__)
 
 
-def scheduling_policy(job: Obj) -> Obj:
-    return ((job.get("spec") or {}).get("runPolicy") or {}).get("schedulingPolicy") or {}
-
-
 def _replica_specs(job: Obj) -> Obj:
     return (job.get("spec") or {}).get("mpiReplicaSpecs") or {}
 
 
 def _template_spec(replica: Obj | None) -> Obj:
     return ((replica or {}).get("template") or {}).get("spec") or {}
-
-
-def _worker_replicas(job: Obj) -> int:
-    worker = _replica_specs(job).get(api.WORKER) or {}
-    return int(worker.get("replicas") or 0)
 
 
 def launcher_in_gang(job: Obj, launcher_exists: bool) -> bool:
@@ -48,9 +40,9 @@ def launcher_in_gang(job: Obj, launcher_exists: bool) -> bool:
     """
     if launcher_exists or scheduling_policy(job).get("minAvailable") is not None:
         return True
-    if (job.get("spec") or {}).get("launcherCreationPolicy") != api.WAIT_FOR_WORKERS_READY:
+    if launcher_creation_policy(job) != api.WAIT_FOR_WORKERS_READY:
         return True
-    return _worker_replicas(job) == 0
+    return worker_replicas(job) == 0
 
 
 def min_member(job: Obj, launcher_in_gang: bool = True) -> int:
@@ -58,7 +50,7 @@ def min_member(job: Obj, launcher_in_gang: bool = True) -> int:
     min_available = scheduling_policy(job).get("minAvailable")
     if min_available is not None:
         return int(min_available)
-    return _worker_replicas(job) + (1 if launcher_in_gang else 0)
+    return worker_replicas(job) + (1 if launcher_in_gang else 0)
 
 
 def priority_class_name(job: Obj) -> str:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from mpioperator.api.objects import Obj
 from mpioperator.kube.resources import Resource
 from mpioperator.podgroup.maths import PriorityLookup
-
-Obj = dict[str, Any]
 
 
 class NullBackend:

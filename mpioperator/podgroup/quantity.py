@@ -203,7 +203,3 @@ def parse_resource_list(resources: Any) -> dict[str, Quantity]:
         str(name): parse_quantity(value.strip() if isinstance(value, str) else value)
         for name, value in dict(resources).items()
     }
-
-
-def format_resource_list(resources: dict[str, Quantity]) -> dict[str, str]:
-    return {name: format_quantity(q) for name, q in resources.items()}

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import structlog
 
-from mpioperator.controller.builders.names import pod_group_name
-from mpioperator.controller.builders.ownership import controller_ref
+from mpioperator.api.names import pod_group_name
+from mpioperator.api.objects import Obj
+from mpioperator.api.ownership import controller_ref
 from mpioperator.podgroup.quantity import format_quantity
 from mpioperator.podgroup.resources import ResourceMap
-
-Obj = dict[str, Any]
 
 log = structlog.get_logger(__name__)
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from mpioperator.api.objects import Obj
 from mpioperator.podgroup.quantity import Quantity, parse_resource_list
 
-Obj = dict[str, Any]
 ResourceMap = dict[str, Quantity]
 
 RESTART_POLICY_ALWAYS = "Always"

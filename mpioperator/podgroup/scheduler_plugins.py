@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
-from mpioperator.controller.builders.names import pod_group_name
+from mpioperator.api import accessors
+from mpioperator.api.names import pod_group_name
+from mpioperator.api.objects import Obj
 from mpioperator.kube.resources import SCHEDULER_PLUGINS_POD_GROUPS, Resource
 from mpioperator.podgroup import maths
 from mpioperator.podgroup.maths import PodRequests, PriorityLookup
@@ -14,8 +16,6 @@ from mpioperator.podgroup.render import (
     resource_strings,
     template_metadata_map,
 )
-
-Obj = dict[str, Any]
 
 POD_GROUP_LABEL: Final = "scheduling.x-k8s.io/pod-group"
 SPEC_FIELDS: Final = ("minMember", "minResources", "scheduleTimeoutSeconds")
@@ -60,7 +60,7 @@ class SchedulerPluginsBackend:
         if resources:
             spec["minResources"] = resource_strings(resources)
         # A pointer in Go, set even when 0, so the field is always sent.
-        timeout = maths.scheduling_policy(job).get("scheduleTimeoutSeconds")
+        timeout = accessors.scheduling_policy(job).get("scheduleTimeoutSeconds")
         spec["scheduleTimeoutSeconds"] = int(timeout or 0)
         return {
             "apiVersion": SCHEDULER_PLUGINS_POD_GROUPS.api_version,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
-from mpioperator.controller.builders.names import pod_group_name
+from mpioperator.api import accessors
+from mpioperator.api.names import pod_group_name
+from mpioperator.api.objects import Obj
 from mpioperator.kube.resources import VOLCANO_POD_GROUPS, Resource
 from mpioperator.podgroup import maths
 from mpioperator.podgroup.maths import PodRequests, PriorityLookup
@@ -14,8 +16,6 @@ from mpioperator.podgroup.render import (
     resource_strings,
     template_metadata_map,
 )
-
-Obj = dict[str, Any]
 
 NAME: Final = "volcano"
 SCHEDULER_NAME: Final = "volcano"
@@ -28,7 +28,7 @@ DEFAULT_QUEUE: Final = "default"
 
 def queue_name(job: Obj) -> str:
     """The policy's queue, else the MPIJob's queue-name annotation, else none."""
-    queue = maths.scheduling_policy(job).get("queue")
+    queue = accessors.scheduling_policy(job).get("queue")
     if queue:
         return str(queue)
     annotations = job["metadata"].get("annotations") or {}

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Protocol
 
-from mpioperator.clock import Clock, RealClock
+from mpioperator.clock import Clock
+from mpioperator.tokenbucket import TokenBucket
 
 
 class RateLimiter(Protocol):
@@ -63,24 +64,15 @@ class ItemFastSlowRateLimiter:
 
 class BucketRateLimiter:
     """A token bucket over all items (qps refill, `burst` capacity); a call reserves a token and
-    returns how long until that token exists, like golang.org/x/time/rate's Reserve().Delay()."""
+    returns how long until that token exists."""
 
     def __init__(self, qps: float, burst: int, clock: Clock | None = None) -> None:
-        if qps <= 0 or burst < 1:
-            raise ValueError(f"a token bucket needs qps > 0 and burst >= 1, got qps={qps} burst={burst}")
+        self._bucket = TokenBucket(qps, burst, clock)
         self.qps = qps
         self.burst = burst
-        self._clock: Clock = clock or RealClock()
-        self._tokens = float(burst)
-        self._last: float | None = None
 
     def when(self, item: Hashable) -> float:
-        now = self._clock.now()
-        if self._last is not None:
-            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
-        self._last = now
-        self._tokens -= 1.0
-        return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
+        return self._bucket.reserve()
 
     def forget(self, item: Hashable) -> None:
         pass

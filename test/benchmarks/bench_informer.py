@@ -17,10 +17,11 @@ import gc
 import os
 import time
 import tracemalloc
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from mpioperator.api.objects import Obj
 from mpioperator.app.gc_tuning import THRESHOLDS, tune_gc
 from mpioperator.cache.informer import SharedInformer, Transform, strip_managed_fields
 from mpioperator.controller.pod_cache import POD_PROJECTION, slim_pod
@@ -29,8 +30,6 @@ from mpioperator.kube.projection import Projection
 from mpioperator.kube.resources import PODS, Resource
 from mpioperator.kube.watch import parse_event
 from test.benchmarks.recorded_pods import watch_lines
-
-Obj = dict[str, Any]
 
 
 class RecordedWatch:
@@ -44,7 +43,7 @@ class RecordedWatch:
 
     async def watch(
         self, res: Resource, namespace: str | None = None, *, projection: Projection | None = None, **_: Any
-    ) -> AsyncIterator[Obj]:
+    ) -> AsyncGenerator[Obj, None]:
         stamp = stamp_kind(res)
         loads = projection.event if projection is not None else None
         for line in self._lines:

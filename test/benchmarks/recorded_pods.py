@@ -7,12 +7,11 @@ managedFields from three writers, and a Running status.
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from mpioperator.api.objects import Obj
 from mpioperator.controller.builders.worker_pod import new_worker
 from test.unit.controller.jobs import reference_job
 
-Obj = dict[str, Any]
 T = "2026-11-23T06:00:00Z"
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from mpioperator.api.objects import Obj
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.nodes import NodeShape
@@ -22,7 +23,6 @@ from mpioperator.testing.wait import ProbeAborted, wait_for
 
 pytestmark = pytest.mark.e2e
 
-Obj = dict[str, Any]
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1"
 NODE_GROUP_LABEL = "gang.test.mpioperator.io/node-group"

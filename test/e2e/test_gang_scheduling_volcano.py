@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from mpioperator.api.objects import Obj
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.rest import RestError
@@ -24,7 +25,6 @@ from test.e2e.test_gang_scheduling import (
 
 pytestmark = pytest.mark.e2e
 
-Obj = dict[str, Any]
 PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1"
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
 
 from hypothesis import strategies as st
 
+from mpioperator.api.objects import Obj
 from test.fuzz.specs import mpijobs
 
-Obj = dict[str, Any]
 Defect = Callable[[st.DrawFn, Obj], str]
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-Obj = dict[str, Any]
+from mpioperator.api.objects import Obj
 
 LOWER = "abcdefghijklmnopqrstuvwxyz"
 DIGITS = "0123456789"

@@ -4,11 +4,10 @@ the worker pods, and the status the MPIJob already carries."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
 from hypothesis import strategies as st
 
-Obj = dict[str, Any]
+from mpioperator.api.objects import Obj
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed")
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)

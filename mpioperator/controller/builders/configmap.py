@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
+from mpioperator.api import accessors
 from mpioperator.api import constants as api
-from mpioperator.controller.builders.names import config_map_name, launcher_name, worker_name
-from mpioperator.controller.builders.ownership import child_metadata
-
-Obj = dict[str, Any]
+from mpioperator.api.names import config_map_name, launcher_name, worker_name
+from mpioperator.api.objects import Obj
+from mpioperator.api.ownership import child_metadata
 
 HOSTFILE = "hostfile"
 DISCOVER_HOSTS = "discover_hosts.sh"
@@ -20,18 +19,12 @@ def fqdn(host: str, job: str, namespace: str, cluster_domain: str) -> str:
     return f"{name}.{cluster_domain}" if cluster_domain else name
 
 
-def worker_replicas(job: Obj) -> int:
-    worker = (job["spec"].get("mpiReplicaSpecs") or {}).get(api.WORKER)
-    return int((worker or {}).get("replicas") or 0)
-
-
 def hostfile(job: Obj, cluster_domain: str = "") -> str:
     name, ns = job["metadata"]["name"], job["metadata"].get("namespace", "")
-    slots = job["spec"].get("slotsPerWorker")
-    slots = api.DEFAULT_SLOTS_PER_WORKER if slots is None else slots
-    hosts = [launcher_name(job)] if job["spec"].get("runLauncherAsWorker") else []
-    hosts += [worker_name(job, i) for i in range(worker_replicas(job))]
-    openmpi = job["spec"].get("mpiImplementation", api.OPENMPI) == api.OPENMPI
+    slots = accessors.slots_per_worker(job)
+    hosts = [launcher_name(job)] if accessors.run_launcher_as_worker(job) else []
+    hosts += [worker_name(job, i) for i in range(accessors.worker_replicas(job))]
+    openmpi = accessors.mpi_implementation(job) == api.OPENMPI
     lines = []
     for host in hosts:
         address = fqdn(host, name, ns, cluster_domain)
@@ -43,7 +36,7 @@ def discover_hosts(job: Obj, running_workers: Iterable[Obj], cluster_domain: str
     """Hosts Horovod elastic may use now: the launcher (if it works) and workers that are Running."""
     name, ns = job["metadata"]["name"], job["metadata"].get("namespace", "")
     script = "#!/bin/sh\n"
-    if job["spec"].get("runLauncherAsWorker"):
+    if accessors.run_launcher_as_worker(job):
         script += f"echo {fqdn(launcher_name(job), name, ns, cluster_domain)}\n"
     pods = sorted(
         (p for p in running_workers if p.get("status", {}).get("phase") == "Running"),

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
+from mpioperator.api import accessors
 from mpioperator.api import constants as api
-from mpioperator.controller.builders.names import config_map_name, launcher_name
-from mpioperator.controller.builders.ownership import child_metadata, controller_ref
+from mpioperator.api.names import config_map_name, launcher_name
+from mpioperator.api.objects import Obj
+from mpioperator.api.ownership import child_metadata, controller_ref
 from mpioperator.controller.builders.podspec import (
     Decorator,
     add_env,
@@ -18,8 +19,6 @@ from mpioperator.controller.builders.podspec import (
     ssh_volume,
 )
 
-Obj = dict[str, Any]
-
 CONFIG_VOLUME = "mpi-job-config"
 CONFIG_MOUNT = "/etc/mpi"
 HOSTFILE_PATH = "/etc/mpi/hostfile"
@@ -27,9 +26,8 @@ SSH_RETRY_ARGS = "-o ConnectionAttempts=10"
 
 
 def implementation_env(job: Obj) -> list[tuple[str, str | None]]:
-    given = job["spec"].get("slotsPerWorker")
-    slots = str(api.DEFAULT_SLOTS_PER_WORKER if given is None else given)
-    implementation = job["spec"].get("mpiImplementation", api.OPENMPI)
+    slots = str(accessors.slots_per_worker(job))
+    implementation = accessors.mpi_implementation(job)
     if implementation == api.INTEL:
         return [
             ("I_MPI_HYDRA_HOST_FILE", HOSTFILE_PATH),
@@ -59,14 +57,14 @@ def launcher_pod_template(job: Obj, decorate: Decorator | None = None) -> tuple[
     metadata["ownerReferences"] = [controller_ref(job)]
     spec = template.get("spec") or {}
     set_host(spec, launcher_name(job), job)
-    launcher_as_worker = bool(job["spec"].get("runLauncherAsWorker"))
+    launcher_as_worker = accessors.run_launcher_as_worker(job)
     container = spec["containers"][0]
     env: list[tuple[str, str | None]] = [("K_MPI_JOB_ROLE", "launcher"), *implementation_env(job)]
     if not launcher_as_worker:
         # Present with no value: keeps the NVIDIA runtime from handing the launcher any GPU.
         env += [("NVIDIA_VISIBLE_DEVICES", None), ("NVIDIA_DRIVER_CAPABILITIES", None)]
     add_env(container, *env)
-    add_volume(spec, container, ssh_volume(job), job["spec"]["sshAuthMountPath"])
+    add_volume(spec, container, ssh_volume(job), accessors.ssh_auth_mount_path(job))
     overridden = bool(spec.get("restartPolicy"))
     spec["restartPolicy"] = pod_restart_policy(
         replica.get("restartPolicy") or api.DEFAULT_LAUNCHER_RESTART_POLICY
@@ -92,7 +90,7 @@ def launcher_pod_template(job: Obj, decorate: Decorator | None = None) -> tuple[
 
 def new_launcher_job(job: Obj, decorate: Decorator | None = None) -> tuple[Obj, bool]:
     template, overridden = launcher_pod_template(job, decorate)
-    run_policy = job["spec"].get("runPolicy") or {}
+    run_policy = accessors.run_policy(job)
     spec: Obj = {}
     for ours, theirs in (
         ("ttlSecondsAfterFinished", "ttlSecondsAfterFinished"),

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from mpioperator.api import accessors
 from mpioperator.api import constants as api
-from mpioperator.controller.builders.names import secret_name
+from mpioperator.api.names import secret_name
+from mpioperator.api.objects import Obj
 
-Obj = dict[str, Any]
 # Gang scheduling decorates pod templates (scheduler name, group label or annotation); None when off.
 Decorator = Callable[[Obj], None]
 
@@ -25,7 +25,7 @@ def ssh_volume(job: Obj) -> Obj:
             {"key": "ssh-publickey", "path": "authorized_keys"},
         ],
     }
-    if job["spec"].get("sshAuthMountPath") == api.DEFAULT_SSH_AUTH_MOUNT_PATH:
+    if accessors.ssh_auth_mount_path(job) == api.DEFAULT_SSH_AUTH_MOUNT_PATH:
         secret["defaultMode"] = SSH_DEFAULT_MODE
     return {"name": SSH_VOLUME, "secret": secret}
 

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import base64
-from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from mpioperator.controller.builders.names import secret_name
-from mpioperator.controller.builders.ownership import child_metadata
-
-Obj = dict[str, Any]
+from mpioperator.api.names import secret_name
+from mpioperator.api.objects import Obj
+from mpioperator.api.ownership import child_metadata
 
 PRIVATE_KEY = "ssh-privatekey"
 PUBLIC_KEY = "ssh-publickey"

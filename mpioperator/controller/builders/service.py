@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from mpioperator.api import accessors
 from mpioperator.api import constants as api
-from mpioperator.controller.builders.names import service_name
-from mpioperator.controller.builders.ownership import child_metadata
-
-Obj = dict[str, Any]
+from mpioperator.api.names import service_name
+from mpioperator.api.objects import Obj
+from mpioperator.api.ownership import child_metadata
 
 
 def job_selector(job: Obj) -> dict[str, str]:
@@ -17,7 +15,7 @@ def job_selector(job: Obj) -> dict[str, str]:
 
 def new_service(job: Obj) -> Obj:
     spec: Obj = {"clusterIP": "None", "selector": job_selector(job)}
-    if job["spec"].get("runLauncherAsWorker"):
+    if accessors.run_launcher_as_worker(job):
         spec["publishNotReadyAddresses"] = True
     return {
         "apiVersion": "v1",

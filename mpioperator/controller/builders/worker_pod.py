@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
+from mpioperator.api import accessors
 from mpioperator.api import constants as api
-from mpioperator.controller.builders.names import worker_name
-from mpioperator.controller.builders.ownership import controller_ref
+from mpioperator.api.names import worker_name
+from mpioperator.api.objects import Obj
+from mpioperator.api.ownership import controller_ref
 from mpioperator.controller.builders.podspec import (
     Decorator,
     add_env,
@@ -17,8 +18,6 @@ from mpioperator.controller.builders.podspec import (
     set_host,
     ssh_volume,
 )
-
-Obj = dict[str, Any]
 
 SSHD_COMMAND = ["/usr/sbin/sshd", "-De"]
 
@@ -30,7 +29,7 @@ def new_worker(job: Obj, index: int, decorate: Decorator | None = None) -> Obj:
     name = worker_name(job, index)
     labels = dict(source_meta.get("labels") or {})
     labels.update(role_labels(job, api.ROLE_WORKER))
-    offset = 1 if job["spec"].get("runLauncherAsWorker") else 0
+    offset = 1 if accessors.run_launcher_as_worker(job) else 0
     labels[api.LABEL_REPLICA_INDEX] = str(index + offset)
     metadata: Obj = {
         "name": name,
@@ -53,7 +52,7 @@ def new_worker(job: Obj, index: int, decorate: Decorator | None = None) -> Obj:
     if not container.get("command") and not container.get("args"):
         container["command"] = list(SSHD_COMMAND)
     add_env(container, ("K_MPI_JOB_ROLE", "worker"))
-    add_volume(spec, container, ssh_volume(job), job["spec"]["sshAuthMountPath"])
+    add_volume(spec, container, ssh_volume(job), accessors.ssh_auth_mount_path(job))
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
     if decorate is not None:
         decorate(pod)

@@ -13,7 +13,8 @@ from prometheus_client import CollectorRegistry
 
 from mpioperator.app import main as app_main
 from mpioperator.app import options as opts
-from mpioperator.app.startup import WATCHED, make_client
+from mpioperator.app.startup import make_client
+from mpioperator.controller.watched import WATCHED
 from mpioperator.kube.client import KubeClient
 from mpioperator.testing.cluster import LocalCluster, wait_crd_established
 from mpioperator.testing.wait import ProbeAborted, async_wait_for

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 import pytest
 
+from mpioperator.api.objects import Obj
 from mpioperator.cache.informer import DeletedFinalStateUnknown, SharedInformer
 from mpioperator.cache.keys import object_key
 from mpioperator.kube.client import KubeClient
@@ -19,7 +19,6 @@ from mpioperator.testing.wait import async_wait_for
 
 pytestmark = pytest.mark.integration
 
-Obj = dict[str, Any]
 # Its watch cache is off in the harness, so a watch from a compacted revision really gets 410.
 POD_TEMPLATES = Resource("", "v1", "podtemplates", "PodTemplate")
 # What a cache keyed by namespace/name and tracking resourceVersions needs, and nothing of the template.

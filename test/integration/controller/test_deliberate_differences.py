@@ -13,14 +13,13 @@ import pytest
 import pytest_asyncio
 
 from mpioperator.api import constants as api
+from mpioperator.api.objects import Obj
 from mpioperator.controller.builders import worker_pod
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
 from test.integration.controller.test_upstream_sync_scenarios import ALL, Scene, _ago, informers_only
 
 pytestmark = pytest.mark.integration
-
-Obj = dict[str, Any]
 
 
 @pytest_asyncio.fixture

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from mpioperator.api.objects import Obj
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.wait import async_wait_for
@@ -21,7 +22,6 @@ from test.integration.controller.test_upstream_sync_scenarios import ALL, Scene,
 
 pytestmark = pytest.mark.integration
 
-Obj = dict[str, Any]
 JOB = "end"
 OUTCOMES = ("succeeded", "failed", "evicted", "deadline")
 POLICIES = ("All", "Running", "None")

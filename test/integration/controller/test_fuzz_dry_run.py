@@ -12,13 +12,13 @@ import contextlib
 import copy
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from mpioperator.api.defaults import set_defaults
+from mpioperator.api.objects import Obj
 from mpioperator.controller.builders import configmap, launcher_job, secret, service, worker_pod
 from mpioperator.controller.controller import gang_backend
 from mpioperator.podgroup import maths
@@ -30,7 +30,6 @@ from test.fuzz.priority_classes import priority_classes
 
 pytestmark = pytest.mark.integration
 
-Obj = dict[str, Any]
 SPECS = 200
 BACKENDS = ("", "volcano", "scheduler-plugins-scheduler")
 PLURALS = {

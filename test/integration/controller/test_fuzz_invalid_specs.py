@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pytest
 import pytest_asyncio
@@ -21,9 +21,10 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
+from mpioperator.api.objects import Obj
 from mpioperator.clock import RealClock
-from mpioperator.controller.children import SyncError
 from mpioperator.controller.controller import ControllerSettings, MPIJobController
+from mpioperator.controller.errors import SyncError
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.kube.client import KubeClient
 from mpioperator.testing.cluster import LocalCluster
@@ -34,7 +35,6 @@ from test.fuzz.priority_classes import priority_classes
 
 pytestmark = pytest.mark.integration
 
-Obj = dict[str, Any]
 EXAMPLES_PER_DEFECT = 25
 # Reported by the operator = a Warning event about the job, except this one: it only says the pod template's
 # restartPolicy was replaced, and comes with many valid jobs too.

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from mpioperator.api.objects import Obj
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.rest import RestError
@@ -19,7 +20,6 @@ from test.integration.controller.conftest import Harness, running_controller
 
 pytestmark = pytest.mark.integration
 
-Obj = dict[str, Any]
 VOLCANO_ROOT = "/apis/scheduling.volcano.sh/v1beta1"
 PLUGINS_ROOT = "/apis/scheduling.x-k8s.io/v1alpha1"
 # Upstream's integration test runs scheduler-plugins under this name too: any value but "volcano" works.

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from mpioperator.api.objects import Obj
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.rest import RestError
@@ -26,7 +27,6 @@ from test.integration.controller.conftest import Harness, running_controller
 
 pytestmark = pytest.mark.integration
 
-Obj = dict[str, Any]
 COMPONENT = "mpi-job-controller"
 # What upstream's checker leaves out of its comparison (and TypeMeta, which list items do not carry).
 NOT_COMPARED = ("metadata", "firstTimestamp", "lastTimestamp", "count", "kind", "apiVersion")

@@ -29,13 +29,15 @@ import pytest_asyncio
 from prometheus_client import CollectorRegistry
 
 from mpioperator.api.defaults import set_defaults
+from mpioperator.api.objects import Obj
 from mpioperator.clock import RealClock
 from mpioperator.controller.builders import launcher_job, worker_pod
-from mpioperator.controller.children import SyncError
 from mpioperator.controller.controller import ControllerSettings, MPIJobController
+from mpioperator.controller.errors import SyncError
 from mpioperator.controller.metrics import JobMetrics
+from mpioperator.controller.watched import WATCHED
 from mpioperator.kube.client import KubeClient
-from mpioperator.kube.resources import CONFIG_MAPS, JOBS, MPIJOBS, PODS, SECRETS, SERVICES, Resource
+from mpioperator.kube.resources import JOBS, MPIJOBS, Resource
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.rest import RestError
@@ -45,9 +47,7 @@ from test.integration.controller.conftest import CountingWriter, Harness
 
 pytestmark = pytest.mark.integration
 
-Obj = dict[str, Any]
 Write = tuple[str, str, str]
-WATCHED: tuple[Resource, ...] = (MPIJOBS, PODS, JOBS, CONFIG_MAPS, SECRETS, SERVICES)
 ALL = {"cleanPodPolicy": "All"}  # upstream's unit tests build most jobs with cleanPodPolicy All
 NOT_OURS = 'Resource "{}" of Kind "{}" already exists and is not managed by MPIJob'
 

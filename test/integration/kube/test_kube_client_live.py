@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from mpioperator.api.objects import Obj
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient
 from mpioperator.kube.resources import CONFIG_MAPS, JOBS, NAMESPACES, SERVICES
 from mpioperator.testing.cluster import LocalCluster, NamespaceFactory
 
 pytestmark = pytest.mark.integration
-
-Obj = dict[str, Any]
 
 
 def config_map(name: str, data: dict[str, str] | None = None, labels: dict[str, str] | None = None) -> Obj:

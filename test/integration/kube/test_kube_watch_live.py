@@ -7,10 +7,11 @@ import contextlib
 import itertools
 import threading
 import time
-from typing import Any
 
 import pytest
 
+from mpioperator.api.objects import Obj
+from mpioperator.clock import FakeClock
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient
 from mpioperator.kube.ratelimit import ClientLimiters
@@ -20,7 +21,6 @@ from mpioperator.testing.wait import async_wait_for
 
 pytestmark = pytest.mark.integration
 
-Obj = dict[str, Any]
 # Its watch cache is off in the harness, so a watch from a compacted revision really gets 410.
 POD_TEMPLATES = Resource("", "v1", UNCACHED_RESOURCE, "PodTemplate")
 
@@ -207,26 +207,13 @@ class CountingMetrics:
         self.calls.append((verb, resource, code))
 
 
-class RecordingTime:
-    """Frozen time: every token past the burst must be waited for, and the wait is recorded, not slept."""
-
-    def __init__(self) -> None:
-        self.slept: list[float] = []
-
-    def now(self) -> float:
-        return 0.0
-
-    async def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-
-
 async def test_every_verb_but_watch_waits_for_a_token_from_the_qps_limiter(
     apiserver_cluster: LocalCluster, make_namespace: NamespaceFactory
 ) -> None:
     ns = make_namespace(apiserver_cluster)
-    clock = RecordingTime()
+    clock = FakeClock(on_sleep="return")  # frozen: every wait is recorded, not slept
     metrics = CountingMetrics()
-    limiters = ClientLimiters(10.0, 2, now=clock.now, sleep=clock.sleep)
+    limiters = ClientLimiters(10.0, 2, clock=clock)
     kube = KubeClient.from_kubeconfig(apiserver_cluster.kubeconfig, limiters=limiters, metrics=metrics)
     try:
         created = await kube.create(CONFIG_MAPS, config_map("q"), ns)
@@ -246,7 +233,7 @@ async def test_every_verb_but_watch_waits_for_a_token_from_the_qps_limiter(
     assert all(code in (200, 201) for _, _, code in metrics.calls)
     # 6 unary calls, 2 from the burst; the other 4 queued at 10/s behind each other. The watch, sent
     # with the bucket empty, waited for nothing (client-go does not throttle watches).
-    assert clock.slept == pytest.approx([0.1, 0.2, 0.3, 0.4])
+    assert clock.sleeps == pytest.approx([0.1, 0.2, 0.3, 0.4])
     assert limiters.taken() == {"kube": 6}
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from mpioperator.api.objects import Obj
 from mpioperator.app.leases import WATCH_SECONDS, KubeLeaseClient
 from mpioperator.cache.backoff import Backoff
 from mpioperator.clock import FakeClock, settle
@@ -27,29 +28,21 @@ class EndingWatches:
         self.lasts = lasts
         self.opened = 0
 
-    async def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+    async def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj:
         raise NotImplementedError
 
-    async def create(
-        self, res: Resource, body: dict[str, Any], namespace: str | None = None
-    ) -> dict[str, Any]:
+    async def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
         raise NotImplementedError
 
-    async def update(
-        self, res: Resource, body: dict[str, Any], namespace: str | None = None
-    ) -> dict[str, Any]:
+    async def update(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
+        raise NotImplementedError
+
+    async def list(self, res: Resource, namespace: str | None = None, **options: Any) -> Obj:
         raise NotImplementedError
 
     async def watch(
-        self,
-        res: Resource,
-        namespace: str | None = None,
-        *,
-        resource_version: str,
-        timeout_seconds: int,
-        allow_bookmarks: bool = True,
-        field_selector: str | None = None,
-    ) -> AsyncGenerator[dict[str, Any], None]:
+        self, res: Resource, namespace: str | None = None, **options: Any
+    ) -> AsyncGenerator[Obj, None]:
         self.opened += 1
         await asyncio.sleep(0)  # opening a real watch always waits for the server
         if self.lasts:

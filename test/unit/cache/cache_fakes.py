@@ -1,4 +1,5 @@
-"""Fakes for the cache unit tests: a list/watch source the test drives, and a clock.
+"""Fakes for the cache unit tests: a list/watch source the test drives, and a clock whose time moves
+when someone sleeps.
 
 Only for injecting faults a real API server cannot produce on demand (decisions.md D2); the
 integration tests use the real client against a real kube-apiserver.
@@ -8,14 +9,20 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
+from mpioperator.api.objects import Obj
+from mpioperator.clock import FakeClock
 from mpioperator.kube.resources import Resource
 from mpioperator.testing.wait import async_wait_for
 
-Obj = dict[str, Any]
 _CLOSE = object()
+
+
+def sleep_driven_clock() -> FakeClock:
+    """Time moves only when someone sleeps; every sleep is recorded in `sleeps`."""
+    return FakeClock(on_sleep="advance")
 
 
 def cm(name: str, rv: str, namespace: str = "ns", **meta: Any) -> Obj:
@@ -29,22 +36,6 @@ def event(kind: str, obj: Obj) -> dict[str, Any]:
 
 def bookmark(rv: str) -> dict[str, Any]:
     return {"type": "BOOKMARK", "object": {"kind": "ConfigMap", "metadata": {"resourceVersion": rv}}}
-
-
-class FakeClock:
-    """Time moves only when someone sleeps; every sleep is recorded."""
-
-    def __init__(self) -> None:
-        self.t = 1000.0
-        self.sleeps: list[float] = []
-
-    def now(self) -> float:
-        return self.t
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.t += seconds
-        await asyncio.sleep(0)
 
 
 class FakeStream:
@@ -63,7 +54,7 @@ class FakeStream:
     def end(self) -> None:
         self._queue.put_nowait(_CLOSE)
 
-    async def events(self) -> AsyncIterator[dict[str, Any]]:
+    async def events(self) -> AsyncGenerator[dict[str, Any], None]:
         try:
             while True:
                 item = await self._queue.get()
@@ -105,7 +96,7 @@ class FakeSource:
 
     def watch(
         self, res: Resource, namespace: str | None = None, **kwargs: Any
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         call = {"namespace": namespace, **kwargs}
         self.watch_calls.append(call)
         stream = FakeStream(call)

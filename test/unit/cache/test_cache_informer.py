@@ -8,16 +8,15 @@ from typing import Any
 
 import pytest
 
+from mpioperator.api.objects import Obj
 from mpioperator.cache.factory import SharedInformerFactory
 from mpioperator.cache.informer import DeletedFinalStateUnknown, SharedInformer, strip_managed_fields
 from mpioperator.cache.store import CONTROLLER_OWNER_INDEX
 from mpioperator.kube.errors import Expired
 from mpioperator.kube.resources import CONFIG_MAPS, PODS
-from test.unit.cache.cache_fakes import FakeClock, FakeSource, cm, event, settle, wait
+from test.unit.cache.cache_fakes import FakeSource, cm, event, settle, sleep_driven_clock, wait
 
 pytestmark = pytest.mark.unit
-
-Obj = dict[str, Any]
 
 
 def rv_of(o: Obj) -> str:
@@ -60,7 +59,7 @@ class Recorder:
 @pytest.fixture
 async def source_and_informer() -> AsyncIterator[tuple[FakeSource, SharedInformer]]:
     source = FakeSource([cm("a", "1"), cm("b", "2")], rv="5")
-    informer = SharedInformer(source, CONFIG_MAPS, "ns", clock=FakeClock())
+    informer = SharedInformer(source, CONFIG_MAPS, "ns", clock=sleep_driven_clock())
     yield source, informer
     await informer.stop()
 
@@ -189,7 +188,9 @@ async def test_a_failing_handler_keeps_receiving_later_events(
 
 async def test_transform_runs_before_storing_and_strip_managed_fields_drops_them() -> None:
     source = FakeSource([cm("a", "1", managedFields=[{"manager": "kubectl"}])])
-    informer = SharedInformer(source, CONFIG_MAPS, "ns", transform=strip_managed_fields, clock=FakeClock())
+    informer = SharedInformer(
+        source, CONFIG_MAPS, "ns", transform=strip_managed_fields, clock=sleep_driven_clock()
+    )
     seen: list[Obj] = []
     informer.add_event_handler(on_add=seen.append)
     informer.start()
@@ -205,7 +206,11 @@ async def test_custom_and_builtin_indexes_follow_watch_events() -> None:
     owner = [{"uid": "job-uid", "controller": True, "kind": "Job", "name": "j", "apiVersion": "batch/v1"}]
     source = FakeSource([cm("p0", "1", ownerReferences=owner)])
     informer = SharedInformer(
-        source, PODS, "ns", clock=FakeClock(), indexers={"by-name": lambda o: [o["metadata"]["name"]]}
+        source,
+        PODS,
+        "ns",
+        clock=sleep_driven_clock(),
+        indexers={"by-name": lambda o: [o["metadata"]["name"]]},
     )
     informer.start()
     try:
@@ -220,7 +225,7 @@ async def test_custom_and_builtin_indexes_follow_watch_events() -> None:
 
 async def test_factory_shares_one_informer_per_resource_and_namespace_and_syncs_them() -> None:
     source = FakeSource([cm("a", "1")])
-    factory = SharedInformerFactory(source, clock=FakeClock())
+    factory = SharedInformerFactory(source, clock=sleep_driven_clock())
     first = factory.informer(CONFIG_MAPS, "ns")
     assert factory.informer(CONFIG_MAPS, "ns") is first
     assert factory.informer(CONFIG_MAPS, None) is not first
@@ -242,7 +247,7 @@ async def test_factory_shares_one_informer_per_resource_and_namespace_and_syncs_
 async def test_factory_cache_sync_times_out_while_the_first_list_is_outstanding() -> None:
     source = FakeSource()
     source.list_gate = asyncio.Event()
-    factory = SharedInformerFactory(source, clock=FakeClock())
+    factory = SharedInformerFactory(source, clock=sleep_driven_clock())
     informer = factory.informer(CONFIG_MAPS)
     factory.start()
     try:

@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
+from mpioperator.api.objects import Obj
 from mpioperator.cache.reflector import Reflector
+from mpioperator.clock import FakeClock
 from mpioperator.kube.errors import ApiError, Expired, TooManyRequests, WatchInactive
 from mpioperator.kube.resources import CONFIG_MAPS
-from test.unit.cache.cache_fakes import FakeClock, FakeSource, bookmark, cm, event, settle, wait
+from test.unit.cache.cache_fakes import FakeSource, bookmark, cm, event, settle, sleep_driven_clock, wait
 
 pytestmark = pytest.mark.unit
-
-Obj = dict[str, Any]
 
 
 class RecordingStore:
@@ -41,7 +41,7 @@ Harness = tuple[Reflector, FakeSource, RecordingStore, FakeClock]
 @pytest.fixture
 async def harness() -> AsyncIterator[Harness]:
     source = FakeSource([cm(f"c{i}", str(i)) for i in range(5)], rv="10")
-    store, clock = RecordingStore(), FakeClock()
+    store, clock = RecordingStore(), sleep_driven_clock()
     reflector = Reflector(
         source, CONFIG_MAPS, store, namespace="ns", clock=clock, page_size=2, rand=lambda: 1.0
     )
@@ -67,7 +67,9 @@ async def test_lists_every_page_then_watches_from_the_list_resource_version(harn
 @pytest.mark.parametrize(("rand", "expected"), [(0.0, 300), (0.5, 450), (0.9999, 599)])
 async def test_watch_timeout_is_random_between_five_and_ten_minutes(rand: float, expected: int) -> None:
     source = FakeSource()
-    reflector = Reflector(source, CONFIG_MAPS, RecordingStore(), clock=FakeClock(), rand=lambda: rand)
+    reflector = Reflector(
+        source, CONFIG_MAPS, RecordingStore(), clock=sleep_driven_clock(), rand=lambda: rand
+    )
     reflector.start()
     try:
         stream = await source.watch_number(1)
@@ -160,7 +162,7 @@ async def test_too_many_requests_waits_at_least_retry_after(harness: Harness) ->
 async def test_a_failed_list_is_retried_after_a_backoff_before_any_watch() -> None:
     source = FakeSource([cm("a", "3")], rv="3")
     source.list_errors.extend([ConnectionRefusedError(), ApiError(503, "", "unavailable")])
-    store, clock = RecordingStore(), FakeClock()
+    store, clock = RecordingStore(), sleep_driven_clock()
     reflector = Reflector(source, CONFIG_MAPS, store, clock=clock, rand=lambda: 1.0)
     reflector.start()
     try:

@@ -4,12 +4,11 @@ from typing import Any
 
 import pytest
 
+from mpioperator.api.objects import Obj
 from mpioperator.cache.keys import DeletedFinalStateUnknown, deleted_object, object_key, split_key
 from mpioperator.cache.store import CONTROLLER_OWNER_INDEX, NAMESPACE_INDEX, Store
 
 pytestmark = pytest.mark.unit
-
-Obj = dict[str, Any]
 
 
 def obj(name: str, namespace: str | None = "ns", rv: str = "1", **meta: Any) -> Obj:

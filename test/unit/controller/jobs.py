@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-Obj = dict[str, Any]
+from mpioperator.api.objects import Obj
 
 OWNER: Obj = {
     "apiVersion": "kubeflow.org/v2beta1",

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
 import pytest
 
+from mpioperator.api.objects import Obj
 from mpioperator.controller.conditions import (
     find,
     format_time,
@@ -19,7 +19,6 @@ from mpioperator.controller.conditions import (
 
 pytestmark = pytest.mark.unit
 
-Obj = dict[str, Any]
 T0 = dt.datetime(2026, 1, 1, 0, 0, 0, tzinfo=dt.UTC)
 T1 = T0 + dt.timedelta(minutes=1)
 S0, S1 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z"

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from mpioperator.api.objects import Obj
 from mpioperator.controller.enqueue import launcher_pod_ended, spec_changed
-
-Obj = dict[str, Any]
 
 
 def _job(generation: int, resource_version: str) -> Obj:

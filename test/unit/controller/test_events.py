@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from mpioperator.api.defaults import set_defaults
-from mpioperator.controller.children import ChildReconciler, SyncError
+from mpioperator.api.objects import Obj
+from mpioperator.controller.children import ChildReconciler
+from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import MAX_QUEUED_EVENTS, EventRecorder
 from mpioperator.controller.ports import Listers
 from mpioperator.kube import errors
@@ -19,7 +21,6 @@ from mpioperator.testing.mpijobs import mpijob
 
 pytestmark = pytest.mark.unit
 
-Obj = dict[str, Any]
 NOW = dt.datetime(2026, 11, 23, 12, 30, 5, tzinfo=dt.UTC)
 
 

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from mpioperator.controller.fence import ControllerStopped, FencedWriter
+from mpioperator.api.objects import Obj
+from mpioperator.controller.errors import ControllerStopped
+from mpioperator.controller.fence import FencedWriter
 from mpioperator.kube.resources import CONFIG_MAPS, Resource
 
 pytestmark = pytest.mark.unit
-
-Obj = dict[str, Any]
 
 
 class Recording:
@@ -78,3 +78,11 @@ async def test_a_closed_writer_refuses_every_call_without_reaching_the_api() -> 
     writer.close()
     assert await _every_verb(writer) == ["refused"] * 6
     assert inner.calls == []
+
+
+def test_only_the_writer_protocols_calls_pass_the_fence() -> None:
+    recording = Recording()
+    fence = FencedWriter(recording)
+    assert recording.calls == []
+    with pytest.raises(AttributeError):
+        _ = fence.calls  # the wrapped writer has it, the Writer protocol does not

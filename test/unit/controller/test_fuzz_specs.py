@@ -10,13 +10,13 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import json
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpioperator.api.defaults import set_defaults
+from mpioperator.api.objects import Obj
 from mpioperator.api.validation import validate_mpijob
 from mpioperator.controller.builders import configmap, launcher_job, secret, service, worker_pod
 from mpioperator.controller.conditions import is_finished
@@ -28,7 +28,6 @@ from test.fuzz import specs, states
 
 pytestmark = pytest.mark.unit
 
-Obj = dict[str, Any]
 SPECS = 400
 BUILDS = 200
 STATUSES = 600

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 import pytest
 
+from mpioperator.api.objects import Obj
 from mpioperator.controller.builders.launcher_job import (
     launcher_pod_template,
     merge_scheduling_directives,
@@ -16,7 +16,6 @@ from test.unit.controller.jobs import OWNER, reference_job, with_spec
 
 pytestmark = pytest.mark.unit
 
-Obj = dict[str, Any]
 
 SSH_ITEMS = [
     {"key": "ssh-privatekey", "path": "id_rsa"},

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from mpioperator.api.objects import Obj
 from mpioperator.controller.children import RecentlyDeleted
 from mpioperator.controller.status_writer import RecentStatusWrites, write_if_changed
 from mpioperator.kube import errors
 
 pytestmark = pytest.mark.unit
-
-Obj = dict[str, Any]
 
 
 def mpijob(version: str, status: Obj | None = None) -> Obj:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mpioperator.controller.builders import names
-from mpioperator.controller.builders.ownership import controller_ref, is_controlled_by
+from mpioperator.api import names
+from mpioperator.api.ownership import controller_ref, is_controlled_by
 from mpioperator.controller.builders.service import new_service
 from test.unit.controller.jobs import OWNER, reference_job, with_spec
 

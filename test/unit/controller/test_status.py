@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
+from mpioperator.api.objects import Obj
 from mpioperator.controller.status import StatusEvent, StatusResult, compute_status, failure
 from test.unit.controller.jobs import pod, reference_job
 
 pytestmark = pytest.mark.unit
 
-Obj = dict[str, Any]
 NOW = dt.datetime(2026, 3, 4, 5, 6, 7, tzinfo=dt.UTC)
 NOW_S = "2026-03-04T05:06:07Z"
 EARLIER = "2026-03-04T05:00:00Z"

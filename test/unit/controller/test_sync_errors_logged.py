@@ -7,8 +7,8 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from mpioperator.clock import FakeClock
-from mpioperator.controller.children import SyncError
 from mpioperator.controller.controller import ControllerSettings, MPIJobController
+from mpioperator.controller.errors import SyncError
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.sync import SyncResult
 from mpioperator.controller.unexpected import FirstSeen

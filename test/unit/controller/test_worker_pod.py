@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 import pytest
 
+from mpioperator.api.objects import Obj
 from mpioperator.controller.builders.worker_pod import new_worker
 from test.unit.controller.jobs import OWNER, reference_job, with_spec
 
 pytestmark = pytest.mark.unit
 
-Obj = dict[str, Any]
 
 SSH_ITEMS = [
     {"key": "ssh-privatekey", "path": "id_rsa"},

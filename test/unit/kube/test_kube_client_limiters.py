@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from mpioperator.clock import FakeClock
 from mpioperator.kube.client import KubeClient
 from mpioperator.kube.ratelimit import ClientLimiters
 from mpioperator.kube.resources import (
@@ -69,19 +70,6 @@ class AnsweringTransport:
         pass
 
 
-class FrozenTime:
-    """Time stands still: a bucket never refills, and every wait it asks for is recorded, not slept."""
-
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    def now(self) -> float:
-        return 0.0
-
-    async def sleep(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
 def client(limiters: ClientLimiters) -> tuple[KubeClient, AnsweringTransport]:
     transport = AnsweringTransport()
     return KubeClient(transport, limiters=limiters, workers=1), transport  # type: ignore[arg-type]
@@ -93,24 +81,24 @@ async def watch_once(kube: KubeClient, res: Resource) -> None:
 
 
 async def test_a_watch_takes_no_token_while_a_list_takes_one() -> None:
-    time = FrozenTime()
-    limiters = ClientLimiters(5.0, 1, now=time.now, sleep=time.sleep)
+    time = FakeClock(on_sleep="return")  # time stands still: waits are recorded, not slept
+    limiters = ClientLimiters(5.0, 1, clock=time)
     kube, transport = client(limiters)
     await kube.list(PODS, "ns")
     for _ in range(3):
         await watch_once(kube, PODS)  # with the bucket empty: a token would be a wait
-    assert time.waits == []
+    assert time.sleeps == []
     assert limiters.taken() == {"kube": 1}
     await kube.list(PODS, "ns")
-    assert time.waits == pytest.approx([0.2])
+    assert time.sleeps == pytest.approx([0.2])
     assert limiters.taken() == {"kube": 2}
     assert [s.split()[0] for s in transport.sent] == ["GET", "WATCH", "WATCH", "WATCH", "GET"]
     await kube.close()
 
 
 async def test_each_upstream_client_has_a_bucket_of_its_own() -> None:
-    time = FrozenTime()
-    limiters = ClientLimiters(5.0, 1, now=time.now, sleep=time.sleep)
+    time = FakeClock(on_sleep="return")  # time stands still: waits are recorded, not slept
+    limiters = ClientLimiters(5.0, 1, clock=time)
     kube, _ = client(limiters)
     # One request per upstream client, each the first of its bucket: nobody waits.
     await kube.list(PODS, "ns")
@@ -118,12 +106,12 @@ async def test_each_upstream_client_has_a_bucket_of_its_own() -> None:
     await kube.get(LEASES, "mpi-operator", "ns")
     await kube.list(VOLCANO_POD_GROUPS, "ns")
     await kube.list(SCHEDULER_PLUGINS_POD_GROUPS, "ns")
-    assert time.waits == []
+    assert time.sleeps == []
     # Kubernetes' own groups share upstream's one Kubernetes client, so these wait behind the pod list.
     await kube.list(JOBS, "ns")
     await kube.create(EVENTS, {"metadata": {"name": "e"}}, "ns")
     await kube.list(PRIORITY_CLASSES)
-    assert time.waits == pytest.approx([0.2, 0.4, 0.6])
+    assert time.sleeps == pytest.approx([0.2, 0.4, 0.6])
     assert limiters.taken() == {
         "kube": 4,
         "mpijob": 1,
@@ -138,16 +126,16 @@ async def test_each_upstream_client_has_a_bucket_of_its_own() -> None:
 
 
 async def test_a_burst_of_writes_leaves_the_lease_renewal_its_own_tokens() -> None:
-    time = FrozenTime()
-    limiters = ClientLimiters(5.0, 10, now=time.now, sleep=time.sleep)
+    time = FakeClock(on_sleep="return")  # time stands still: waits are recorded, not slept
+    limiters = ClientLimiters(5.0, 10, clock=time)
     kube, _ = client(limiters)
     for i in range(30):
         await kube.create(CONFIG_MAPS, {"metadata": {"name": f"c{i}"}}, "ns")
-    waits_before = len(time.waits)
+    waits_before = len(time.sleeps)
     await kube.get(LEASES, "mpi-operator", "ns")
     await kube.update(LEASES, {"metadata": {"name": "mpi-operator", "namespace": "ns"}})
     assert waits_before == 20
-    assert len(time.waits) == waits_before
+    assert len(time.sleeps) == waits_before
     await kube.close()
 
 

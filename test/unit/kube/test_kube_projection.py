@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
+from mpioperator.api.objects import Obj
 from mpioperator.kube import errors
 from mpioperator.kube.client import stamp_kind
 from mpioperator.kube.projection import KEEP, FieldSpec, Projection
@@ -15,7 +16,6 @@ from mpioperator.kube.watch import parse_event
 
 pytestmark = pytest.mark.unit
 
-Obj = dict[str, Any]
 
 SPEC: FieldSpec = {
     "metadata": {"name": KEEP, "labels": KEEP, "ownerReferences": KEEP},

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from mpioperator.api.objects import Obj
 from mpioperator.podgroup.maths import PriorityLookup
-
-Obj = dict[str, Any]
 
 
 def resources(requests: dict[str, str] | None = None, limits: dict[str, str] | None = None) -> Obj:

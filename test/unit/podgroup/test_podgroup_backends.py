@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import structlog
 
+from mpioperator.api.objects import Obj
 from mpioperator.kube.resources import SCHEDULER_PLUGINS_POD_GROUPS, VOLCANO_POD_GROUPS
 from mpioperator.podgroup.backend import PodGroupBackend, decorator_for
 from mpioperator.podgroup.factory import new_backend
@@ -20,7 +21,6 @@ from test.unit.podgroup.jobs import container, mpijob, priorities, replica
 
 pytestmark = pytest.mark.unit
 
-Obj = dict[str, Any]
 
 OWNER = {
     "apiVersion": "kubeflow.org/v2beta1",

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from mpioperator.api import constants as api
-
-Obj = dict[str, Any]
+from mpioperator.api.objects import Obj
 
 
 def controller_ref(job: Obj) -> Obj:

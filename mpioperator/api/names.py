@@ -1,10 +1,9 @@
-"""Child object names, fixed by upstream so tools that look them up keep working."""
+"""Child object names, fixed by upstream so tools that look them up keep working; the builders and the
+PodGroup backends name the same objects."""
 
 from __future__ import annotations
 
-from typing import Any
-
-Obj = dict[str, Any]
+from mpioperator.api.objects import Obj
 
 
 def job_name(job: Obj) -> str:

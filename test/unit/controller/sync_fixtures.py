@@ -1,0 +1,286 @@
+"""In-memory implementations of the sync handler's seams (controller/ports.py), in sample-controller's
+fixture style: the caches hold what a test gives, the writer records every call it is asked to make.
+
+`Scene(job, *children).sync()` runs one reconcile of the job's key and leaves the calls in
+`scene.writer.calls` (verb, resource, name) and the events in `scene.recorder.events`. The objects are
+stamped as the informers keep them (kind set, uid and resourceVersion present); the API server's own
+behaviour (admission, conflicts, garbage collection) is not imitated: what needs it is tested against a
+real API server in test/integration/controller/.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from mpioperator.api import names
+from mpioperator.api.objects import Obj
+from mpioperator.clock import FakeClock
+from mpioperator.controller.builders import configmap, launcher_job, secret, service, worker_pod
+from mpioperator.controller.metrics import JobMetrics
+from mpioperator.controller.ports import Listers
+from mpioperator.controller.sync import JobSyncer, SyncResult
+from mpioperator.kube import errors
+from mpioperator.kube.resources import Resource
+from test.unit.controller.jobs import reference_job
+
+# Every wall-clock stamp a sync writes is this instant (FakeClock's wall time at its start).
+NOW = "2026-01-01T00:00:00Z"
+EARLIER = "2025-12-31T23:00:00Z"
+
+
+class MemoryLister:
+    """One kind's cache: the objects a test put there, looked up as the informer-backed lister does."""
+
+    def __init__(self, objects: list[Obj]) -> None:
+        self._objects = objects
+
+    def get(self, namespace: str, name: str) -> Obj | None:
+        for obj in self._objects:
+            meta = obj["metadata"]
+            if meta.get("namespace", "") == namespace and meta["name"] == name:
+                return obj
+        return None
+
+    def select(self, namespace: str, labels: Mapping[str, str]) -> list[Obj]:
+        return [
+            obj
+            for obj in self._objects
+            if obj["metadata"].get("namespace", "") == namespace
+            and all((obj["metadata"].get("labels") or {}).get(k) == v for k, v in labels.items())
+        ]
+
+    def owned_by(self, uid: str) -> list[Obj]:
+        return [
+            obj
+            for obj in self._objects
+            if any(
+                ref.get("controller") and ref.get("uid") == uid
+                for ref in obj["metadata"].get("ownerReferences") or ()
+            )
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    verb: str
+    resource: str
+    name: str
+    body: Obj | None
+
+
+class RecordingWriter:
+    """Answers every write as an API server that accepts it would, and records it."""
+
+    def __init__(self) -> None:
+        self.log: list[Call] = []
+        self._uids = itertools.count(1)
+
+    @property
+    def calls(self) -> list[tuple[str, str, str]]:
+        return [(c.verb, c.resource, c.name) for c in self.log]
+
+    def body(self, verb: str, resource: str, name: str) -> Obj:
+        for call in self.log:
+            if (call.verb, call.resource, call.name) == (verb, resource, name) and call.body is not None:
+                return call.body
+        raise AssertionError(f"no {verb} of {resource}/{name} among {self.calls}")
+
+    def _record(self, verb: str, res: Resource, name: str, body: Obj | None) -> None:
+        self.log.append(Call(verb, res.plural, name, copy.deepcopy(body)))
+
+    async def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj:
+        self._record("get", res, name, None)
+        raise errors.NotFound(404, "NotFound", f'{res.plural} "{name}" not found')
+
+    async def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
+        self._record("create", res, body["metadata"]["name"], body)
+        made = copy.deepcopy(body)
+        made["metadata"].update(uid=f"created-{next(self._uids)}", resourceVersion="1")
+        return made
+
+    async def update(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
+        self._record("update", res, body["metadata"]["name"], body)
+        return copy.deepcopy(body)
+
+    async def update_status(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
+        self._record("update_status", res, body["metadata"]["name"], body)
+        return copy.deepcopy(body)
+
+    async def patch(
+        self, res: Resource, name: str, body: Obj | list[Any], namespace: str | None = None, **_: Any
+    ) -> Obj:
+        self._record("patch", res, name, body if isinstance(body, dict) else {"patch": body})
+        return {}
+
+    async def delete(self, res: Resource, name: str, namespace: str | None = None, **_: Any) -> Obj:
+        self._record("delete", res, name, None)
+        return {}
+
+
+class RecordingRecorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str]] = []
+
+    def record(self, obj: Obj, event_type: str, reason: str, message: str) -> None:
+        self.events.append((event_type, reason, message))
+
+
+_LISTS = {"MPIJob": "mpijobs", "Pod": "pods", "Job": "jobs", "ConfigMap": "config_maps"}
+_LISTS |= {"Secret": "secrets", "Service": "services"}
+
+
+class Scene:
+    """The caches hold `job` and `children`; `sync()` runs one reconcile of the job's key."""
+
+    def __init__(self, job: Obj, *children: Obj) -> None:
+        self.job = job
+        kinds: dict[str, list[Obj]] = {attr: [] for attr in _LISTS.values()}
+        for obj in (job, *children):
+            kinds[_LISTS[obj["kind"]]].append(obj)
+        self.listers = Listers(**{attr: MemoryLister(objects) for attr, objects in kinds.items()})
+        self.writer = RecordingWriter()
+        self.recorder = RecordingRecorder()
+        self.clock = FakeClock()
+        self.syncer = JobSyncer(
+            self.listers,
+            self.writer,
+            self.recorder,
+            JobMetrics(CollectorRegistry()),
+            utcnow=self.clock.utcnow,
+        )
+
+    async def sync(self, key: str | None = None) -> SyncResult:
+        meta = self.job["metadata"]
+        return await self.syncer.sync(key or f"{meta['namespace']}/{meta['name']}")
+
+    def written_status(self) -> Obj:
+        status: Obj = self.writer.body("update_status", "mpijobs", self.job["metadata"]["name"])["status"]
+        return status
+
+
+# --- what the caches hold: objects as this controller made them, stamped as the informers keep them ---
+
+
+def _cached(obj: Obj, uid: str) -> Obj:
+    obj["metadata"].setdefault("uid", uid)
+    obj["metadata"].setdefault("resourceVersion", "5")
+    return obj
+
+
+def worker(job: Obj, index: int, phase: str = "Running", *, ready: bool = True, **status: Any) -> Obj:
+    pod = worker_pod.new_worker(job, index)
+    conditions = [{"type": "Ready", "status": "True" if ready and phase == "Running" else "False"}]
+    pod["status"] = {"phase": phase, "conditions": conditions, **status}
+    return _cached(pod, f"worker-{index}")
+
+
+def launcher(job: Obj, condition: str | None = None, *, suspended: bool = False, **status: Any) -> Obj:
+    """The launcher Job; `condition` ("Complete", "Failed") finishes it."""
+    made, _ = launcher_job.new_launcher_job(job)
+    made["spec"]["suspend"] = suspended
+    made["status"] = dict(status)
+    if condition is not None:
+        made["status"]["conditions"] = [{"type": condition, "status": "True"}]
+        if condition == "Complete":
+            made["status"].setdefault("completionTime", EARLIER)
+    return _cached(made, "launcher")
+
+
+def launcher_pod(job: Obj, job_obj: Obj, phase: str = "Running") -> Obj:
+    """A pod of the launcher Job (controlled by the Job, not by the MPIJob)."""
+    name = f"{names.launcher_name(job)}-x1"
+    pod: Obj = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": job["metadata"]["namespace"],
+            "uid": "launcher-pod",
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "name": job_obj["metadata"]["name"],
+                    "uid": job_obj["metadata"]["uid"],
+                    "controller": True,
+                }
+            ],
+        },
+        "status": {"phase": phase},
+    }
+    return pod
+
+
+def shared_children(job: Obj, running_workers: list[Obj] | None = None) -> list[Obj]:
+    """The Service, ConfigMap (for these running workers) and SSH Secret, as the first sync made them."""
+    return [
+        _cached(service.new_service(job), "service"),
+        _cached(configmap.new_config_map(job, running_workers or []), "config-map"),
+        _cached(secret.new_ssh_secret(job), "secret"),
+    ]
+
+
+def true_condition(cond_type: str, reason: str, message: str, when: str) -> Obj:
+    return {
+        "type": cond_type,
+        "status": "True",
+        "reason": reason,
+        "message": message,
+        "lastUpdateTime": when,
+        "lastTransitionTime": when,
+    }
+
+
+def finished_status(condition: str, reason: str, *, workers: Obj | None = None) -> Obj:
+    """The status of a job that finished an hour ago with `condition` (Succeeded or Failed)."""
+    return {
+        "conditions": [
+            true_condition("Created", "MPIJobCreated", "MPIJob default/pi is created.", EARLIER),
+            true_condition(condition, reason, "done", EARLIER),
+        ],
+        "startTime": EARLIER,
+        "completionTime": EARLIER,
+        "replicaStatuses": {"Launcher": {"succeeded": 1}, "Worker": workers if workers is not None else {}},
+    }
+
+
+CREATED = ("Normal", "MPIJobCreated", "MPIJob default/pi is created.")
+# The first writes of every sync of a job without children, in upstream's order.
+SHARED_CREATES = [
+    ("create", "services", "pi"),
+    ("create", "configmaps", "pi-config"),
+    ("create", "secrets", "pi-ssh"),
+]
+
+
+def job(workers: int = 2, status: Obj | None = None, **run_policy: object) -> Obj:
+    made = reference_job(workers)
+    made["spec"]["runPolicy"].update(run_policy)
+    if status is not None:
+        made["status"] = status
+    return made
+
+
+def running_status(workers: int) -> Obj:
+    """What a sync writes for a job whose launcher pod and `workers` workers all run."""
+    return {
+        "conditions": [
+            true_condition("Created", "MPIJobCreated", "MPIJob default/pi is created.", NOW),
+            true_condition("Running", "MPIJobRunning", "MPIJob default/pi is running.", NOW),
+        ],
+        "startTime": NOW,
+        "replicaStatuses": {"Launcher": {"active": 1}, "Worker": {"active": workers}},
+    }
+
+
+def running_scene(pi: Obj, *pods: Obj) -> Scene:
+    """`pi` with every child in place: shared children, the given worker pods, a running launcher."""
+    running = [p for p in pods if p["status"]["phase"] == "Running"]
+    the_launcher = launcher(pi)
+    return Scene(pi, *shared_children(pi, running), *pods, the_launcher, launcher_pod(pi, the_launcher))

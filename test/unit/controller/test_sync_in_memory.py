@@ -1,0 +1,301 @@
+"""One sync of one job against in-memory caches, asserting the exact writes (sample-controller's style).
+
+The upstream scenarios whose outcome is the sync handler's own decision; the same scenarios run against
+a real API server in test/integration/controller/test_upstream_sync_scenarios.py, which also covers what
+needs the server (conflicts, caches catching up, garbage collection, admission).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from mpioperator.api.objects import Obj
+from mpioperator.controller.errors import SyncError
+from test.unit.controller.sync_fixtures import (
+    CREATED,
+    NOW,
+    SHARED_CREATES,
+    Scene,
+    job,
+    launcher,
+    launcher_pod,
+    running_scene,
+    running_status,
+    shared_children,
+    worker,
+)
+
+pytestmark = pytest.mark.unit
+
+
+# --- a new job ---------------------------------------------------------------------------------------
+
+
+async def test_new_job_creates_service_configmap_secret_workers_launcher_then_writes_status() -> None:
+    scene = Scene(job(workers=3))
+
+    await scene.sync()
+
+    assert scene.writer.calls == [
+        *SHARED_CREATES,
+        ("create", "pods", "pi-worker-0"),
+        ("create", "pods", "pi-worker-1"),
+        ("create", "pods", "pi-worker-2"),
+        ("create", "jobs", "pi-launcher"),
+        ("update_status", "mpijobs", "pi"),
+    ]
+    status = scene.written_status()
+    assert [(c["type"], c["status"], c["reason"]) for c in status["conditions"]] == [
+        ("Created", "True", "MPIJobCreated")
+    ]
+    assert status["startTime"] == NOW
+    assert status["replicaStatuses"] == {"Launcher": {}, "Worker": {}}
+    assert scene.writer.body("create", "jobs", "pi-launcher")["spec"].get("suspend") is None
+    assert scene.recorder.events == [CREATED]
+
+
+async def test_converged_running_job_makes_no_write() -> None:
+    pi = job(workers=2, status=running_status(2))
+    scene = running_scene(pi, worker(pi, 0), worker(pi, 1))
+
+    await scene.sync()
+
+    assert scene.writer.calls == []
+    assert scene.recorder.events == []
+
+
+async def test_suspended_job_creates_a_suspended_launcher_and_no_pods() -> None:
+    scene = Scene(job(workers=2, suspend=True))
+
+    await scene.sync()
+
+    assert scene.writer.calls == [
+        *SHARED_CREATES,
+        ("create", "jobs", "pi-launcher"),
+        ("update_status", "mpijobs", "pi"),
+    ]
+    assert scene.writer.body("create", "jobs", "pi-launcher")["spec"]["suspend"] is True
+    status = scene.written_status()
+    assert [(c["type"], c["status"], c["reason"]) for c in status["conditions"]] == [
+        ("Created", "True", "MPIJobCreated"),
+        ("Suspended", "True", "MPIJobSuspended"),
+        ("Running", "False", "MPIJobSuspended"),
+    ]
+    assert "startTime" not in status
+    assert [reason for _, reason, _ in scene.recorder.events] == ["MPIJobCreated", "MPIJobSuspended"]
+
+
+# --- WaitForWorkersReady -------------------------------------------------------------------------------
+
+
+async def test_wait_for_workers_ready_creates_the_workers_but_not_the_launcher() -> None:
+    pi = job(workers=2)
+    pi["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
+    scene = Scene(pi)
+
+    await scene.sync()
+
+    assert scene.writer.calls == [
+        *SHARED_CREATES,
+        ("create", "pods", "pi-worker-0"),
+        ("create", "pods", "pi-worker-1"),
+        ("update_status", "mpijobs", "pi"),
+    ]
+
+
+async def test_wait_for_workers_ready_still_waits_while_one_worker_is_not_ready() -> None:
+    pi = job(workers=2)
+    pi["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
+    ready, pending = worker(pi, 0), worker(pi, 1, "Pending", ready=False)
+    scene = Scene(pi, *shared_children(pi, [ready]), ready, pending)
+
+    await scene.sync()
+
+    assert ("create", "jobs", "pi-launcher") not in scene.writer.calls
+    assert [call for call in scene.writer.calls if call[0] != "update_status"] == []
+
+
+async def test_wait_for_workers_ready_creates_the_launcher_once_every_worker_is_ready() -> None:
+    pi = job(workers=2)
+    pi["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
+    pods = [worker(pi, 0), worker(pi, 1)]
+    scene = Scene(pi, *shared_children(pi, pods), *pods)
+
+    await scene.sync()
+
+    assert scene.writer.calls == [("create", "jobs", "pi-launcher"), ("update_status", "mpijobs", "pi")]
+
+
+# --- the launcher or a worker ends ------------------------------------------------------------------------
+
+
+async def test_launcher_succeeded_makes_the_job_succeeded_with_the_launchers_completion_time() -> None:
+    pi = job(workers=2, status=running_status(2))
+    pods = [worker(pi, 0), worker(pi, 1)]
+    done = launcher(pi, "Complete", completionTime="2026-01-01T00:00:00Z")
+    scene = Scene(pi, *shared_children(pi, pods), *pods, done, launcher_pod(pi, done, "Succeeded"))
+
+    await scene.sync()
+
+    assert scene.writer.calls == [("update_status", "mpijobs", "pi")]
+    status = scene.written_status()
+    assert [(c["type"], c["status"], c["reason"]) for c in status["conditions"]] == [
+        ("Created", "True", "MPIJobCreated"),
+        ("Running", "False", "MPIJobRunning"),
+        ("Succeeded", "True", "MPIJobSucceeded"),
+    ]
+    assert status["completionTime"] == "2026-01-01T00:00:00Z"
+    assert status["replicaStatuses"]["Launcher"] == {"succeeded": 1}
+    assert scene.recorder.events == [
+        ("Normal", "MPIJobSucceeded", "MPIJob default/pi successfully completed.")
+    ]
+
+
+async def test_launcher_failed_makes_the_job_failed_with_the_jobs_reason() -> None:
+    pi = job(workers=1, status=running_status(1))
+    pods = [worker(pi, 0)]
+    failed = launcher(pi, "Failed", failed=1)
+    failed["status"]["conditions"][0].update(reason="DeadlineExceeded", message="Job was active too long")
+    scene = Scene(pi, *shared_children(pi, pods), *pods, failed)
+
+    await scene.sync()
+
+    assert scene.writer.calls == [("update_status", "mpijobs", "pi")]
+    status = scene.written_status()
+    failed_condition = [c for c in status["conditions"] if c["type"] == "Failed"]
+    assert [(c["status"], c["reason"], c["message"]) for c in failed_condition] == [
+        ("True", "DeadlineExceeded", "Job was active too long")
+    ]
+    assert status["completionTime"] == NOW
+    assert scene.recorder.events == [("Warning", "DeadlineExceeded", "Job was active too long")]
+
+
+async def test_evicted_worker_fails_the_job_as_evicted_and_finishes_it() -> None:
+    pi = job(workers=2, status=running_status(2))
+    evicted = worker(pi, 1, "Failed", reason="Evicted", message="The node was low on memory.")
+    scene = running_scene(pi, worker(pi, 0), evicted)
+
+    await scene.sync()
+
+    assert scene.writer.calls == [("update_status", "mpijobs", "pi")]
+    status = scene.written_status()
+    failed = [c for c in status["conditions"] if c["type"] == "Failed"]
+    assert [(c["status"], c["reason"], c["message"]) for c in failed] == [
+        ("True", "MPIJobEvicted", "1/2 workers are evicted")
+    ]
+    assert status["completionTime"] == NOW
+    assert status["replicaStatuses"]["Worker"] == {"active": 1, "failed": 1}
+    assert scene.recorder.events == [("Warning", "MPIJobEvicted", "1/2 workers are evicted")]
+
+
+async def test_failed_worker_that_was_not_evicted_is_counted_and_does_not_fail_the_job() -> None:
+    pi = job(workers=2, status=running_status(2))
+    scene = running_scene(pi, worker(pi, 0), worker(pi, 1, "Failed", reason="Error"))
+
+    await scene.sync()
+
+    assert scene.writer.calls == [("update_status", "mpijobs", "pi")]
+    status = scene.written_status()
+    assert not [c for c in status["conditions"] if c["type"] == "Failed"]
+    assert status["replicaStatuses"]["Worker"] == {"active": 1, "failed": 1}
+    assert "completionTime" not in status
+
+
+# --- scaling -----------------------------------------------------------------------------------------------
+
+
+async def test_scale_down_deletes_the_workers_past_the_new_count() -> None:
+    pi = job(workers=2, status=running_status(2))
+    pods = [worker(pi, i) for i in range(4)]
+    scene = running_scene(pi, *pods)
+
+    await scene.sync()
+
+    deletes = [call for call in scene.writer.calls if call[0] == "delete"]
+    assert deletes == [("delete", "pods", "pi-worker-2"), ("delete", "pods", "pi-worker-3")]
+    assert not [call for call in scene.writer.calls if call[0] == "create"]
+
+
+async def test_scale_up_creates_only_the_missing_workers_and_rewrites_the_hostfile() -> None:
+    smaller = job(workers=2, status=running_status(2))
+    pods = [worker(smaller, 0), worker(smaller, 1)]
+    pi = copy.deepcopy(smaller)
+    pi["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 3
+    the_launcher = launcher(pi)
+    scene = Scene(pi, *shared_children(smaller, pods), *pods, the_launcher, launcher_pod(pi, the_launcher))
+
+    await scene.sync()
+
+    # The new worker is not running yet, so the counts and conditions stand: no status write.
+    assert scene.writer.calls == [("update", "configmaps", "pi-config"), ("create", "pods", "pi-worker-2")]
+    hostfile = scene.writer.body("update", "configmaps", "pi-config")["data"]["hostfile"]
+    assert hostfile.splitlines() == [f"pi-worker-{i}.pi.default.svc slots=1" for i in range(3)]
+
+
+# --- objects that are not ours, and keys that are not jobs ---------------------------------------------------
+
+
+async def test_service_not_controlled_by_the_job_fails_the_sync_with_an_event_and_no_write() -> None:
+    pi = job(workers=1)
+    theirs: Obj = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "pi", "namespace": "default", "uid": "theirs", "resourceVersion": "3"},
+        "spec": {"clusterIP": "None", "selector": {"app": "theirs"}},
+    }
+    scene = Scene(pi, theirs)
+
+    with pytest.raises(SyncError) as failed:
+        await scene.sync()
+
+    message = 'Resource "pi" of Kind "Service" already exists and is not managed by MPIJob'
+    assert str(failed.value) == message
+    assert scene.writer.calls == []
+    assert scene.recorder.events == [CREATED, ("Warning", "ErrResourceExists", message)]
+
+
+async def test_worker_pod_of_another_owner_fails_the_sync_after_the_shared_children() -> None:
+    pi = job(workers=1)
+    theirs = worker(pi, 0)
+    theirs["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-1", "controller": True}
+    ]
+    scene = Scene(pi, theirs)
+
+    with pytest.raises(SyncError, match='Resource "pi-worker-0" of Kind "Pod" already exists'):
+        await scene.sync()
+
+    assert scene.writer.calls == SHARED_CREATES
+
+
+async def test_job_managed_by_another_controller_gets_no_write() -> None:
+    scene = Scene(job(workers=1, managedBy="kueue.x-k8s.io/multikueue"))
+
+    await scene.sync()
+
+    assert scene.writer.calls == []
+    assert scene.recorder.events == []
+
+
+async def test_malformed_key_and_unknown_job_are_dropped_without_a_write() -> None:
+    scene = Scene(job(workers=1))
+
+    await scene.sync("a/b/c")
+    await scene.sync("default/other")
+
+    assert scene.writer.calls == []
+
+
+async def test_invalid_job_gets_a_validation_warning_and_condition_and_no_children() -> None:
+    pi = job(workers=1)
+    pi["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"] = []
+    scene = Scene(pi)
+
+    await scene.sync()
+
+    assert scene.writer.calls == [("update_status", "mpijobs", "pi")]
+    invalid = [c for c in scene.written_status()["conditions"] if c["type"] == "Invalid"]
+    assert [(c["status"], c["reason"]) for c in invalid] == [("True", "ValidationError")]
+    assert [(kind, reason) for kind, reason, _ in scene.recorder.events] == [("Warning", "ValidationError")]
