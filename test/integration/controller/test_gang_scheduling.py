@@ -17,8 +17,6 @@ from mpioperator.testing.rest import RestError
 from test.integration.controller.actors import Actors
 from test.integration.controller.conftest import Harness, running_controller
 
-pytestmark = pytest.mark.integration
-
 Obj = dict[str, Any]
 VOLCANO_ROOT = "/apis/scheduling.volcano.sh/v1beta1"
 PLUGINS_ROOT = "/apis/scheduling.x-k8s.io/v1alpha1"

@@ -24,8 +24,6 @@ from mpioperator.testing.wait import async_wait_for
 from test.integration.controller.actors import Actors, now
 from test.integration.controller.conftest import Harness, running_controller
 
-pytestmark = pytest.mark.integration
-
 Obj = dict[str, Any]
 COMPONENT = "mpi-job-controller"
 # What upstream's checker leaves out of its comparison (and TypeMeta, which list items do not carry).

@@ -43,8 +43,6 @@ from mpioperator.testing.wait import async_wait_for
 from test.integration.controller.actors import Actors, now
 from test.integration.controller.conftest import CountingWriter, Harness
 
-pytestmark = pytest.mark.integration
-
 Obj = dict[str, Any]
 Write = tuple[str, str, str]
 WATCHED: tuple[Resource, ...] = (MPIJOBS, PODS, JOBS, CONFIG_MAPS, SECRETS, SERVICES)

@@ -11,8 +11,6 @@ from mpioperator.kube.client import KubeClient
 from mpioperator.kube.resources import CONFIG_MAPS, JOBS, NAMESPACES, SERVICES
 from mpioperator.testing.cluster import LocalCluster, NamespaceFactory
 
-pytestmark = pytest.mark.integration
-
 Obj = dict[str, Any]
 
 

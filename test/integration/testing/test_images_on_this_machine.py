@@ -27,7 +27,7 @@ from mpioperator.testing.images.workspace import BuildEnv
 from mpioperator.testing.registry import LocalRegistry
 from mpioperator.testing.wait import wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
+pytestmark = pytest.mark.timeout(1800)
 
 PI_LINE = re.compile(r"^pi is approximately (\d+\.\d+), error \S+, 2 ranks, \S+ s$", re.MULTILINE)
 

@@ -9,14 +9,10 @@ import contextlib
 from collections.abc import AsyncGenerator
 from typing import Any
 
-import pytest
-
 from mpioperator.app.leases import WATCH_SECONDS, KubeLeaseClient
 from mpioperator.cache.backoff import Backoff
 from mpioperator.clock import FakeClock, settle
 from mpioperator.kube.resources import Resource
-
-pytestmark = pytest.mark.unit
 
 
 class EndingWatches:

@@ -15,8 +15,6 @@ from mpioperator.kube.errors import Expired
 from mpioperator.kube.resources import CONFIG_MAPS, PODS
 from test.unit.cache.cache_fakes import FakeClock, FakeSource, cm, event, settle, wait
 
-pytestmark = pytest.mark.unit
-
 Obj = dict[str, Any]
 
 

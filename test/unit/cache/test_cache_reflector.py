@@ -12,8 +12,6 @@ from mpioperator.kube.errors import ApiError, Expired, TooManyRequests, WatchIna
 from mpioperator.kube.resources import CONFIG_MAPS
 from test.unit.cache.cache_fakes import FakeClock, FakeSource, bookmark, cm, event, settle, wait
 
-pytestmark = pytest.mark.unit
-
 Obj = dict[str, Any]
 
 

@@ -7,8 +7,6 @@ import pytest
 from mpioperator.cache.keys import DeletedFinalStateUnknown, deleted_object, object_key, split_key
 from mpioperator.cache.store import CONTROLLER_OWNER_INDEX, NAMESPACE_INDEX, Store
 
-pytestmark = pytest.mark.unit
-
 Obj = dict[str, Any]
 
 

@@ -10,8 +10,6 @@ import pytest
 from mpioperator.controller.builders.configmap import discover_hosts, hostfile, new_config_map
 from test.unit.controller.jobs import OWNER, pod, reference_job, with_spec
 
-pytestmark = pytest.mark.unit
-
 Obj = dict[str, Any]
 
 

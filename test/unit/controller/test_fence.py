@@ -5,12 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import pytest
-
 from mpioperator.controller.fence import ControllerStopped, FencedWriter
 from mpioperator.kube.resources import CONFIG_MAPS, Resource
-
-pytestmark = pytest.mark.unit
 
 Obj = dict[str, Any]
 

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from mpioperator.controller.children import RecentlyDeleted
 from mpioperator.controller.status_writer import RecentStatusWrites, write_if_changed
 from mpioperator.kube import errors
-
-pytestmark = pytest.mark.unit
 
 Obj = dict[str, Any]
 

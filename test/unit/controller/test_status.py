@@ -6,12 +6,8 @@ import copy
 import datetime as dt
 from typing import Any
 
-import pytest
-
 from mpioperator.controller.status import StatusEvent, StatusResult, compute_status, failure
 from test.unit.controller.jobs import pod, reference_job
-
-pytestmark = pytest.mark.unit
 
 Obj = dict[str, Any]
 NOW = dt.datetime(2026, 3, 4, 5, 6, 7, tzinfo=dt.UTC)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 import structlog
 from prometheus_client import CollectorRegistry
 
@@ -14,8 +13,6 @@ from mpioperator.controller.sync import SyncResult
 from mpioperator.controller.unexpected import FirstSeen
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient
-
-pytestmark = pytest.mark.unit
 
 
 def _controller(failure: Exception) -> MPIJobController:

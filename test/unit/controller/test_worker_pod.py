@@ -10,8 +10,6 @@ import pytest
 from mpioperator.controller.builders.worker_pod import new_worker
 from test.unit.controller.jobs import OWNER, reference_job, with_spec
 
-pytestmark = pytest.mark.unit
-
 Obj = dict[str, Any]
 
 SSH_ITEMS = [

@@ -13,8 +13,6 @@ from mpioperator.kube.projection import KEEP, FieldSpec, Projection
 from mpioperator.kube.resources import PODS
 from mpioperator.kube.watch import parse_event
 
-pytestmark = pytest.mark.unit
-
 Obj = dict[str, Any]
 
 SPEC: FieldSpec = {

@@ -4,8 +4,6 @@ import pytest
 
 from mpioperator.kube.ratelimit import TokenBucket
 
-pytestmark = pytest.mark.unit
-
 
 class FakeTime:
     def __init__(self) -> None:

@@ -13,8 +13,6 @@ from mpioperator.testing.images import mpi, verify, wheels
 from mpioperator.testing.images.dockerfile_build import context_files
 from mpioperator.testing.images.versions import REPO_ROOT, parse_versions
 
-pytestmark = pytest.mark.unit
-
 PROJECT_DOCKERFILE = (REPO_ROOT / "Dockerfile").read_text()
 
 

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from mpioperator.clock import FakeClock
 from mpioperator.workqueue.metrics import InFlight, InFlightProbe, PrometheusMetricsProvider
 from mpioperator.workqueue.rate_limiters import ItemExponentialFailureRateLimiter
 from mpioperator.workqueue.rate_limiting import RateLimitingQueue
-
-pytestmark = pytest.mark.unit
 
 
 class RecordingMetrics:
