@@ -2,7 +2,7 @@
 
 A test's tier is its directory (test/unit, test/integration, test/e2e, test/real): the marker is added
 here, so `-m unit` can never miss a file that forgot its `pytestmark`, and a test must end up with exactly
-one tier or collection stops.
+one tier or collection stops. A test that leaves asyncio tasks pending fails (test/leaked_tasks.py).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import wait_for
 
 # pytester: the tier check's own tests run pytest on a made-up tree.
-pytest_plugins = ["pytester"]
+pytest_plugins = ["pytester", "test.leaked_tasks"]
 
 TIERS = ("unit", "integration", "e2e", "real")
 TEST_ROOT = Path(__file__).parent
