@@ -137,6 +137,7 @@ async def test_prometheus_series_follow_the_queue_with_the_fake_clock() -> None:
     assert sample("workqueue_unfinished_work_seconds") == 0
     q.add_rate_limited("a")
     assert sample("workqueue_retries_total") == 1
+    await q.close()  # ends the retry's delay timer
 
 
 def test_prometheus_exposes_client_go_names_labelled_by_queue() -> None:
