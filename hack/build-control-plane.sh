@@ -35,7 +35,7 @@ build_etcd() {
   local wrap="$cache_root/wrappers/etcd-$ETCD_VERSION"
   rm -rf "$wrap"; mkdir -p "$wrap"; cd "$wrap"
   go mod init example.local/etcdbin
-  go mod edit -go=1.26.0
+  go mod edit -go="$GO_MIN_VERSION.0"
   go mod edit -require="go.etcd.io/etcd/server/v3@$ETCD_VERSION"
   go mod edit -tool=go.etcd.io/etcd/server/v3
   go mod tidy

@@ -35,7 +35,7 @@ build_coredns() {
   local wrap="$cache_root/wrappers/coredns-$COREDNS_VERSION"
   rm -rf "$wrap"; mkdir -p "$wrap"; cd "$wrap"
   go mod init example.local/coredns
-  go mod edit -go=1.26.0
+  go mod edit -go="$GO_MIN_VERSION.0"
   go mod edit -require="github.com/coredns/coredns@$COREDNS_VERSION"
   cat >main.go <<'GO'
 package main

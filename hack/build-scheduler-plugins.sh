@@ -4,19 +4,13 @@
 #        hack/build-scheduler-plugins.sh crd    -> prints the path of the PodGroup CRD inside the Go module cache
 # The output dir is keyed by scheduler-plugins version and Go version, so a cache hit skips the build entirely.
 set -euo pipefail
+component=scheduler-plugins
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=versions.env
-source "$here/versions.env"
-# Newer minors are not on the module proxy; v0.34 pairs with Kubernetes 1.34 client libraries.
-SCHEDULER_PLUGINS_VERSION=${SCHEDULER_PLUGINS_VERSION:-v0.34.7}
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 module=sigs.k8s.io/scheduler-plugins
 
-log() { printf '[scheduler-plugins %4ss] %s\n' "$SECONDS" "$*" >&2; }
-die() { printf 'error: %s\n' "$*" >&2; exit 1; }
-
-command -v go >/dev/null 2>&1 || die "Go ${GO_MIN_VERSION}+ is required to build scheduler-plugins: install it from https://go.dev/dl."
-go_ver=$(go env GOVERSION | sed 's/^go//')
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
+require_go
 
 # Downloads the module if needed (a no-op on a warm module cache) and prints one field of its metadata.
 module_field() {
@@ -31,17 +25,13 @@ if [ "${1:-}" = crd ]; then
   exit 0
 fi
 
-cache_root=${MPIOPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mpioperator}
 out="$cache_root/bin/scheduler-plugins-${SCHEDULER_PLUGINS_VERSION}_go${go_ver}"
 bin="$out/scheduler-plugins-scheduler"
-stamp="$out/.complete"
-if [ -f "$stamp" ] && [ -x "$bin" ]; then
-  echo "$bin"
-  exit 0
-fi
+done_already() { [ -f "$out/.complete" ] && [ -x "$bin" ]; }
+if done_already; then echo "$bin"; exit 0; fi
+build_lock scheduler-plugins
+if done_already; then echo "$bin"; exit 0; fi
 mkdir -p "$out" "$cache_root/wrappers"
-
-progress() { while sleep 60; do log "still building $1 ..."; done; }
 
 # The module's go.mod pins k8s.io staging modules with replace directives, which `go install mod@v`
 # refuses; a throw-away main module carries the same replaces and builds cmd/scheduler from there.
@@ -49,7 +39,7 @@ build_scheduler() {
   local wrap="$cache_root/wrappers/scheduler-plugins-$SCHEDULER_PLUGINS_VERSION"
   rm -rf "$wrap"; mkdir -p "$wrap"; cd "$wrap"
   go mod init example.local/schedulerplugins
-  go mod edit -go=1.26.0
+  go mod edit -go="$GO_MIN_VERSION.0"
   local gomod; gomod=$(module_field GoMod)
   # A plain assignment (not `for r in $(...)`) so that a failure here stops the build under `set -e`;
   # an empty list would silently resolve the k8s staging modules to @latest and fail much later.
@@ -75,17 +65,8 @@ build_scheduler() {
 }
 
 log "cold build of $module $SCHEDULER_PLUGINS_VERSION (go$go_ver) into $out; several minutes on 2 cores"
-progress scheduler >/dev/null & ticker=$!  # off stdout: $(...) callers would wait for its sleep
-# Started in the background and then waited for: inside `if ! (...)` bash would ignore `set -e` in the
-# subshell, and a failed step (replace list, go mod tidy) would go unnoticed until a confusing build error.
-(build_scheduler) >"$out/build.log" 2>&1 & builder=$!
-if ! wait "$builder"; then
-  kill "$ticker" 2>/dev/null || true
-  tail -30 "$out/build.log" >&2
-  die "building scheduler-plugins failed (full log: $out/build.log)"
-fi
-kill "$ticker" 2>/dev/null || true
+run_step scheduler "$out" build_scheduler
 "$bin" --version >&2 || true
-touch "$stamp"
+touch "$out/.complete"
 log "done"
 echo "$bin"

@@ -67,7 +67,7 @@ k8s_wrapper_module() {
   local staging="v0.${K8S_VERSION#v1.}"
   rm -rf "$wrap"; mkdir -p "$wrap"; cd "$wrap"
   go mod init example.local/k8sbins
-  go mod edit -go=1.26.0
+  go mod edit -go="$GO_MIN_VERSION.0"
   local gomod; gomod=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
   local modules; modules=$(go mod edit -json "$gomod" | python3 -c '
 import json, sys

@@ -1,4 +1,9 @@
-"""Shared fixtures: real local clusters per tier, a fresh namespace per test, component logs on failure."""
+"""Shared fixtures: real local clusters per tier, a fresh namespace per test, component logs on failure.
+
+A test's tier is its directory (test/unit, test/integration, test/e2e, test/real): the marker is added
+here, so `-m unit` can never miss a file that forgot its `pytestmark`, and a test must end up with exactly
+one tier or collection stops. A test that leaves asyncio tasks pending fails (test/leaked_tasks.py).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import contextlib
 import re
 import uuid
 from collections.abc import Generator, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +19,12 @@ from mpioperator.testing.cluster import LocalCluster, NamespaceFactory
 from mpioperator.testing.process import spawned_pids, wait_pids_gone
 from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import wait_for
+
+# pytester: the tier check's own tests run pytest on a made-up tree.
+pytest_plugins = ["pytester", "test.leaked_tasks"]
+
+TIERS = ("unit", "integration", "e2e", "real")
+TEST_ROOT = Path(__file__).parent
 
 _clusters: list[LocalCluster] = []
 
@@ -64,6 +76,41 @@ def make_namespace(request: pytest.FixtureRequest) -> Iterator[NamespaceFactory]
             continue
         with contextlib.suppress(RestError):
             cluster.rest.delete(f"/api/v1/namespaces/{name}")
+
+
+def directory_tier(path: Path) -> str | None:
+    """The tier a test file's place under test/ gives it, if it lies in a tier's directory."""
+    try:
+        top = path.relative_to(TEST_ROOT).parts[0]
+    except (ValueError, IndexError):
+        return None
+    return top if top in TIERS else None
+
+
+def tier_problems(items: list[pytest.Item]) -> list[str]:
+    """Tests without exactly one tier marker, as 'node id: what is wrong' lines."""
+    problems = []
+    for item in items:
+        tiers = [mark.name for mark in item.iter_markers() if mark.name in TIERS]
+        if len(tiers) != 1:
+            problems.append(f"{item.nodeid}: {', '.join(tiers) or 'no tier'}")
+    return problems
+
+
+# tryfirst: the markers must be on the items before `-m` deselects by them.
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = directory_tier(item.path)
+        if tier is not None:
+            item.add_marker(tier)
+    problems = tier_problems(items)
+    if problems:
+        raise pytest.UsageError(
+            "every test needs exactly one tier marker, given by its directory under test/ "
+            f"({', '.join(TIERS)}) or, outside those, by one pytest.mark; a tier directory's files "
+            "carry none of their own:\n  " + "\n  ".join(problems)
+        )
 
 
 @pytest.hookimpl(wrapper=True)

@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
         "monitoring-port",
         type=int,
         default=0,
-        help="port for /metrics; 0 serves it on the health port",
+        help="port for /metrics; 0 (the default) serves no metrics",
     )
     _flag(parser, "health-port", type=int, default=8080, help="port for /healthz and /readyz")
     _flag(

@@ -1,4 +1,4 @@
-"""`mpioperator-local-cluster`: start a local cluster, print how to reach it, run until stopped."""
+"""`hack/local-cluster.sh`: start a local cluster, print how to reach it, run until stopped."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from mpioperator.testing.nodes import NodeShape
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="mpioperator-local-cluster",
+        prog="hack/local-cluster.sh",
         description="Run a real local control plane, kwok fake nodes and a real node until stopped.",
     )
     parser.add_argument(

@@ -14,13 +14,14 @@ import subprocess
 from pathlib import Path
 
 from mpioperator.testing.binaries import BinariesUnavailable, scheduler_plugins_crd
+from mpioperator.testing.images.versions import pinned
 
 __all__ = ["VOLCANO_CRD_ENV", "VOLCANO_VERSION", "scheduler_plugins_crd", "volcano_crd"]
 
 VOLCANO_MODULE = "volcano.sh/volcano"
 # The oldest release the module proxy serves with a v1beta1 PodGroup CRD matching upstream's
-# volcano.sh/apis v1.14.0 types; override with VOLCANO_VERSION.
-VOLCANO_VERSION = os.environ.get("VOLCANO_VERSION", "v1.15.0")
+# volcano.sh/apis v1.14.0 types.
+VOLCANO_VERSION = pinned("VOLCANO_CRD_VERSION")
 VOLCANO_CRD_ENV = "VOLCANO_CRD"
 _CRD_IN_MODULE = Path("config/crd/volcano/bases/scheduling.volcano.sh_podgroups.yaml")
 

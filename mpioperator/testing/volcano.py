@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mpioperator.testing.binaries import BinariesUnavailable, run_build_script
+from mpioperator.testing.images.versions import pinned
 from mpioperator.testing.podgroup_crds import module_dir
 from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import wait_for
@@ -22,8 +23,8 @@ if TYPE_CHECKING:
 NAME = "volcano-scheduler"
 SCHEDULER_NAME = "volcano"
 MODULE = "volcano.sh/volcano"
-# Kept equal to hack/build-volcano-scheduler.sh's default: the CRDs match the scheduler that reads them.
-VERSION = os.environ.get("VOLCANO_SCHEDULER_VERSION", "v1.14.1")
+# The version hack/build-volcano-scheduler.sh builds: the CRDs match the scheduler that reads them.
+VERSION = pinned("VOLCANO_SCHEDULER_VERSION")
 BIN_ENV = "VOLCANO_SCHEDULER_BIN"
 _SCRIPT = Path(__file__).resolve().parents[2] / "hack" / "build-volcano-scheduler.sh"
 # The kinds the scheduler lists at start; it waits for every informer, so each CRD must be served.

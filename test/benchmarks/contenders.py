@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.images.versions import pinned
 from mpioperator.testing.install import OPERATOR_ACCOUNT, OPERATOR_NAMESPACE, REPO
 from mpioperator.testing.operator import OperatorProcess, service_account_token
 from mpioperator.testing.pki import write_kubeconfig
@@ -115,7 +116,7 @@ def build_upstream() -> Path:
 
 
 class Upstream:
-    name = "upstream v0.8.2"
+    name = f"upstream {pinned('UPSTREAM_OPERATOR_VERSION')}"
 
     def __init__(self, settings: Settings, binary: Path) -> None:
         self.settings = settings

@@ -52,8 +52,6 @@ from mpioperator.testing.replicas import ReplicaPool, Takeover
 from mpioperator.testing.wait import WaitTimeout, wait_for
 from test.conftest import _start
 
-pytestmark = pytest.mark.e2e
-
 SEED_ENV = "MPIOPERATOR_CHAOS_SEED"
 OPERATOR_USER = f"system:serviceaccount:{OPERATOR_NAMESPACE}:{OPERATOR_ACCOUNT}"
 LEASE_NAME = "mpi-operator"

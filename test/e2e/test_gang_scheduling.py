@@ -21,8 +21,6 @@ from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import ProbeAborted, wait_for
 
-pytestmark = pytest.mark.e2e
-
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1"
 NODE_GROUP_LABEL = "gang.test.mpioperator.io/node-group"

@@ -23,8 +23,6 @@ from test.e2e.test_gang_scheduling import (
     two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn,
 )
 
-pytestmark = pytest.mark.e2e
-
 PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1"
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 

@@ -3,12 +3,8 @@ on a cluster whose controller-manager aggregates ClusterRoles, without --force-c
 
 from __future__ import annotations
 
-import pytest
-
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.install import STANDALONE_OVERLAY
-
-pytestmark = pytest.mark.e2e
 
 
 def test_applying_the_overlay_again_server_side_meets_no_field_conflict(

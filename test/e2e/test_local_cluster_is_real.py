@@ -12,8 +12,6 @@ from mpioperator.testing.rest import RestError
 from mpioperator.testing.simulation import outcome
 from mpioperator.testing.wait import wait_for
 
-pytestmark = pytest.mark.e2e
-
 
 def _container(name: str = "main") -> dict[str, Any]:
     return {"name": name, "image": "busybox", "command": ["true"]}

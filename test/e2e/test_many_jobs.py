@@ -6,14 +6,10 @@ import json
 import time
 from typing import Any
 
-import pytest
-
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.wait import wait_for
-
-pytestmark = pytest.mark.e2e
 
 JOBS = 100
 WORKERS = 4

@@ -14,8 +14,6 @@ from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.simulation import READY_AFTER
 from mpioperator.testing.wait import wait_for
 
-pytestmark = pytest.mark.e2e
-
 
 @pytest.fixture
 def ns(installed_cluster: LocalCluster, make_namespace: Any, operator: OperatorProcess) -> str:

@@ -16,8 +16,6 @@ from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.wait import wait_for
 
-pytestmark = pytest.mark.e2e
-
 LEASE = f"/apis/coordination.k8s.io/v1/namespaces/{OPERATOR_NAMESPACE}/leases/mpi-operator"
 
 

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.wait import wait_for
-
-pytestmark = pytest.mark.e2e
 
 
 def samples(operator: OperatorProcess) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

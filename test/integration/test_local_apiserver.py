@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from mpioperator.testing.cluster import UNCACHED_RESOURCE, LocalCluster, NamespaceFactory
 from mpioperator.testing.rest import RestError
-
-pytestmark = pytest.mark.integration
 
 
 def _pod_template(name: str, revision: int) -> dict[str, object]:

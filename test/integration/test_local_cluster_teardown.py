@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.ports import port_in_use
 from mpioperator.testing.process import pid_alive, run_owner_then_kill, wait_pids_gone
-
-pytestmark = pytest.mark.integration
 
 
 def test_stop_leaves_no_process_port_or_directory() -> None:

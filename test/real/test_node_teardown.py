@@ -8,8 +8,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import pytest
-
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.node import slot
 from mpioperator.testing.node.settings import NodeNetwork
@@ -17,8 +15,6 @@ from mpioperator.testing.node.snapshot import HostSnapshot
 from mpioperator.testing.process import run_owner_then_kill
 from mpioperator.testing.wait import wait_for
 from test.real.conftest import require_real_node
-
-pytestmark = pytest.mark.real
 
 NETWORK = NodeNetwork(bridge="mpiop9", subnet="10.77.0.0/16")
 

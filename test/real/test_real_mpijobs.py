@@ -18,8 +18,6 @@ from mpioperator.testing.mpijobs import PI_IMAGES
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.wait import WaitTimeout, wait_for
 
-pytestmark = pytest.mark.real
-
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "v2beta1" / "pi"
 RUN_TIMEOUT = 240.0

@@ -8,8 +8,6 @@ import time
 import urllib.request
 from typing import Any
 
-import pytest
-
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.install import (
     KUBEFLOW_OVERLAY,
@@ -20,8 +18,6 @@ from mpioperator.testing.install import (
 from mpioperator.testing.jobs import Job
 from mpioperator.testing.wait import wait_for
 from test.real.test_real_mpijobs import assert_computed_pi, launcher_log, pi_job, run_to_success
-
-pytestmark = pytest.mark.real
 
 NAMESPACE = "kubeflow"
 

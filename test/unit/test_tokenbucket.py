@@ -7,8 +7,6 @@ import pytest
 from mpioperator.clock import FakeClock
 from mpioperator.tokenbucket import TokenBucket
 
-pytestmark = pytest.mark.unit
-
 
 def bucket(qps: float, burst: int, time: FakeClock) -> TokenBucket:
     return TokenBucket(qps, burst, time)

@@ -1,4 +1,5 @@
-"""hack/build-images.sh: `build [--push HOST:PORT] [--gzip LEVEL]` and `verify [openmpi|mpich|intel ...]`."""
+"""hack/build-images.sh: `build [--push HOST:PORT] [--gzip LEVEL]` and `verify [openmpi|mpich|intel ...]`;
+`verify` also checks that the operator image installs the operator without its test harness."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import argparse
 import sys
 import time
 
-from mpioperator.testing.images import ensure, mpi, verify
+from mpioperator.testing.images import ensure, mpi, operator_image, verify
+from mpioperator.testing.images.contents import installed_package
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -40,6 +42,13 @@ def _verify(args: argparse.Namespace) -> int:
                     f"== {flavour} {run}: {result.command} -> exit {result.exit_code} (expected {expected})"
                 )
                 print(result.output.rstrip())
+        package = installed_package(env.store, images[operator_image.NAME], "/opt/venv", "mpioperator")
+        harness = package.files_under("testing")
+        failures += bool(harness) or "app/main.py" not in package.files
+        print(
+            f"== operator image: {len(package.files)} files of the mpioperator package, "
+            f"{len(harness)} of them under mpioperator/testing (expected none)"
+        )
     return 1 if failures else 0
 
 
@@ -49,7 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     build = commands.add_parser("build", help="build every image (cached by content), optionally push them")
     build.add_argument("--push", metavar="HOST:PORT", help="registry to push to (plain HTTP)")
     build.add_argument("--gzip", type=int, metavar="LEVEL", help="gzip layers (default: uncompressed)")
-    check = commands.add_parser("verify", help="run each mpi-pi image's pi in chroots, plain and over ssh")
+    check = commands.add_parser(
+        "verify",
+        help="run each mpi-pi image's pi in chroots, plain and over ssh; check the operator image's package",
+    )
     check.add_argument("flavours", nargs="*", choices=[*mpi.FLAVOURS, []])
     args = parser.parse_args(argv)
     try:

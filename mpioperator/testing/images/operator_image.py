@@ -1,7 +1,8 @@
 """The operator's image, built by executing the project's Dockerfile on a locally made Python base.
 
-The Dockerfile's base (`PYTHON_BASE`, python:3.11-slim by default) cannot be pulled here; Debian
-bookworm's python3 (3.11) with its venv module and CA certificates stands in for it. pip in the build
+The Dockerfile's base (`PYTHON_BASE`, python:3.11-slim by default) cannot be pulled here; the python3 of
+the pinned Debian suite (the same pinned PYTHON_VERSION) with its venv module and CA certificates stands in
+for it. pip in the build
 stage reaches PyPI through the host's network; the host's CA bundle is mounted for those RUN steps
 only (this network intercepts TLS), so it never lands in an image.
 """
@@ -17,10 +18,11 @@ from mpioperator.testing.images.dockerfile_build import DockerfileBuild, dockerf
 from mpioperator.testing.images.keys import build_key, file_digest
 from mpioperator.testing.images.oci import RuntimeConfig
 from mpioperator.testing.images.store import StoredImage
-from mpioperator.testing.images.versions import REPO_ROOT
+from mpioperator.testing.images.versions import REPO_ROOT, pinned
 from mpioperator.testing.images.workspace import BuildEnv, Workspace
 
-PYTHON_BASE = "local/python:3.11-bookworm"
+PYTHON_VERSION = pinned("PYTHON_VERSION")
+PYTHON_BASE = f"local/python:{PYTHON_VERSION}-{pinned('DEBIAN_SUITE')}"
 PYTHON_PACKAGES = ("python3", "python3-venv", "ca-certificates")
 NAME = "mpioperator/mpi-operator-py:latest"
 DOCKERFILE = REPO_ROOT / "Dockerfile"
@@ -42,11 +44,12 @@ def ensure_python_base(env: BuildEnv, base: StoredImage) -> StoredImage:
     env.say(f"building {PYTHON_BASE} (apt: {' '.join(PYTHON_PACKAGES)})")
     with Workspace(env, base, PYTHON_BASE) as ws:
         ws.apt_install(PYTHON_PACKAGES)
-        ws.run('python3 -c "import sys, venv; assert sys.version_info[:2] == (3, 11), sys.version"')
-        # python:3.11-slim also names its interpreter `python`; Dockerfiles written for it may use either.
+        want = tuple(int(part) for part in PYTHON_VERSION.split("."))
+        ws.run(f'python3 -c "import sys, venv; assert sys.version_info[:2] == {want}, sys.version"')
+        # python:X.Y-slim also names its interpreter `python`; Dockerfiles written for it may use either.
         ws.run("ln -sf python3 /usr/bin/python")
         runtime = RuntimeConfig(env=(DEFAULT_PATH_ENV, "LANG=C.UTF-8"), cmd=("python3",))
-        return ws.commit(key, runtime, "python3 3.11, venv, CA certificates (Debian)")
+        return ws.commit(key, runtime, f"python3 {PYTHON_VERSION}, venv, CA certificates (Debian)")
 
 
 def run_trust() -> tuple[list[Bind], dict[str, str]]:

@@ -6,8 +6,6 @@ import asyncio
 import contextlib
 from typing import Any
 
-import pytest
-
 from mpioperator.app.leases import KubeLeaseClient
 from mpioperator.cache.backoff import Backoff
 from mpioperator.clock import RealClock
@@ -15,8 +13,6 @@ from mpioperator.kube.client import KubeClient
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.operator import service_account_token
 from mpioperator.testing.wait import ProbeAborted, async_wait_for
-
-pytestmark = pytest.mark.integration
 
 LOCK = "mpi-operator"
 

@@ -13,8 +13,6 @@ from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.operator import operator_command, service_account_token
 from mpioperator.testing.pki import write_kubeconfig
 
-pytestmark = pytest.mark.integration
-
 
 def run_operator(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
     return subprocess.run(

@@ -10,8 +10,6 @@ import pytest
 from mpioperator.testing.cluster import LocalCluster, wait_crd_established
 from test.integration.app.test_startup_failures import last_line, run_operator
 
-pytestmark = pytest.mark.integration
-
 MPIJOB_CRD = Path(__file__).resolve().parents[3] / "manifests" / "base" / "kubeflow.org_mpijobs.yaml"
 
 

@@ -6,14 +6,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import pytest
-
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.wait import async_wait_for
 from test.integration.app.conftest import operator_in_process
-
-pytestmark = pytest.mark.integration
 
 # Renewals far apart, so none falls inside the start-up counted.
 RARE_RENEWALS = (

@@ -17,8 +17,6 @@ from mpioperator.kube.resources import CONFIG_MAPS, Resource
 from mpioperator.testing.cluster import LocalCluster, NamespaceFactory
 from mpioperator.testing.wait import async_wait_for
 
-pytestmark = pytest.mark.integration
-
 # Its watch cache is off in the harness, so a watch from a compacted revision really gets 410.
 POD_TEMPLATES = Resource("", "v1", "podtemplates", "PodTemplate")
 # What a cache keyed by namespace/name and tracking resourceVersions needs, and nothing of the template.

@@ -9,7 +9,6 @@ import copy
 from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
 import pytest_asyncio
 
 from mpioperator.api import constants as api
@@ -19,7 +18,6 @@ from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
 from test.integration.controller.test_upstream_sync_scenarios import ALL, Scene, _ago, informers_only
 
-pytestmark = pytest.mark.integration
 
 
 @pytest_asyncio.fixture

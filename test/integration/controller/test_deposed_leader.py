@@ -32,8 +32,6 @@ from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.wait import async_wait_for
 from test.integration.controller.conftest import CRD_FILE
 
-pytestmark = pytest.mark.integration
-
 # Tells the controller's requests apart from the test's own (same user) in the audit log.
 OPERATOR_AGENT = "mpi-operator-under-test"
 ADMIN = "admin"

@@ -20,8 +20,6 @@ from test.integration.controller.actors import Actors, LauncherJobController
 from test.integration.controller.conftest import Harness
 from test.integration.controller.test_upstream_sync_scenarios import ALL, Scene, _ago, informers_only
 
-pytestmark = pytest.mark.integration
-
 JOB = "end"
 OUTCOMES = ("succeeded", "failed", "evicted", "deadline")
 POLICIES = ("All", "Running", "None")

@@ -28,8 +28,6 @@ from mpioperator.testing.rest import RestError
 from test.fuzz import specs
 from test.fuzz.priority_classes import priority_classes
 
-pytestmark = pytest.mark.integration
-
 SPECS = 200
 BACKENDS = ("", "volcano", "scheduler-plugins-scheduler")
 PLURALS = {

@@ -33,8 +33,6 @@ from mpioperator.testing.wait import async_wait_for
 from test.fuzz.invalid import DEFECTS, invalid_mpijobs
 from test.fuzz.priority_classes import priority_classes
 
-pytestmark = pytest.mark.integration
-
 EXAMPLES_PER_DEFECT = 25
 # Reported by the operator = a Warning event about the job, except this one: it only says the pod template's
 # restartPolicy was replaced, and comes with many valid jobs too.

@@ -18,8 +18,6 @@ from mpioperator.testing.rest import RestError
 from test.integration.controller.actors import Actors
 from test.integration.controller.conftest import Harness, running_controller
 
-pytestmark = pytest.mark.integration
-
 VOLCANO_ROOT = "/apis/scheduling.volcano.sh/v1beta1"
 PLUGINS_ROOT = "/apis/scheduling.x-k8s.io/v1alpha1"
 # Upstream's integration test runs scheduler-plugins under this name too: any value but "volcano" works.

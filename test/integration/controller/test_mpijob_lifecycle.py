@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from mpioperator.testing.mpijobs import mpijob
 from test.integration.controller.actors import Actors
 from test.integration.controller.conftest import Harness
-
-pytestmark = pytest.mark.integration
 
 
 def _actors(h: Harness) -> Actors:

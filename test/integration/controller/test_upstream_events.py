@@ -25,8 +25,6 @@ from mpioperator.testing.wait import async_wait_for
 from test.integration.controller.actors import Actors, now
 from test.integration.controller.conftest import Harness, running_controller
 
-pytestmark = pytest.mark.integration
-
 COMPONENT = "mpi-job-controller"
 # What upstream's checker leaves out of its comparison (and TypeMeta, which list items do not carry).
 NOT_COMPARED = ("metadata", "firstTimestamp", "lastTimestamp", "count", "kind", "apiVersion")

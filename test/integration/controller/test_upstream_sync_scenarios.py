@@ -45,8 +45,6 @@ from mpioperator.testing.wait import async_wait_for
 from test.integration.controller.actors import Actors, now
 from test.integration.controller.conftest import CountingWriter, Harness
 
-pytestmark = pytest.mark.integration
-
 Write = tuple[str, str, str]
 ALL = {"cleanPodPolicy": "All"}  # upstream's unit tests build most jobs with cleanPodPolicy All
 NOT_OURS = 'Resource "{}" of Kind "{}" already exists and is not managed by MPIJob'

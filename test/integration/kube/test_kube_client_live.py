@@ -10,7 +10,6 @@ from mpioperator.kube.client import KubeClient
 from mpioperator.kube.resources import CONFIG_MAPS, JOBS, NAMESPACES, SERVICES
 from mpioperator.testing.cluster import LocalCluster, NamespaceFactory
 
-pytestmark = pytest.mark.integration
 
 
 def config_map(name: str, data: dict[str, str] | None = None, labels: dict[str, str] | None = None) -> Obj:

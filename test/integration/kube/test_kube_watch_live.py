@@ -19,8 +19,6 @@ from mpioperator.kube.resources import CONFIG_MAPS, NAMESPACES, Resource
 from mpioperator.testing.cluster import UNCACHED_RESOURCE, LocalCluster, NamespaceFactory
 from mpioperator.testing.wait import async_wait_for
 
-pytestmark = pytest.mark.integration
-
 # Its watch cache is off in the harness, so a watch from a compacted revision really gets 410.
 POD_TEMPLATES = Resource("", "v1", UNCACHED_RESOURCE, "PodTemplate")
 

@@ -13,8 +13,6 @@ import yaml
 from mpioperator.testing.cluster import LocalCluster, wait_crd_established
 from test.integration.manifests.conftest import REPO
 
-pytestmark = pytest.mark.integration
-
 Job = dict[str, Any]
 
 

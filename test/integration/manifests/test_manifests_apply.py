@@ -12,8 +12,6 @@ import pytest
 from mpioperator.testing.cluster import LocalCluster, wait_crd_established
 from test.integration.manifests.conftest import EXAMPLES, OVERLAYS, REPO
 
-pytestmark = pytest.mark.integration
-
 
 def test_committed_crd_is_the_generators_output() -> None:
     result = subprocess.run(

@@ -12,8 +12,6 @@ from mpioperator.testing.rest import RestClient, RestError
 from mpioperator.testing.wait import wait_for
 from test.integration.manifests.conftest import REPO
 
-pytestmark = pytest.mark.integration
-
 OPERATOR_NS = "mpi-operator"  # the standalone overlay's namespace, also its --lock-namespace
 USER_NS = "team-a"  # any namespace: the controller serves all of them
 

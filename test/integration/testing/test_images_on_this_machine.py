@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from mpioperator.testing.images import ensure, mpi, verify
+from mpioperator.testing.images.contents import installed_package
 from mpioperator.testing.images.oci import Reference
 from mpioperator.testing.images.operator_image import HOST_CA_BUNDLE
 from mpioperator.testing.images.operator_image import NAME as OPERATOR_IMAGE
@@ -27,7 +28,7 @@ from mpioperator.testing.images.workspace import BuildEnv
 from mpioperator.testing.registry import LocalRegistry
 from mpioperator.testing.wait import wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
+pytestmark = pytest.mark.timeout(1800)
 
 PI_LINE = re.compile(r"^pi is approximately (\d+\.\d+), error \S+, 2 ranks, \S+ s$", re.MULTILINE)
 
@@ -85,6 +86,22 @@ def test_operator_image_runs_as_nonroot_on_a_read_only_root(
     assert "usage: mpi-operator" in result.output
     assert "uid=65532" in result.output
     assert "root read-only" in result.output
+
+
+def test_operator_image_installs_the_operator_without_its_test_harness(
+    images: tuple[BuildEnv, dict[str, StoredImage]],
+) -> None:
+    env, built = images
+    package = installed_package(env.store, built[OPERATOR_IMAGE], "/opt/venv", "mpioperator")
+    assert {"app/main.py", "controller/controller.py", "kube/client.py"} <= package.files
+    assert package.files_under("testing") == []
+    assert "mpi-operator" in package.scripts
+    assert "mpioperator-local-cluster" not in package.scripts
+    # PyYAML serves only the harness; the operator declares it for the `testing` extra alone.
+    assert [r for r in package.requires if r.lower().startswith("pyyaml")] == [
+        'PyYAML<7,>=6.0; extra == "testing"',
+        'PyYAML<7,>=6.0; extra == "test"',
+    ]
 
 
 @pytest.mark.skipif(not HOST_CA_BUNDLE.is_file(), reason="the host has no CA bundle to compare with")

@@ -14,8 +14,6 @@ from mpioperator.testing.images.store import ImageStore, StoredImage
 from mpioperator.testing.process import pid_alive
 from mpioperator.testing.registry import LocalRegistry
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture(scope="module")
 def local_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRegistry]:

@@ -9,8 +9,6 @@ import pytest
 from mpioperator.api import accessors as acc
 from mpioperator.api.defaults import set_defaults
 
-pytestmark = pytest.mark.unit
-
 RAW: dict[str, Any] = {
     "metadata": {"name": "pi", "namespace": "ns"},
     "spec": {"mpiReplicaSpecs": {"Launcher": {}, "Worker": {"replicas": 3}}},

@@ -9,8 +9,6 @@ import pytest
 
 from mpioperator.api.defaults import clean_pod_policy, set_defaults
 
-pytestmark = pytest.mark.unit
-
 
 def test_base_defaults_fill_slots_ssh_path_implementation_creation_policy_and_clean_policy() -> None:
     out = set_defaults({"spec": {}})

@@ -19,8 +19,6 @@ from mpioperator.api.field_errors import (
     too_long,
 )
 
-pytestmark = pytest.mark.unit
-
 
 def test_required_omits_the_bad_value() -> None:
     assert str(required("spec.x", "must have x")) == "spec.x: Required value: must have x"

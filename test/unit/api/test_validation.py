@@ -11,8 +11,6 @@ from mpioperator.api.defaults import set_defaults
 from mpioperator.api.field_errors import INVALID, NOT_SUPPORTED, REQUIRED, aggregate_message
 from mpioperator.api.validation import dns1035_label_errors, validate_mpijob
 
-pytestmark = pytest.mark.unit
-
 
 def _replica(replicas: int | None, policy: str | None, containers: bool = True) -> dict[str, Any]:
     spec: dict[str, Any] = {

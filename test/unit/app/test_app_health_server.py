@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from prometheus_client import CollectorRegistry, Counter
 
 from mpioperator.app.server import HealthServer
-
-pytestmark = pytest.mark.unit
 
 
 def _server(serve_metrics: bool = True) -> tuple[HealthServer, CollectorRegistry]:

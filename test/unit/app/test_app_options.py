@@ -6,8 +6,6 @@ import pytest
 
 from mpioperator.app.options import Options, OptionsError, parse
 
-pytestmark = pytest.mark.unit
-
 
 def test_defaults_match_upstream() -> None:
     options = parse([], environ={})

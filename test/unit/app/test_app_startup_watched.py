@@ -14,8 +14,6 @@ from mpioperator.kube.resources import (
     Resource,
 )
 
-pytestmark = pytest.mark.unit
-
 
 def test_without_gang_scheduling_no_pod_group_kind_nor_priority_classes_are_checked() -> None:
     resources = [res for res, _ in watched(parse([], environ={}))]

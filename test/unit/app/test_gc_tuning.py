@@ -9,8 +9,6 @@ import pytest
 
 from mpioperator.app.gc_tuning import THRESHOLDS, tune_gc
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.fixture
 def restore_gc() -> Iterator[None]:

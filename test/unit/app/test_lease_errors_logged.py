@@ -12,8 +12,6 @@ from mpioperator.clock import FakeClock, settle
 from mpioperator.leaderelection.elector import LeaderElector, LeadershipLost
 from test.unit.leaderelection.test_elector import NAME, NS, RETRY, MemoryLeases, forever
 
-pytestmark = pytest.mark.unit
-
 
 async def test_a_failed_renewal_reaches_the_log_before_leadership_is_lost() -> None:
     clock, leases = FakeClock(), MemoryLeases()

@@ -17,8 +17,6 @@ from mpioperator.cache.backoff import Backoff
 from mpioperator.clock import FakeClock, settle
 from mpioperator.kube.resources import Resource
 
-pytestmark = pytest.mark.unit
-
 
 class EndingWatches:
     """A LeaseApi whose every watch ends without an event, after `lasts` seconds of the fake clock."""

@@ -10,8 +10,6 @@ from mpioperator.testing.audit import count_writes, minimum_writes_per_job
 from test.benchmarks.report import Metric, Row, format_table, rows
 from test.benchmarks.scenarios import percentile
 
-pytestmark = pytest.mark.unit
-
 OPERATOR = "system:serviceaccount:mpi-operator:mpi-operator"
 
 

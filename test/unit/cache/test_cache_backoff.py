@@ -5,8 +5,6 @@ import pytest
 from mpioperator.cache.backoff import Backoff
 from test.unit.cache.cache_fakes import sleep_driven_clock
 
-pytestmark = pytest.mark.unit
-
 
 def test_delay_doubles_from_800ms_up_to_the_30s_cap() -> None:
     backoff = Backoff(sleep_driven_clock(), rand=lambda: 1.0)

@@ -16,7 +16,6 @@ from mpioperator.kube.errors import Expired
 from mpioperator.kube.resources import CONFIG_MAPS, PODS
 from test.unit.cache.cache_fakes import FakeSource, cm, event, settle, sleep_driven_clock, wait
 
-pytestmark = pytest.mark.unit
 
 
 def rv_of(o: Obj) -> str:

@@ -14,7 +14,6 @@ from mpioperator.kube.errors import ApiError, Expired, TooManyRequests, WatchIna
 from mpioperator.kube.resources import CONFIG_MAPS
 from test.unit.cache.cache_fakes import FakeSource, bookmark, cm, event, settle, sleep_driven_clock, wait
 
-pytestmark = pytest.mark.unit
 
 
 class RecordingStore:

@@ -8,7 +8,6 @@ from mpioperator.api.objects import Obj
 from mpioperator.cache.keys import DeletedFinalStateUnknown, deleted_object, object_key, split_key
 from mpioperator.cache.store import CONTROLLER_OWNER_INDEX, NAMESPACE_INDEX, Store
 
-pytestmark = pytest.mark.unit
 
 
 def obj(name: str, namespace: str | None = "ns", rv: str = "1", **meta: Any) -> Obj:

@@ -17,8 +17,6 @@ from mpioperator.controller.conditions import (
     set_condition,
 )
 
-pytestmark = pytest.mark.unit
-
 T0 = dt.datetime(2026, 1, 1, 0, 0, 0, tzinfo=dt.UTC)
 T1 = T0 + dt.timedelta(minutes=1)
 S0, S1 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z"

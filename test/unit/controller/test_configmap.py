@@ -11,7 +11,6 @@ from mpioperator.api.objects import Obj
 from mpioperator.controller.builders.configmap import discover_hosts, hostfile, new_config_map
 from test.unit.controller.jobs import OWNER, pod, reference_job, with_spec
 
-pytestmark = pytest.mark.unit
 
 
 def _job(implementation: str = "OpenMPI", workers: int | None = 2, **spec: Any) -> Obj:

@@ -19,8 +19,6 @@ from mpioperator.kube import errors
 from mpioperator.kube.resources import Resource
 from mpioperator.testing.mpijobs import mpijob
 
-pytestmark = pytest.mark.unit
-
 NOW = dt.datetime(2026, 11, 23, 12, 30, 5, tzinfo=dt.UTC)
 
 

@@ -12,7 +12,6 @@ from mpioperator.controller.errors import ControllerStopped
 from mpioperator.controller.fence import FencedWriter
 from mpioperator.kube.resources import CONFIG_MAPS, Resource
 
-pytestmark = pytest.mark.unit
 
 
 class Recording:

@@ -11,7 +11,6 @@ import copy
 import datetime as dt
 import json
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,8 +24,6 @@ from mpioperator.controller.status import compute_status
 from mpioperator.podgroup import maths
 from mpioperator.podgroup.backend import decorator_for
 from test.fuzz import specs, states
-
-pytestmark = pytest.mark.unit
 
 SPECS = 400
 BUILDS = 200

@@ -14,8 +14,6 @@ from mpioperator.controller.builders.launcher_job import (
 )
 from test.unit.controller.jobs import OWNER, reference_job, with_spec
 
-pytestmark = pytest.mark.unit
-
 
 SSH_ITEMS = [
     {"key": "ssh-privatekey", "path": "id_rsa"},

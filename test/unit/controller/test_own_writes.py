@@ -9,7 +9,6 @@ from mpioperator.controller.children import RecentlyDeleted
 from mpioperator.controller.status_writer import RecentStatusWrites, write_if_changed
 from mpioperator.kube import errors
 
-pytestmark = pytest.mark.unit
 
 
 def mpijob(version: str, status: Obj | None = None) -> Obj:

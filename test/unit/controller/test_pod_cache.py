@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import orjson
-import pytest
 
 from mpioperator.controller.children import pod_ready
 from mpioperator.controller.pod_cache import POD_PROJECTION, slim_pod
-
-pytestmark = pytest.mark.unit
 
 
 def full_pod() -> dict[str, object]:

@@ -11,8 +11,6 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from mpioperator.controller.builders.secret import has_expected_keys, new_key_pair, new_ssh_secret
 from test.unit.controller.jobs import OWNER, reference_job
 
-pytestmark = pytest.mark.unit
-
 
 def test_secret_metadata_type_and_key_names_match_appendix_a() -> None:
     secret = new_ssh_secret(reference_job())

@@ -9,8 +9,6 @@ from mpioperator.api.ownership import controller_ref, is_controlled_by
 from mpioperator.controller.builders.service import new_service
 from test.unit.controller.jobs import OWNER, reference_job, with_spec
 
-pytestmark = pytest.mark.unit
-
 
 def test_service_renders_appendix_a() -> None:
     assert new_service(reference_job()) == {

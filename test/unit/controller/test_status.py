@@ -12,7 +12,6 @@ from mpioperator.api.objects import Obj
 from mpioperator.controller.status import StatusEvent, StatusResult, compute_status, failure
 from test.unit.controller.jobs import pod, reference_job
 
-pytestmark = pytest.mark.unit
 
 NOW = dt.datetime(2026, 3, 4, 5, 6, 7, tzinfo=dt.UTC)
 NOW_S = "2026-03-04T05:06:07Z"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 import structlog
 from prometheus_client import CollectorRegistry
 
@@ -14,8 +13,6 @@ from mpioperator.controller.sync import SyncResult
 from mpioperator.controller.unexpected import FirstSeen
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient
-
-pytestmark = pytest.mark.unit
 
 
 def _controller(failure: Exception) -> MPIJobController:
@@ -48,6 +45,7 @@ async def test_a_bug_is_logged_with_its_traceback_once_then_in_one_line_per_retr
     with structlog.testing.capture_logs() as logs:
         for _ in range(3):
             await controller._process("ns/pi")
+    await controller.queue.close()  # ends the retry timer each failure armed
 
     failures = [entry for entry in logs if "error syncing" in entry["event"]]
     assert [entry["log_level"] for entry in failures] == ["error", "warning", "warning"]
@@ -64,6 +62,7 @@ async def test_a_refusal_by_the_api_server_is_one_line_with_its_status_every_tim
     with structlog.testing.capture_logs() as logs:
         for _ in range(2):
             await controller._process("ns/pi")
+    await controller.queue.close()
 
     failures = [entry for entry in logs if "error syncing" in entry["event"]]
     assert [(e["log_level"], e["error"], e["status"]) for e in failures] == [

@@ -10,8 +10,6 @@ from mpioperator.api.objects import Obj
 from mpioperator.controller.builders.worker_pod import new_worker
 from test.unit.controller.jobs import OWNER, reference_job, with_spec
 
-pytestmark = pytest.mark.unit
-
 
 SSH_ITEMS = [
     {"key": "ssh-privatekey", "path": "id_rsa"},

@@ -15,8 +15,6 @@ from mpioperator.kube.client import KubeClient
 from mpioperator.kube.resources import CONFIG_MAPS
 from mpioperator.kube.transport import Answer
 
-pytestmark = pytest.mark.unit
-
 
 class HeldTransport:
     """Answers each request only once released; records what was sent."""

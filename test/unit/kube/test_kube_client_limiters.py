@@ -25,8 +25,6 @@ from mpioperator.kube.resources import (
 )
 from mpioperator.kube.transport import Answer
 
-pytestmark = pytest.mark.unit
-
 
 class EmptyStream:
     """A watch answer whose server closes the stream at once."""

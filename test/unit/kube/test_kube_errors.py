@@ -7,8 +7,6 @@ import pytest
 from mpioperator.kube import errors
 from mpioperator.kube.transport import Answer, decode, error_of
 
-pytestmark = pytest.mark.unit
-
 
 def status_body(code: int, reason: str, message: str = "m") -> bytes:
     return json.dumps(

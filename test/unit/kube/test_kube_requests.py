@@ -9,8 +9,6 @@ from mpioperator.kube.config import load_configuration
 from mpioperator.kube.resources import CONFIG_MAPS, JOBS, MPIJOBS, NAMESPACES, Resource
 from mpioperator.kube.transport import Transport
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.mark.parametrize(
     ("res", "ns", "name", "sub", "expected"),

@@ -14,8 +14,6 @@ from mpioperator.clock import FakeClock
 from mpioperator.kube.config import load_configuration
 from mpioperator.kube.transport import AUTH_REUSE_S, CONTENT_TYPES, Transport, decode
 
-pytestmark = pytest.mark.unit
-
 
 class Recorded:
     def __init__(self) -> None:

@@ -17,8 +17,6 @@ from mpioperator.kube.resources import CONFIG_MAPS
 from mpioperator.kube.watch import open_stream, parse_event, stream_events
 from mpioperator.testing.wait import async_wait_for
 
-pytestmark = pytest.mark.unit
-
 
 class FakeResponse:
     """Lines, then either the end, an exception, or a read blocked until shutdown()."""

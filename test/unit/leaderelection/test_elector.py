@@ -13,8 +13,6 @@ from mpioperator.clock import FakeClock, settle
 from mpioperator.leaderelection.elector import LeaderElector, LeadershipLost, LeaseConflict
 from mpioperator.leaderelection.record import lease_spec, new_lease, next_record
 
-pytestmark = pytest.mark.unit
-
 NS, NAME = "mpi-operator", "mpi-operator"
 RETRY = 3.0
 

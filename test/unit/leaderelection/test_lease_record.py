@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import pytest
-
 from mpioperator.leaderelection.record import (
     LeaderRecord,
     held_by_other,
@@ -15,8 +13,6 @@ from mpioperator.leaderelection.record import (
     record_from_lease,
     released,
 )
-
-pytestmark = pytest.mark.unit
 
 T0 = datetime(2026, 11, 22, 12, 0, 0, 123456, tzinfo=UTC)
 

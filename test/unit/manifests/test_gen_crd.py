@@ -13,8 +13,6 @@ from typing import Any
 import pytest
 import yaml
 
-pytestmark = pytest.mark.unit
-
 REPO = Path(__file__).resolve().parents[3]
 CRD_PATH = REPO / "manifests" / "base" / "kubeflow.org_mpijobs.yaml"
 Schema = dict[str, Any]

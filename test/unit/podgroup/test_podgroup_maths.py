@@ -19,8 +19,6 @@ from mpioperator.podgroup.quantity import Quantity, parse_resource_list
 from mpioperator.podgroup.resources import effective_pod_requests
 from test.unit.podgroup.jobs import container, mpijob, priorities, replica
 
-pytestmark = pytest.mark.unit
-
 
 def q(values: dict[str, str]) -> dict[str, Quantity]:
     return parse_resource_list(values)

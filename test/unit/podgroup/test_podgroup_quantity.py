@@ -12,8 +12,6 @@ from mpioperator.podgroup.quantity import (
     parse_resource_list,
 )
 
-pytestmark = pytest.mark.unit
-
 GI = 2**30
 
 

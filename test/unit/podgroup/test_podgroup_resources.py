@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from mpioperator.podgroup.quantity import Quantity, parse_resource_list
 from mpioperator.podgroup.resources import (
     add_resources,
@@ -14,8 +12,6 @@ from mpioperator.podgroup.resources import (
     upstream_pod_requests,
 )
 from test.unit.podgroup.jobs import container, resources
-
-pytestmark = pytest.mark.unit
 
 
 def q(values: dict[str, str]) -> dict[str, Quantity]:

@@ -8,8 +8,6 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
-
 from mpioperator.testing.audit import AuditRecord, audit_policy, parse_record, successful_creates
 from mpioperator.testing.chaos_plan import (
     CLEAN_NONE,
@@ -24,8 +22,6 @@ from mpioperator.testing.chaos_plan import (
 )
 from mpioperator.testing.chaos_report import job_mismatches, orphans, tracebacks, worker_create_problems
 from mpioperator.testing.lease_audit import handover_gaps, lease_writes, tenures, writes_without_lease
-
-pytestmark = pytest.mark.unit
 
 T0 = datetime(2026, 11, 23, 12, 0, 0, tzinfo=UTC)
 NS, LEASE = "mpi-operator", "mpi-operator"

@@ -14,8 +14,6 @@ from mpioperator.testing.nodes import NodeShape, fake_node, node_ready
 from mpioperator.testing.simulation import EXIT_CODE, RUN_FOR, outcome
 from mpioperator.testing.wait import ProbeAborted, WaitTimeout, wait_for
 
-pytestmark = pytest.mark.unit
-
 BINS = Binaries(Path("/bin-dir"))
 LAYOUT = components.Layout(Path("/work"))
 

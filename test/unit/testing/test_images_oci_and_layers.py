@@ -11,8 +11,6 @@ import pytest
 from mpioperator.testing.images import keys, layers, oci
 from mpioperator.testing.images.store import ImageStore, StoredImage
 
-pytestmark = pytest.mark.unit
-
 LAYER = oci.Layer(digest="sha256:" + "a" * 64, diff_id="sha256:" + "b" * 64, size=10, comment="base")
 
 

@@ -9,20 +9,19 @@ import pytest
 
 from mpioperator.testing import registry
 from mpioperator.testing.images import dockerfile as df
-from mpioperator.testing.images import mpi, verify, wheels
+from mpioperator.testing.images import mpi, operator_image, verify, wheels
 from mpioperator.testing.images.dockerfile_build import context_files
-from mpioperator.testing.images.versions import REPO_ROOT, parse_versions
-
-pytestmark = pytest.mark.unit
+from mpioperator.testing.images.versions import REPO_ROOT, parse_versions, pinned
 
 PROJECT_DOCKERFILE = (REPO_ROOT / "Dockerfile").read_text()
 
 
-def test_project_dockerfile_builds_on_python_slim_unless_told_otherwise() -> None:
+def test_project_dockerfile_builds_on_the_pinned_python_slim_unless_told_otherwise() -> None:
     instructions = df.parse(PROJECT_DOCKERFILE)
     default = df.stages(instructions, {})
-    assert [(s.base, s.name) for s in default] == [("python:3.11-slim", "build"), ("python:3.11-slim", None)]
-    local = df.stages(instructions, {"PYTHON_BASE": "local/python:3.11-bookworm"})
+    slim = f"python:{pinned('PYTHON_VERSION')}-slim"
+    assert [(s.base, s.name) for s in default] == [(slim, "build"), (slim, None)]
+    local = df.stages(instructions, {"PYTHON_BASE": operator_image.PYTHON_BASE})
     assert {s.base for s in local} == {"local/python:3.11-bookworm"}
 
 

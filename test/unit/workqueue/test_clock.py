@@ -9,8 +9,6 @@ import pytest
 
 from mpioperator.clock import FakeClock, RealClock, settle
 
-pytestmark = pytest.mark.unit
-
 
 async def test_advance_wakes_only_sleepers_whose_deadline_passed() -> None:
     clock = FakeClock()

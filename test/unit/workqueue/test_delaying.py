@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from mpioperator.clock import FakeClock
 from mpioperator.workqueue.delaying import DelayingQueue
-
-pytestmark = pytest.mark.unit
 
 
 def new_queue() -> tuple[DelayingQueue[str], FakeClock]:

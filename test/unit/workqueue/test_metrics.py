@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from mpioperator.clock import FakeClock
 from mpioperator.workqueue.metrics import InFlight, InFlightProbe, PrometheusMetricsProvider
 from mpioperator.workqueue.rate_limiters import ItemExponentialFailureRateLimiter
 from mpioperator.workqueue.rate_limiting import RateLimitingQueue
-
-pytestmark = pytest.mark.unit
 
 
 class RecordingMetrics:
@@ -140,6 +137,7 @@ async def test_prometheus_series_follow_the_queue_with_the_fake_clock() -> None:
     assert sample("workqueue_unfinished_work_seconds") == 0
     q.add_rate_limited("a")
     assert sample("workqueue_retries_total") == 1
+    await q.close()  # ends the retry's delay timer
 
 
 def test_prometheus_exposes_client_go_names_labelled_by_queue() -> None:

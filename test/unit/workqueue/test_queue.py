@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from mpioperator.clock import FakeClock, settle
 from mpioperator.workqueue.queue import Queue
-
-pytestmark = pytest.mark.unit
 
 
 def new_queue() -> Queue[str]:

@@ -13,8 +13,6 @@ from mpioperator.workqueue.rate_limiters import (
     default_controller_rate_limiter,
 )
 
-pytestmark = pytest.mark.unit
-
 
 def test_exponential_backoff_doubles_per_failure_and_caps() -> None:
     limiter = ItemExponentialFailureRateLimiter(0.001, 1.0)

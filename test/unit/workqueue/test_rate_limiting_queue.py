@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
 from mpioperator.clock import FakeClock
 from mpioperator.workqueue.rate_limiters import ItemExponentialFailureRateLimiter
 from mpioperator.workqueue.rate_limiting import RateLimitingQueue
-
-pytestmark = pytest.mark.unit
 
 
 def new_queue() -> tuple[RateLimitingQueue[str], FakeClock]:
