@@ -19,7 +19,6 @@ from mpioperator.testing.mpijobs import mpijob
 from test.integration.controller.test_upstream_sync_scenarios import ALL, Scene, _ago, informers_only
 
 
-
 @pytest_asyncio.fixture
 async def scene(mpijob_crd: LocalCluster, make_namespace: Any) -> AsyncIterator[Scene]:
     async with informers_only(mpijob_crd, make_namespace(mpijob_crd)) as h:

@@ -11,7 +11,6 @@ from mpioperator.kube.resources import CONFIG_MAPS, JOBS, NAMESPACES, SERVICES
 from mpioperator.testing.cluster import LocalCluster, NamespaceFactory
 
 
-
 def config_map(name: str, data: dict[str, str] | None = None, labels: dict[str, str] | None = None) -> Obj:
     return {
         "apiVersion": "v1",

@@ -9,8 +9,6 @@ import contextlib
 from collections.abc import AsyncGenerator
 from typing import Any
 
-import pytest
-
 from mpioperator.api.objects import Obj
 from mpioperator.app.leases import WATCH_SECONDS, KubeLeaseClient
 from mpioperator.cache.backoff import Backoff

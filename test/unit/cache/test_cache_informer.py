@@ -17,7 +17,6 @@ from mpioperator.kube.resources import CONFIG_MAPS, PODS
 from test.unit.cache.cache_fakes import FakeSource, cm, event, settle, sleep_driven_clock, wait
 
 
-
 def rv_of(o: Obj) -> str:
     return str(o["metadata"]["resourceVersion"])
 

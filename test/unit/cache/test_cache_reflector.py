@@ -15,7 +15,6 @@ from mpioperator.kube.resources import CONFIG_MAPS
 from test.unit.cache.cache_fakes import FakeSource, bookmark, cm, event, settle, sleep_driven_clock, wait
 
 
-
 class RecordingStore:
     def __init__(self) -> None:
         self.ops: list[tuple[str, Any]] = []

@@ -9,7 +9,6 @@ from mpioperator.cache.keys import DeletedFinalStateUnknown, deleted_object, obj
 from mpioperator.cache.store import CONTROLLER_OWNER_INDEX, NAMESPACE_INDEX, Store
 
 
-
 def obj(name: str, namespace: str | None = "ns", rv: str = "1", **meta: Any) -> Obj:
     m: dict[str, Any] = {"name": name, "resourceVersion": rv, **meta}
     if namespace:

@@ -12,7 +12,6 @@ from mpioperator.controller.builders.configmap import discover_hosts, hostfile, 
 from test.unit.controller.jobs import OWNER, pod, reference_job, with_spec
 
 
-
 def _job(implementation: str = "OpenMPI", workers: int | None = 2, **spec: Any) -> Obj:
     return with_spec(reference_job(workers), mpiImplementation=implementation, **spec)
 

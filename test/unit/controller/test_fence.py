@@ -13,7 +13,6 @@ from mpioperator.controller.fence import FencedWriter
 from mpioperator.kube.resources import CONFIG_MAPS, Resource
 
 
-
 class Recording:
     def __init__(self) -> None:
         self.calls: list[str] = []

@@ -14,7 +14,6 @@ from mpioperator.controller.builders.launcher_job import (
 )
 from test.unit.controller.jobs import OWNER, reference_job, with_spec
 
-
 SSH_ITEMS = [
     {"key": "ssh-privatekey", "path": "id_rsa"},
     {"key": "ssh-publickey", "path": "id_rsa.pub"},

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 from mpioperator.api.objects import Obj
 from mpioperator.controller.children import RecentlyDeleted
 from mpioperator.controller.status_writer import RecentStatusWrites, write_if_changed
 from mpioperator.kube import errors
-
 
 
 def mpijob(version: str, status: Obj | None = None) -> Obj:

@@ -6,12 +6,9 @@ import copy
 import datetime as dt
 from typing import Any
 
-import pytest
-
 from mpioperator.api.objects import Obj
 from mpioperator.controller.status import StatusEvent, StatusResult, compute_status, failure
 from test.unit.controller.jobs import pod, reference_job
-
 
 NOW = dt.datetime(2026, 3, 4, 5, 6, 7, tzinfo=dt.UTC)
 NOW_S = "2026-03-04T05:06:07Z"

@@ -10,7 +10,6 @@ from mpioperator.api.objects import Obj
 from mpioperator.controller.builders.worker_pod import new_worker
 from test.unit.controller.jobs import OWNER, reference_job, with_spec
 
-
 SSH_ITEMS = [
     {"key": "ssh-privatekey", "path": "id_rsa"},
     {"key": "ssh-publickey", "path": "id_rsa.pub"},

@@ -14,7 +14,6 @@ from mpioperator.kube.projection import KEEP, FieldSpec, Projection
 from mpioperator.kube.resources import PODS
 from mpioperator.kube.watch import parse_event
 
-
 SPEC: FieldSpec = {
     "metadata": {"name": KEEP, "labels": KEEP, "ownerReferences": KEEP},
     "status": {"phase": KEEP, "conditions": [{"type": KEEP, "status": KEEP}]},

@@ -19,7 +19,6 @@ from mpioperator.podgroup.scheduler_plugins import SchedulerPluginsBackend
 from mpioperator.podgroup.volcano import VolcanoBackend
 from test.unit.podgroup.jobs import container, mpijob, priorities, replica
 
-
 OWNER = {
     "apiVersion": "kubeflow.org/v2beta1",
     "kind": "MPIJob",
