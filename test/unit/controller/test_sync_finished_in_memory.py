@@ -15,9 +15,6 @@ from test.unit.controller.sync_fixtures import (
     worker,
 )
 
-pytestmark = pytest.mark.unit
-
-
 # --- a finished job ----------------------------------------------------------------------------------------
 
 

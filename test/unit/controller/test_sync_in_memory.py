@@ -27,9 +27,6 @@ from test.unit.controller.sync_fixtures import (
     worker,
 )
 
-pytestmark = pytest.mark.unit
-
-
 # --- a new job ---------------------------------------------------------------------------------------
 
 

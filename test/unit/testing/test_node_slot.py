@@ -10,8 +10,6 @@ import pytest
 
 from mpioperator.testing.node import slot
 
-pytestmark = pytest.mark.unit
-
 
 def taken_by_someone(path: Path) -> bool:
     """Whether another open file description (what another process would have) is refused the lock."""
