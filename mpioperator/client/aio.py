@@ -11,6 +11,7 @@ import builtins
 import contextlib
 import os
 from collections.abc import AsyncGenerator, Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any, Self
 
 from mpioperator import __version__
@@ -369,11 +370,20 @@ def _log_error(exc: ApiError, ns: str, name: str, pod: Obj) -> MPIJobError:
     return translate(exc, namespace=ns, name=name)
 
 
-def _event_time(event: Obj) -> str:
-    return str(
+def _event_time(event: Obj) -> datetime:
+    """When the event last happened; core events carry seconds, events.k8s.io ones microseconds, so
+    they are compared as times, not as strings."""
+    stamp = str(
         event.get("lastTimestamp")
         or event.get("eventTime")
         or event.get("firstTimestamp")
         or (event.get("metadata") or {}).get("creationTimestamp")
         or ""
     )
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return _EPOCH
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
