@@ -29,7 +29,7 @@ from mpioperator.client.errors import (
 )
 from mpioperator.kube.client import KubeClient
 from mpioperator.kube.config import context_namespace, kubeconfig_path
-from mpioperator.kube.errors import ApiError, Expired, KubeConfigError, NotFound
+from mpioperator.kube.errors import ApiError, Expired, KubeConfigError, NotFound, WatchInactive
 from mpioperator.kube.resources import EVENTS, MPIJOBS, NAMESPACES, PODS
 
 Obj = dict[str, Any]
@@ -177,10 +177,13 @@ class AsyncMPIJobClient:
                 yield "ADDED", item
             version = str((listed.get("metadata") or {}).get("resourceVersion") or "")
             try:
-                async for event_type, obj in self._changes(ns, selector, version):
-                    yield event_type, obj
-            except Expired:
-                continue  # history compacted: list again
+                async with contextlib.aclosing(self._changes(ns, selector, version)) as changes:
+                    async for event_type, obj in changes:
+                        yield event_type, obj
+            except (Expired, WatchInactive):
+                continue  # history compacted, or a connection gone quiet: list again
+            except ApiError as exc:
+                raise translate(exc, namespace=ns or "", name=name or "") from None
 
     async def _changes(
         self, ns: str | None, selector: str | None, version: str
@@ -209,31 +212,32 @@ class AsyncMPIJobClient:
         and at every change of its status; `raise_on_failure` turns Failed into MPIJobFailed; WaitTimeout
         after `timeout` seconds; MPIJobNotFound if it does not exist or is deleted meanwhile."""
         ns = namespace or self.namespace
-        last: Obj = await self.get(name, ns)
+        seen = [await self.get(name, ns)]  # the latest state, for the timeout's message
         try:
             async with asyncio.timeout(timeout):
-                last = await self._until_finished(name, ns, last, on_change)
+                await self._until_finished(name, ns, seen, on_change)
         except TimeoutError:
-            raise WaitTimeout(ns, name, timeout or 0, status.phase(last)) from None
+            raise WaitTimeout(ns, name, timeout or 0, status.phase(seen[-1])) from None
+        last = seen[-1]
         if raise_on_failure and status.phase(last) == api.COND_FAILED:
             failed = status.condition(last, api.COND_FAILED) or {}
             raise MPIJobFailed(ns, name, str(failed.get("reason") or ""), str(failed.get("message") or ""))
         return last
 
     async def _until_finished(
-        self, name: str, ns: str, job: Obj, on_change: Callable[[Obj], None] | None
-    ) -> Obj:
+        self, name: str, ns: str, seen: builtins.list[Obj], on_change: Callable[[Obj], None] | None
+    ) -> None:
         seen_status: Any = object()
-        async for event_type, obj in self.watch(name, ns):
-            if event_type == "DELETED":
-                raise MPIJobNotFound(ns, name, " (deleted while waiting)")
-            job = obj
-            if on_change is not None and obj.get("status") != seen_status:
-                seen_status = obj.get("status")
-                on_change(obj)
-            if status.finished(obj):
-                return obj
-        return job  # pragma: no cover - watch() never ends by itself
+        async with contextlib.aclosing(self.watch(name, ns)) as events:
+            async for event_type, obj in events:
+                if event_type == "DELETED":
+                    raise MPIJobNotFound(ns, name, " (deleted while waiting)")
+                seen[0] = obj
+                if on_change is not None and obj.get("status") != seen_status:
+                    seen_status = obj.get("status")
+                    on_change(obj)
+                if status.finished(obj):
+                    return
 
     # -- logs ----------------------------------------------------------------------------------------------
     async def launcher_pod(self, name: str, namespace: str | None = None) -> Obj:

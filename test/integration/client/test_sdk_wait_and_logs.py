@@ -73,6 +73,25 @@ async def test_wait_gives_up_after_its_timeout_naming_the_phase(sdk: AsyncMPIJob
         await sdk.wait("pi", timeout=1)
 
 
+async def test_wait_that_times_out_names_the_phase_the_job_reached_meanwhile(
+    sdk: AsyncMPIJobClient, served: LocalCluster, ns: str
+) -> None:
+    await sdk.create(pi())
+    phases: list[str] = []
+    waiting = asyncio.ensure_future(
+        sdk.wait("pi", timeout=4, on_change=lambda job: phases.append(phase(job)))
+    )
+
+    async def reported_pending() -> bool:
+        return "Pending" in phases
+
+    await async_wait_for(reported_pending, timeout=30, what="wait to report the job as it is")
+    await asyncio.to_thread(set_status, served, ns, "pi", [("Created", "True"), ("Running", "True")])
+
+    with pytest.raises(WaitTimeout, match=f"^MPIJob {ns}/pi still Running after 4s$"):
+        await waiting
+
+
 async def test_wait_returns_a_failed_job_or_raises_when_asked(
     sdk: AsyncMPIJobClient, served: LocalCluster, ns: str
 ) -> None:
