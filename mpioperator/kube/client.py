@@ -22,9 +22,9 @@ from mpioperator.api.objects import Obj
 from mpioperator.kube.config import load_configuration
 from mpioperator.kube.projection import Projection
 from mpioperator.kube.ratelimit import ClientLimiters
-from mpioperator.kube.resources import Resource
-from mpioperator.kube.transport import CONTENT_TYPES, Answer, Transport, decode
-from mpioperator.kube.watch import open_stream, stream_events
+from mpioperator.kube.resources import PODS, Resource
+from mpioperator.kube.transport import CONTENT_TYPES, Answer, Transport, decode, decode_text
+from mpioperator.kube.watch import open_stream, stream_events, stream_lines
 
 DEFAULT_USER_AGENT = f"mpi-operator/{__version__} (python)"
 
@@ -147,6 +147,20 @@ class KubeClient:
         content_type: str | None = None,
         projection: Projection | None = None,
     ) -> Obj:
+        answer = await self._send(verb, res, method, path, query=query, body=body, content_type=content_type)
+        return decode(answer, projection.list) if projection is not None else decode(answer)
+
+    async def _send(
+        self,
+        verb: str,
+        res: Resource,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+    ) -> Answer:
         await self._limiters.for_group(res.group).acquire()
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -166,7 +180,7 @@ class KubeClient:
             # Cancelling this wait cancels a call not yet started, so it is never sent.
             answer = await asyncio.wrap_future(call)
             code = answer.status
-            return decode(answer, projection.list) if projection is not None else decode(answer)
+            return answer
         finally:
             self._metrics.observe(verb, res.plural, code, loop.time() - started)
 
@@ -309,6 +323,36 @@ class KubeClient:
         async with contextlib.aclosing(stream_events(response, stamp_kind(res), loads)) as events:
             async for event in events:
                 yield event
+
+    async def pod_log(
+        self, name: str, namespace: str, *, container: str | None = None, tail_lines: int | None = None
+    ) -> str:
+        """A pod's log as the kubelet has it now (the API server relays it as text, not JSON)."""
+        query = {"container": container, "tailLines": tail_lines}
+        return decode_text(
+            await self._send("get", PODS, "GET", PODS.path(namespace, name, "log"), query=query)
+        )
+
+    def follow_pod_log(
+        self, name: str, namespace: str, *, container: str | None = None
+    ) -> AsyncGenerator[str, None]:
+        """A pod's log line by line as it is written, until its container ends (`kubectl logs -f`). Like a
+        watch it holds a connection and takes no token; it has no read deadline, since a program may stay
+        silent for as long as it likes."""
+        query = {"container": container, "follow": "true"}
+        path = PODS.path(namespace, name, "log")
+        connect_timeout = min(self._timeout, 10.0)
+
+        def request() -> urllib3.BaseHTTPResponse:
+            return self._t.open("GET", path, query=query, timeout=(connect_timeout, None))
+
+        return self._follow(request)
+
+    async def _follow(self, request: Callable[[], urllib3.BaseHTTPResponse]) -> AsyncGenerator[str, None]:
+        response = await open_stream(request)
+        async with contextlib.aclosing(stream_lines(response)) as lines:
+            async for line in lines:
+                yield line
 
     async def settled(self, timeout: float | None = None) -> bool:
         """Wait until every unary call sent so far has been answered (or has failed); False if `timeout`

@@ -61,6 +61,10 @@ class ServerTimeout(ApiError):
     pass
 
 
+class KubeConfigError(Exception):
+    """A kubeconfig that cannot be read or lacks what was asked of it (a context, a cluster)."""
+
+
 class WatchInactive(Exception):
     """A watch connection delivered nothing for longer than its inactivity deadline."""
 

@@ -93,7 +93,7 @@ class Transport:
         query: dict[str, Any] | None = None,
         body: Any = None,
         content_type: str | None = None,
-        timeout: float | tuple[float, float] | None = None,
+        timeout: float | tuple[float, float | None] | None = None,
     ) -> urllib3.BaseHTTPResponse:
         """Send a request and return the unread response (a stream, for watches)."""
         if body is not None and content_type is None:
@@ -139,7 +139,7 @@ def _encode(body: Any) -> bytes | str | None:
     return orjson.dumps(body)
 
 
-def _timeout(timeout: float | tuple[float, float] | None) -> urllib3.Timeout | None:
+def _timeout(timeout: float | tuple[float, float | None] | None) -> urllib3.Timeout | None:
     if timeout is None:
         return None
     if isinstance(timeout, tuple):
@@ -153,6 +153,13 @@ def decode(answer: Answer, loads: Callable[[bytes], dict[str, Any]] = orjson.loa
         if not answer.body:
             return {}
         return loads(answer.body)
+    raise error_of(answer.status, answer.headers, answer.body)
+
+
+def decode_text(answer: Answer) -> str:
+    """The text body of a 2xx answer (a pod log); a typed error otherwise."""
+    if 200 <= answer.status < 300:
+        return answer.body.decode(errors="replace")
     raise error_of(answer.status, answer.headers, answer.body)
 
 

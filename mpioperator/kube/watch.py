@@ -1,4 +1,4 @@
-"""A watch stream read on its own thread and handed to the event loop, event by event.
+"""A watch stream (or a followed pod log) read on its own thread and handed to the event loop, line by line.
 
 The socket read timeout is the inactivity deadline: a connection that delivers nothing (not even a
 bookmark) for that long is presumed dead and reported as WatchInactive, never left hanging.
@@ -15,7 +15,7 @@ import contextlib
 import itertools
 import threading
 from collections.abc import AsyncGenerator, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 import urllib3
@@ -28,6 +28,7 @@ _JOIN_TIMEOUT = 5.0
 # Lines read but not yet taken by the loop, per watch: about 2.5 MB of 10 kB pods.
 BUFFERED_LINES = 256
 _ids = itertools.count(1)
+T = TypeVar("T")
 
 
 class _Failure:
@@ -40,6 +41,7 @@ def _reader(
     deliver: Callable[[object], None],
     stopped: threading.Event,
     room: threading.Semaphore,
+    keep_blank: bool = False,
 ) -> None:
     try:
         if response.status != 200:
@@ -48,7 +50,7 @@ def _reader(
         for line in response:
             if stopped.is_set():
                 return
-            if line.strip():
+            if keep_blank or line.strip():
                 room.acquire()  # back-pressure: wait while the loop has `buffer` lines not yet taken
                 if stopped.is_set():
                     return
@@ -103,7 +105,7 @@ async def open_stream(open_response: Callable[[], urllib3.BaseHTTPResponse]) -> 
         raise
 
 
-async def stream_events(
+def stream_events(
     response: urllib3.BaseHTTPResponse,
     stamp: Callable[[dict[str, Any]], None],
     loads: Callable[[bytes], dict[str, Any]] | None = None,
@@ -111,6 +113,20 @@ async def stream_events(
     buffer: int = BUFFERED_LINES,
 ) -> AsyncGenerator[dict[str, Any], None]:
     """Events of one watch response; ends when the server closes the stream. Always closes `response`."""
+    return _stream(response, lambda line: parse_event(line, stamp, loads), buffer, keep_blank=False)
+
+
+def stream_lines(
+    response: urllib3.BaseHTTPResponse, *, buffer: int = BUFFERED_LINES
+) -> AsyncGenerator[str, None]:
+    """The text lines of a streamed response (a followed pod log), blank ones included, each with its
+    newline; ends when the server closes the stream. Always closes `response`."""
+    return _stream(response, lambda line: line.decode(errors="replace"), buffer, keep_blank=True)
+
+
+async def _stream(
+    response: urllib3.BaseHTTPResponse, convert: Callable[[bytes], T], buffer: int, *, keep_blank: bool
+) -> AsyncGenerator[T, None]:
     loop = asyncio.get_running_loop()
     # Unbounded itself: `room` bounds the lines in it, and the end or a failure always finds a place.
     queue: asyncio.Queue[object] = asyncio.Queue()
@@ -122,7 +138,10 @@ async def stream_events(
             loop.call_soon_threadsafe(queue.put_nowait, item)
 
     thread = threading.Thread(
-        target=_reader, args=(response, deliver, stopped, room), name=f"kube-watch-{next(_ids)}", daemon=True
+        target=_reader,
+        args=(response, deliver, stopped, room, keep_blank),
+        name=f"kube-watch-{next(_ids)}",
+        daemon=True,
     )
     thread.start()
     try:
@@ -134,7 +153,7 @@ async def stream_events(
                 raise item.exc
             assert isinstance(item, bytes)
             room.release()
-            yield parse_event(item, stamp, loads)
+            yield convert(item)
     finally:
         stopped.set()
         room.release()  # a reader waiting for room wakes, sees the stop and ends

@@ -1,0 +1,1 @@
+"""The `kubectl mpijob` plugin: a thin command line over mpioperator.client."""

@@ -1,0 +1,176 @@
+"""What each `kubectl mpijob` command does, over the SDK's blocking client. Each returns the exit code."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from mpioperator.api import constants as api
+from mpioperator.cli import render
+from mpioperator.client import MPIJobBuilder, MPIJobClient, status
+from mpioperator.client.errors import InvalidMPIJob, MPIJobError
+
+Obj = dict[str, Any]
+RESOURCE = f"{api.SINGULAR}.{api.GROUP}"
+
+
+class InputError(MPIJobError):
+    """A file that cannot be read or parsed."""
+
+
+def open_client(args: argparse.Namespace) -> MPIJobClient:
+    return MPIJobClient(
+        getattr(args, "kubeconfig", None),
+        context=getattr(args, "context", None),
+        namespace=getattr(args, "namespace", None),
+    )
+
+
+def submit(args: argparse.Namespace, out: TextIO) -> int:
+    jobs = read_jobs(args.filename) if args.filename else [job_from_flags(args)]
+    if args.dry_run:
+        out.write(yaml.safe_dump_all(jobs, sort_keys=False))
+        return 0
+    with open_client(args) as client:
+        for job in jobs:
+            created = client.create(job, getattr(args, "namespace", None))
+            out.write(f"{RESOURCE}/{created['metadata']['name']} created\n")
+    return 0
+
+
+def job_from_flags(args: argparse.Namespace) -> Obj:
+    builder = MPIJobBuilder(args.name, namespace=getattr(args, "namespace", None)).image(args.image)
+    builder.workers(args.workers)
+    if args.launcher_argv:
+        builder.launcher_command(*args.launcher_argv)
+    if args.worker_argv:
+        builder.worker_command(*args.worker_argv)
+    if args.slots is not None:
+        builder.slots_per_worker(args.slots)
+    if args.implementation:
+        builder.implementation(args.implementation)
+    if args.ssh_auth_mount_path:
+        builder.ssh_auth_mount_path(args.ssh_auth_mount_path)
+    if args.run_as_user is not None:
+        builder.run_as_user(args.run_as_user)
+    if args.cpu or args.memory:
+        builder.resources(cpu=args.cpu, memory=args.memory)
+    if args.gpus:
+        builder.resources(gpus=args.gpus, replica="Worker")
+    return builder.build()
+
+
+def read_jobs(filename: str) -> list[Obj]:
+    """The MPIJobs of a YAML file (several documents allowed); anything else in it is an error."""
+    try:
+        text = sys.stdin.read() if filename == "-" else Path(filename).read_text()
+    except OSError as exc:
+        raise InputError(f"cannot read {filename}: {exc.strerror or exc}") from None
+    try:
+        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" (line {where.line + 1})" if where is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"{filename} is not valid YAML{line}: {problem}") from None
+    if not documents:
+        raise InputError(f"{filename} holds no MPIJob")
+    for doc in documents:
+        if (
+            not isinstance(doc, dict)
+            or doc.get("kind") != api.KIND
+            or doc.get("apiVersion") != api.API_VERSION
+        ):
+            kind = doc.get("kind") if isinstance(doc, dict) else type(doc).__name__
+            raise InvalidMPIJob(
+                str((doc.get("metadata") or {}).get("name") or "") if isinstance(doc, dict) else "",
+                f"{filename}: expected kind {api.KIND} of {api.API_VERSION}, found {kind}",
+            )
+    return documents
+
+
+def list_jobs(args: argparse.Namespace, out: TextIO) -> int:
+    with open_client(args) as client:
+        jobs = client.list(all_namespaces=args.all_namespaces)
+        if not jobs:
+            where = "any namespace" if args.all_namespaces else f"namespace {client.namespace}"
+            out.write(f"No MPIJobs found in {where}.\n")
+            return 0
+    out.write(render.jobs_table(jobs, render.now_utc(), with_namespace=args.all_namespaces) + "\n")
+    return 0
+
+
+def describe(args: argparse.Namespace, out: TextIO) -> int:
+    with open_client(args) as client:
+        job = client.get(args.name)
+        pods = client.pods(args.name)
+        events = client.events(args.name)
+    out.write(render.describe(job, pods, events, render.now_utc()) + "\n")
+    return 0
+
+
+def logs(args: argparse.Namespace, out: TextIO) -> int:
+    with open_client(args) as client:
+        if not args.follow:
+            out.write(client.logs(args.name, tail_lines=args.tail))
+            return 0
+        for line in client.follow_logs(args.name):
+            out.write(line)
+            out.flush()
+    return 0
+
+
+def wait(args: argparse.Namespace, out: TextIO) -> int:
+    shown: list[str] = []
+
+    def show(job: Obj) -> None:
+        line = status.progress(job)
+        if not args.quiet and (not shown or shown[-1] != line):
+            shown.append(line)
+            out.write(f"{args.name}: {line}\n")
+            out.flush()
+
+    with open_client(args) as client:
+        job = client.wait(args.name, timeout=args.timeout, on_change=show)
+    final = status.phase(job)
+    if args.quiet:
+        out.write(f"{args.name}: {final}\n")
+    return 0 if final == api.COND_SUCCEEDED else 1
+
+
+def delete(args: argparse.Namespace, out: TextIO) -> int:
+    with open_client(args) as client:
+        client.delete(args.name, wait=args.wait)
+    out.write(f"{RESOURCE}/{args.name} deleted\n")
+    return 0
+
+
+def suspend(args: argparse.Namespace, out: TextIO) -> int:
+    with open_client(args) as client:
+        client.suspend(args.name)
+    out.write(f"{RESOURCE}/{args.name} suspended\n")
+    return 0
+
+
+def resume(args: argparse.Namespace, out: TextIO) -> int:
+    with open_client(args) as client:
+        client.resume(args.name)
+    out.write(f"{RESOURCE}/{args.name} resumed\n")
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
+    "submit": submit,
+    "list": list_jobs,
+    "describe": describe,
+    "logs": logs,
+    "wait": wait,
+    "delete": delete,
+    "suspend": suspend,
+    "resume": resume,
+}

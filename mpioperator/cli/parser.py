@@ -1,0 +1,148 @@
+"""The command line of `kubectl mpijob`: subcommands and flags, kubectl's global flags accepted before or
+after the subcommand. Parsing only: what each command does is in `commands.py`."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Sequence
+
+from mpioperator.api import constants as api
+
+PROG = "kubectl mpijob"
+DESCRIPTION = "Submit, follow and manage Kubeflow MPIJobs (kubeflow.org/v2beta1)."
+EPILOG = """\
+kubeconfig and namespace are found as kubectl finds them: --kubeconfig, else $KUBECONFIG, else
+~/.kube/config; -n/--namespace, else the context's namespace, else "default".
+Exit codes: 0 success (wait: the job Succeeded), 1 an error or (wait) the job Failed, 2 a usage error.
+
+examples:
+  kubectl mpijob submit -f examples/v2beta1/pi/pi.yaml
+  kubectl mpijob submit pi --image mpioperator/mpi-pi:openmpi --workers 2 -- mpirun -n 2 /home/mpiuser/pi
+  kubectl mpijob wait pi --timeout 600 && kubectl mpijob logs pi
+"""
+
+
+def _global_flags() -> argparse.ArgumentParser:
+    # SUPPRESS defaults: a flag given before the subcommand is not reset by the subparser's own copy.
+    flags = argparse.ArgumentParser(add_help=False)
+    group = flags.add_argument_group("cluster")
+    group.add_argument("--kubeconfig", default=argparse.SUPPRESS, help="path of the kubeconfig file")
+    group.add_argument("--context", default=argparse.SUPPRESS, help="kubeconfig context to use")
+    group.add_argument("-n", "--namespace", default=argparse.SUPPRESS, help="namespace of the MPIJob(s)")
+    return flags
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _global_flags()
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        parents=[common],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(name: str, help_text: str) -> argparse.ArgumentParser:
+        return commands.add_parser(name, help=help_text, description=help_text, parents=[common])
+
+    submit = command("submit", "create an MPIJob from a YAML file, or from flags")
+    submit.usage = "%(prog)s [flags] (-f FILE | NAME --image IMAGE [-- LAUNCHER COMMAND...])"
+    submit.add_argument("name", nargs="?", help="the job's name (with --image; a file names its own)")
+    submit.add_argument("-f", "--filename", help="YAML file with one or more MPIJobs ('-' reads stdin)")
+    submit.add_argument("--image", help="container image of the launcher and the workers")
+    submit.add_argument("--workers", type=_positive, default=1, help="worker replicas (default 1)")
+    submit.add_argument("--slots", type=_positive, default=None, help="slots per worker (default 1)")
+    submit.add_argument(
+        "--implementation",
+        choices=api.MPI_IMPLEMENTATIONS,
+        default=None,
+        help="MPI implementation (default OpenMPI)",
+    )
+    submit.add_argument(
+        "--command", dest="command_line", help="the launcher's command line, one quoted string"
+    )
+    submit.add_argument(
+        "--worker-command", help="the workers' command line (e.g. an sshd), one quoted string"
+    )
+    submit.add_argument("--ssh-auth-mount-path", help="where the SSH key is mounted (default /root/.ssh)")
+    submit.add_argument("--run-as-user", type=int, help="uid of the launcher and worker containers")
+    submit.add_argument("--cpu", help="CPU limit per container, e.g. 500m")
+    submit.add_argument("--memory", help="memory limit per container, e.g. 1Gi")
+    submit.add_argument("--gpus", type=_positive, help="GPUs per worker (nvidia.com/gpu)")
+    submit.add_argument("--dry-run", action="store_true", help="print the MPIJob as YAML, create nothing")
+
+    listing = command("list", "list MPIJobs with their phase and workers")
+    listing.add_argument("-A", "--all-namespaces", action="store_true", help="in every namespace")
+
+    describe = command("describe", "phase, conditions, replica counts, problem pods and recent events")
+    describe.add_argument("name")
+
+    logs = command("logs", "print the launcher's log")
+    logs.add_argument("name")
+    logs.add_argument("-f", "--follow", action="store_true", help="stream the log until the launcher ends")
+    logs.add_argument("--tail", type=int, default=None, help="only the last N lines")
+
+    wait = command("wait", "wait until the MPIJob Succeeded (exit 0) or Failed (exit 1), showing progress")
+    wait.add_argument("name")
+    wait.add_argument("--timeout", type=_seconds, default=None, help="give up after this many seconds")
+    wait.add_argument("-q", "--quiet", action="store_true", help="print only the final phase")
+
+    delete = command("delete", "delete an MPIJob and everything it created")
+    delete.add_argument("name")
+    delete.add_argument("--wait", action="store_true", help="return once it is gone")
+
+    suspend = command("suspend", "suspend an MPIJob: its pods are deleted, the job is kept")
+    suspend.add_argument("name")
+    resume = command("resume", "resume a suspended MPIJob")
+    resume.add_argument("name")
+    return parser
+
+
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The parsed command line. Everything after the first `--` is the launcher's command line (submit),
+    kept away from argparse, which would take its dashes for flags of ours."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    launcher_argv: list[str] = []
+    if "--" in words:
+        cut = words.index("--")
+        words, launcher_argv = words[:cut], words[cut + 1 :]
+    parser = build_parser()
+    args = parser.parse_args(words)
+    args.launcher_argv = launcher_argv
+    if args.command == "submit":
+        _check_submit(parser, args)
+    elif launcher_argv:
+        parser.error(f"{args.command}: unexpected arguments after --: {shlex.join(launcher_argv)}")
+    return args
+
+
+def _check_submit(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.command_line and args.launcher_argv:
+        parser.error("submit: give the launcher's command either with --command or after --, not both")
+    if args.command_line:
+        args.launcher_argv = shlex.split(args.command_line)
+    args.worker_argv = shlex.split(args.worker_command) if args.worker_command else []
+    if args.filename:
+        flags = [f for f in ("name", "image", "command_line", "worker_command") if getattr(args, f)]
+        if flags or args.launcher_argv:
+            parser.error("submit: -f takes the whole job from the file; drop the other job flags")
+        return
+    if not args.name or not args.image:
+        parser.error("submit: give -f FILE, or a NAME and --image")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    value = float(text.removesuffix("s"))
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
