@@ -27,6 +27,11 @@ echo "scheduler-plugins: $SCHEDULER_PLUGINS_BIN"
 VOLCANO_SCHEDULER_BIN=$(bash hack/build-volcano-scheduler.sh)
 export VOLCANO_SCHEDULER_BIN
 echo "volcano scheduler: $VOLCANO_SCHEDULER_BIN"
+# The chart's tests drive the real helm; the observability tests a real Prometheus and promtool.
+HELM_BIN=$(bash hack/build-helm.sh)
+PROMETHEUS_BIN=$(bash hack/build-prometheus.sh)
+export HELM_BIN PROMETHEUS_BIN
+echo "helm: $HELM_BIN; prometheus: $PROMETHEUS_BIN"
 
 # The real node (kubelet, CoreDNS, containerd from Debian) and its images, when this machine can run one
 # (root on Linux); elsewhere the real-tier tests say why they did not run.

@@ -21,6 +21,7 @@ from mpioperator.app.startup import StartupError, check_cluster, make_client
 from mpioperator.clock import RealClock
 from mpioperator.controller.controller import ControllerSettings, MPIJobController
 from mpioperator.controller.metrics import JobMetrics
+from mpioperator.controller.state_metrics import JobStateCollector
 from mpioperator.kube.client import KubeClient
 from mpioperator.leaderelection.elector import LeaderElector, LeadershipLost
 
@@ -96,6 +97,7 @@ async def run(
             settings=controller_settings(options),
             clock=clock,
         )
+        registry.register(JobStateCollector(controller.cached_mpijobs, clock.utcnow))
         server = HealthServer(port=options.health_port, registry=registry, serve_metrics=False)
         metrics_server = None
         if options.monitoring_port:

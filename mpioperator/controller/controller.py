@@ -176,6 +176,12 @@ class MPIJobController:
     def ready_check(self) -> str | None:
         return None if self._synced else "informer caches have not synced yet"
 
+    def cached_mpijobs(self) -> list[dict[str, Any]] | None:
+        """Every MPIJob in the cache, or None until the caches have synced (a standby's never do)."""
+        if not self._synced:
+            return None
+        return [job for informer in self._informers[MPIJOBS] for job in informer.list()]
+
     # Event handlers: compute a key and enqueue. A job's creation and spec changes are a plain add (D4);
     # everything else settles first (L6).
     def _on_job_add(self, obj: dict[str, Any]) -> None:
