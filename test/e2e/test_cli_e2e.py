@@ -17,8 +17,6 @@ from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.wait import wait_for
 from test.integration.client.conftest import run_cli
 
-pytestmark = pytest.mark.e2e
-
 
 @pytest.fixture
 def ns(installed_cluster: LocalCluster, make_namespace: Any, operator: OperatorProcess) -> str:

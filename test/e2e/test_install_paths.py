@@ -27,8 +27,6 @@ from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.wait import wait_for
 from test.conftest import _start
 
-pytestmark = pytest.mark.e2e
-
 REPO = Path(__file__).resolve().parents[2]
 ONE_FILE = REPO / "deploy" / "v2beta1" / "mpi-operator.yaml"
 BASE = REPO / "manifests" / "base"

@@ -11,15 +11,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from mpioperator.testing.cluster import LocalCluster, wait_crd_established
 from mpioperator.testing.install import OPERATOR_NAMESPACE, install_manifests, wait_deployment_ready
 from mpioperator.testing.wait import wait_for
 from test.integration.client.conftest import kubeconfig_with_namespace, run_cli
 from test.real.test_real_mpijobs import assert_computed_pi
-
-pytestmark = pytest.mark.real
 
 REPO = Path(__file__).resolve().parents[2]
 ONE_FILE = REPO / "deploy" / "v2beta1" / "mpi-operator.yaml"

@@ -19,8 +19,6 @@ from mpioperator.testing.prometheus import install_monitoring_crds
 from mpioperator.testing.rest import RestClient
 from test.integration.manifests.test_rbac import NEEDED, Access, allowed
 
-pytestmark = pytest.mark.integration
-
 RELEASE_NS = "helm-ops"
 WATCHED = ("helm-team-a", "helm-team-b")
 UNWATCHED = "helm-team-c"

@@ -7,13 +7,10 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
 import yaml
 
 from mpioperator.testing.cluster import LocalCluster
 from test.integration.client.conftest import CLI, REPO, kubeconfig_with_namespace, run_cli, set_status
-
-pytestmark = pytest.mark.integration
 
 PI_EXAMPLE = REPO / "examples" / "v2beta1" / "pi" / "pi.yaml"
 JOBS = "/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs"

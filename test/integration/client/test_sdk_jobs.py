@@ -23,8 +23,6 @@ from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.wait import async_wait_for
 from test.integration.client.conftest import kubeconfig_with_namespace
 
-pytestmark = pytest.mark.integration
-
 
 def pi(name: str = "pi", workers: int = 2) -> dict[str, Any]:
     return MPIJobBuilder(name).image("mpioperator/mpi-pi:openmpi").workers(workers).build()

@@ -22,8 +22,6 @@ from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.wait import async_wait_for
 from test.integration.client.conftest import set_status
 
-pytestmark = pytest.mark.integration
-
 
 def pi(name: str = "pi") -> dict[str, Any]:
     return MPIJobBuilder(name).image("mpioperator/mpi-pi:openmpi").workers(2).build()

@@ -13,8 +13,6 @@ import yaml
 from mpioperator.testing.cluster import LocalCluster, wait_crd_established
 from test.integration.manifests.conftest import REPO
 
-pytestmark = pytest.mark.integration
-
 ONE_FILE = REPO / "deploy" / "v2beta1" / "mpi-operator.yaml"
 GENERATOR = REPO / "hack" / "gen_install.py"
 

@@ -18,8 +18,6 @@ from mpioperator.testing.prometheus import (
     write_rule_file,
 )
 
-pytestmark = pytest.mark.integration
-
 JOB = 'job="mpi-operator"'
 
 

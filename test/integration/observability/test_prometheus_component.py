@@ -14,8 +14,6 @@ import yaml
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.prometheus import COMPONENT, DASHBOARD, alert_rules, install_monitoring_crds
 
-pytestmark = pytest.mark.integration
-
 OVERLAY = COMPONENT.parents[1] / "overlays" / "prometheus"
 
 

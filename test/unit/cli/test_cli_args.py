@@ -7,8 +7,6 @@ import pytest
 
 from mpioperator.cli.parser import parse
 
-pytestmark = pytest.mark.unit
-
 
 def usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     with pytest.raises(SystemExit) as exited:

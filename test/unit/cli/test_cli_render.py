@@ -10,8 +10,6 @@ import pytest
 from mpioperator.cli import render
 from mpioperator.client import MPIJobBuilder
 
-pytestmark = pytest.mark.unit
-
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
 

@@ -9,8 +9,6 @@ from mpioperator.api.defaults import set_defaults
 from mpioperator.api.validation import validate_mpijob
 from mpioperator.client import InvalidMPIJob, MPIJobBuilder
 
-pytestmark = pytest.mark.unit
-
 PI = "mpioperator/mpi-pi:openmpi"
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from mpioperator.client.errors import (
     ApiRequestFailed,
     ApiUnreachable,
@@ -18,8 +16,6 @@ from mpioperator.client.errors import (
     translate,
 )
 from mpioperator.kube.errors import error_from_status
-
-pytestmark = pytest.mark.unit
 
 
 def answer(code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> Any:

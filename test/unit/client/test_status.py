@@ -9,8 +9,6 @@ import pytest
 from mpioperator.client import MPIJobBuilder, finished, phase, progress, replica_counts
 from mpioperator.client.status import ReplicaCounts, workers_column
 
-pytestmark = pytest.mark.unit
-
 
 def job_with(conditions: list[tuple[str, str]], **status: Any) -> dict[str, Any]:
     job = MPIJobBuilder("pi").image("x:1").workers(2).build()

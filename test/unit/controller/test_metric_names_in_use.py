@@ -8,15 +8,12 @@ import json
 import re
 from pathlib import Path
 
-import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.state_metrics import JobStateCollector
 from mpioperator.workqueue.metrics import PrometheusMetricsProvider
-
-pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[3]
 COMPONENT = REPO / "manifests" / "components" / "prometheus"

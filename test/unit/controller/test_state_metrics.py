@@ -10,8 +10,6 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from mpioperator.controller.state_metrics import JobStateCollector, job_state, state_families
 
-pytestmark = pytest.mark.unit
-
 NOW = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.UTC)
 
 

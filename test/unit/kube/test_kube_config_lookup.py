@@ -12,8 +12,6 @@ import yaml
 from mpioperator.kube.config import context_namespace, kubeconfig_path, load_configuration
 from mpioperator.kube.errors import KubeConfigError
 
-pytestmark = pytest.mark.unit
-
 
 def write_kubeconfig(path: Path, *, current: str = "team-a") -> Path:
     cluster = {"name": "local", "cluster": {"server": "https://127.0.0.1:6443"}}

@@ -13,8 +13,6 @@ from mpioperator.kube.transport import Answer, decode_text
 from mpioperator.kube.watch import stream_lines
 from test.unit.kube.test_kube_watch_stream import FakeResponse
 
-pytestmark = pytest.mark.unit
-
 
 async def test_followed_log_keeps_blank_lines_and_decodes_bad_bytes() -> None:
     response = FakeResponse([b"rank 0 of 2\n", b"\n", b"pi is \xff approximately\n", b"no newline"])

@@ -8,10 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
-
-pytestmark = pytest.mark.unit
 
 CHART = Path(__file__).resolve().parents[3] / "charts" / "mpi-operator"
 

@@ -9,8 +9,6 @@ from types import ModuleType
 import pytest
 import yaml
 
-pytestmark = pytest.mark.unit
-
 REPO = Path(__file__).resolve().parents[3]
 
 
