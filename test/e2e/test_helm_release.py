@@ -25,7 +25,7 @@ from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import wait_for
 from test.conftest import _start
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+pytestmark = pytest.mark.timeout(900)
 
 RELEASE = "mpi"
 RELEASE_NS = "mpi-system"

@@ -39,7 +39,7 @@ from mpioperator.testing.simulation import READY_AFTER
 from mpioperator.testing.wait import wait_for
 from test.conftest import _start
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+pytestmark = pytest.mark.timeout(900)
 
 SCREENSHOT_ENV = "MPIOPERATOR_DASHBOARD_PNG"
 # The leader writes this into the Lease, so after a SIGKILL the standby waits this long before taking

@@ -20,7 +20,7 @@ from mpioperator.testing.jobs import Job
 from mpioperator.testing.wait import wait_for
 from test.real.test_real_mpijobs import assert_computed_pi, launcher_log, pi_job, run_to_success
 
-pytestmark = [pytest.mark.real, pytest.mark.timeout(900)]
+pytestmark = pytest.mark.timeout(900)
 
 RELEASE = "real"
 NAMESPACE = "mpi-helm"
