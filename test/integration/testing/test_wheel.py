@@ -1,5 +1,5 @@
-"""The wheel users install holds the operator without its test harness, and requires no PyYAML of its own
-(only the harness reads YAML; the `testing` and `test` extras bring it). Built by pip from a copy of the
+"""The wheel users install holds the operator and the kubectl mpijob plugin without the test harness; PyYAML is
+required for the plugin, which reads and prints job files. Built by pip from a copy of the
 source tree, harness included, so what leaves it out is the packaging itself, not a missing directory."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _build_wheel(tmp_path: Path) -> zipfile.ZipFile:
     return zipfile.ZipFile(wheel)
 
 
-def test_the_wheel_holds_the_operator_without_its_test_harness_or_pyyaml(tmp_path: Path) -> None:
+def test_the_wheel_holds_the_operator_and_its_cli_without_the_test_harness(tmp_path: Path) -> None:
     assert (REPO_ROOT / "mpioperator" / "testing" / "cluster.py").is_file()
     with _build_wheel(tmp_path) as wheel:
         names = wheel.namelist()
@@ -47,9 +47,7 @@ def test_the_wheel_holds_the_operator_without_its_test_harness_or_pyyaml(tmp_pat
         ]
         (entry_points,) = [name for name in names if name.endswith(".dist-info/entry_points.txt")]
         scripts = wheel.read(entry_points).decode()
-    assert [r for r in requires if r.lower().startswith("pyyaml")] == [
-        'PyYAML<7,>=6.0; extra == "testing"',
-        'PyYAML<7,>=6.0; extra == "test"',
-    ]
+    assert [r for r in requires if r.lower().startswith("pyyaml")] == ["PyYAML<7,>=6.0"]
+    assert "kubectl-mpijob = mpioperator.cli.main:entry" in scripts
     assert "mpi-operator = mpioperator.app.main:main" in scripts
     assert "mpioperator.testing" not in scripts
