@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from mpioperator.api import constants as api
+from mpioperator.api.conveniences import validate_conveniences
 from mpioperator.api.field_errors import (
     FieldError,
     JSONString,
@@ -81,6 +82,7 @@ def validate_mpijob(job: Obj) -> list[FieldError]:
         errors.append(
             not_supported("spec.mpiImplementation", JSONString(implementation), _SUPPORTED_IMPLEMENTATIONS)
         )
+    errors += validate_conveniences(job)  # our annotations (issue 18), after upstream's checks
     return errors
 
 

@@ -21,6 +21,7 @@ from mpioperator.api.validation import aggregate_message, validate_mpijob
 from mpioperator.cache.keys import split_key
 from mpioperator.controller import children, conditions, status_writer
 from mpioperator.controller.conditions import format_time
+from mpioperator.controller.conveniences import SECRET_RECHECK_SECONDS, Conveniences
 from mpioperator.controller.events import NORMAL, WARNING
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.pod_groups import PodGroupReconciler
@@ -98,6 +99,7 @@ class JobSyncer:
         self._children = children.ChildReconciler(
             listers, writer, recorder, self._settings.cluster_domain, backend
         )
+        self._conveniences = Conveniences(listers, writer, recorder)  # issue 18's annotations
         self._pod_groups = PodGroupReconciler(
             backend, listers.pod_groups, listers.priority_classes, writer, recorder
         )
@@ -176,19 +178,23 @@ class JobSyncer:
             status["startTime"] = format_time(now)
 
         launcher = self._children.launcher(job)
+        await self._conveniences.end_debug_mode(job, launcher)
         done = launcher is not None and children.launcher_done(launcher)
         workers: list[Obj] = []
+        held = rolled = False
         if not done:
             await self._children.service(job)
             await self._children.config_map(job)
-            await self._children.ssh_secret(job)
-            if not suspended:
+            held = await self._conveniences.ssh_secret(job, status, now, self._children)
+            if not suspended and not held:
                 if self._pod_groups.enabled:
                     # Before the workers, so their scheduler finds the gang already defined (§3.9).
                     await self._pod_groups.get_or_create(job, launcher_exists=launcher is not None)
                 workers = await self._children.workers(job)
-            if launcher is None and children.may_create_launcher(job, workers):
+                rolled = await self._conveniences.roll_workers(job, launcher, workers)
+            if launcher is None and not (held or rolled) and children.may_create_launcher(job, workers):
                 launcher = await self._children.create_launcher(job)
+                self._conveniences.launcher_created(job, launcher)
             elif launcher is None:
                 log.debug("waiting for workers to be ready", job=f"{ns}/{name}")
         if launcher is not None:
@@ -206,9 +212,10 @@ class JobSyncer:
         )
         for event in result.events:
             self._rec.record(job, event.type, event.reason, event.message)
+        self._conveniences.debug_status(job, result.status, launcher, now)
         self._observe(job, cached, result.status, launcher)
         await status_writer.write_if_changed(self._w, cached, result.status, self._recent)
-        return SyncResult()
+        return SyncResult(requeue_after=SECRET_RECHECK_SECONDS if held else None)
 
     async def _sync_finished(self, cached: Obj, job: Obj) -> SyncResult:
         """A finished job is only cleaned up: nothing is created, and once clean nothing is written."""

@@ -9,6 +9,7 @@ from mpioperator.api import constants as api
 from mpioperator.api.names import config_map_name, launcher_name
 from mpioperator.api.objects import Obj
 from mpioperator.api.ownership import child_metadata, controller_ref
+from mpioperator.controller.builders.launcher_command import mark_debug, set_launcher_command
 from mpioperator.controller.builders.podspec import (
     Decorator,
     add_env,
@@ -81,6 +82,7 @@ def launcher_pod_template(job: Obj, decorate: Decorator | None = None) -> tuple[
     }
     add_volume(spec, container, config_volume, CONFIG_MOUNT)
     pod_template: Obj = {"metadata": metadata, "spec": spec}
+    set_launcher_command(job, pod_template, HOSTFILE_PATH)  # ours (issue 18); nothing without annotations
     if decorate is not None:
         decorate(pod_template)
     if launcher_as_worker:
@@ -109,6 +111,7 @@ def new_launcher_job(job: Obj, decorate: Decorator | None = None) -> tuple[Obj, 
         "metadata": child_metadata(job, launcher_name(job)),
         "spec": spec,
     }
+    mark_debug(job, body)
     return body, overridden
 
 

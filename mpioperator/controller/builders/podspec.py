@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from mpioperator.api import accessors
 from mpioperator.api import constants as api
+from mpioperator.api.conveniences import ssh_secret
 from mpioperator.api.names import secret_name
 from mpioperator.api.objects import Obj
 
@@ -18,7 +19,8 @@ SSH_DEFAULT_MODE = 0o600
 
 def ssh_volume(job: Obj) -> Obj:
     secret: Obj = {
-        "secretName": secret_name(job),
+        # A Secret of the user's own (issue 18) is mounted the same way: same keys, paths and mode.
+        "secretName": ssh_secret(job) or secret_name(job),
         "items": [
             {"key": "ssh-privatekey", "path": "id_rsa"},
             {"key": "ssh-publickey", "path": "id_rsa.pub"},

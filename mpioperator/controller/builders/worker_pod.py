@@ -9,6 +9,7 @@ from mpioperator.api import constants as api
 from mpioperator.api.names import worker_name
 from mpioperator.api.objects import Obj
 from mpioperator.api.ownership import controller_ref
+from mpioperator.controller.builders import worker_template
 from mpioperator.controller.builders.podspec import (
     Decorator,
     add_env,
@@ -54,6 +55,7 @@ def new_worker(job: Obj, index: int, decorate: Decorator | None = None) -> Obj:
     add_env(container, ("K_MPI_JOB_ROLE", "worker"))
     add_volume(spec, container, ssh_volume(job), accessors.ssh_auth_mount_path(job))
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+    worker_template.stamp(job, pod)  # ours (issue 18): only with the roll annotation
     if decorate is not None:
         decorate(pod)
     return pod

@@ -1,0 +1,198 @@
+"""Annotations for habits users bring from other MPI operators (issue 18; docs/extensions-conveniences.md).
+
+Debug mode and the generated mpirun line (T9k's MPIJob), a Secret of the user's own for SSH (Kubeflow's
+openmpi prototype) and re-created workers when their template changes (FFFFFaraway's operator). All are
+opt-in annotations under `mpioperator.io/`: upstream's spec stays as it is, since typed clients built on
+upstream's structs drop unknown spec fields on a read-modify-write but keep annotations.
+
+What can be judged from the job alone (a program that is not an absolute path, an MCA key with a space)
+is a validation error: the controller's `Invalid` condition and one Warning event, no children, no retry.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+from mpioperator.api import accessors
+from mpioperator.api import constants as api
+from mpioperator.api.field_errors import FieldError, JSONString, invalid, not_supported
+from mpioperator.api.objects import Obj
+
+PREFIX = "mpioperator.io/"
+DEBUG_MODE = f"{PREFIX}debug-mode"
+DEBUG_COMMAND = f"{PREFIX}debug-command"
+LAUNCHER_PROGRAM = f"{PREFIX}launcher-program"
+MPIRUN_EXTRA_ARGS = f"{PREFIX}mpirun-extra-args"
+MCA_PARAMS = f"{PREFIX}mca-params"
+MPI_HOME = f"{PREFIX}mpi-home"
+SSH_SECRET = f"{PREFIX}ssh-secret"
+ROLL_WORKERS = f"{PREFIX}roll-workers-on-template-change"
+
+DEFAULT_DEBUG_COMMAND = ("sleep", "infinity")
+_BOOLEANS = ("false", "true")
+_MCA_KEY = re.compile(r"[A-Za-z0-9_]+")
+_MCA_SEPARATORS = re.compile(r"[;\n]")
+# A Secret's name: a DNS-1123 subdomain.
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+@dataclass(frozen=True, slots=True)
+class LauncherProgram:
+    """What the generated launcher command runs, parsed from the annotations."""
+
+    program: tuple[str, ...]  # the absolute path, then the program's own arguments
+    extra_args: tuple[str, ...]
+    mca: tuple[tuple[str, str], ...]
+    mpi_home: str | None
+
+
+def job_annotations(job: Obj) -> dict[str, str]:
+    found = (job.get("metadata") or {}).get("annotations") or {}
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
+def _true(job: Obj, key: str) -> bool:
+    return job_annotations(job).get(key, "").strip().lower() == "true"
+
+
+def debug_mode(job: Obj) -> bool:
+    return _true(job, DEBUG_MODE)
+
+
+def roll_workers(job: Obj) -> bool:
+    return _true(job, ROLL_WORKERS)
+
+
+def _words(value: str | None) -> tuple[str, ...] | None:
+    """Shell words (quotes allowed, no expansion); None when the quoting is broken."""
+    if value is None:
+        return ()
+    try:
+        return tuple(shlex.split(value))
+    except ValueError:
+        return None
+
+
+def debug_command(job: Obj) -> tuple[str, ...]:
+    return _words(job_annotations(job).get(DEBUG_COMMAND)) or DEFAULT_DEBUG_COMMAND
+
+
+def _mca_pairs(value: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """key=value pairs separated by newlines or semicolons, and the entries that are not such pairs."""
+    pairs, bad = [], []
+    for entry in _MCA_SEPARATORS.split(value):
+        entry = entry.strip()
+        if not entry:
+            continue
+        key, sep, val = entry.partition("=")
+        key, val = key.strip(), val.strip()
+        if not sep or not val or _MCA_KEY.fullmatch(key) is None:
+            bad.append(entry)
+        else:
+            pairs.append((key, val))
+    return pairs, bad
+
+
+def launcher_program(job: Obj) -> LauncherProgram | None:
+    """The generated command's inputs, or None when the job does not ask for one (or asks badly)."""
+    found = job_annotations(job)
+    if LAUNCHER_PROGRAM not in found or validate_conveniences(job):
+        return None
+    program = _words(found[LAUNCHER_PROGRAM]) or ()
+    extra = _words(found.get(MPIRUN_EXTRA_ARGS)) or ()
+    mca, _ = _mca_pairs(found.get(MCA_PARAMS, ""))
+    home = found.get(MPI_HOME, "").strip().rstrip("/") or None
+    return LauncherProgram(program, extra, tuple(mca), home)
+
+
+def ssh_secret(job: Obj) -> str | None:
+    """The user's own SSH Secret, when the job names one."""
+    name = job_annotations(job).get(SSH_SECRET, "").strip()
+    return name or None
+
+
+def _launcher_container(job: Obj) -> Obj:
+    spec = ((accessors.replica_spec(job, api.LAUNCHER) or {}).get("template") or {}).get("spec") or {}
+    containers = spec.get("containers") or [{}]
+    first = containers[0]
+    return first if isinstance(first, dict) else {}
+
+
+def validate_conveniences(job: Obj) -> list[FieldError]:
+    found = job_annotations(job)
+    errors: list[FieldError] = []
+
+    for key in (DEBUG_MODE, ROLL_WORKERS):
+        value = found.get(key)
+        if value is not None and value.strip().lower() not in _BOOLEANS:
+            errors.append(not_supported(_field(key), JSONString(value), _BOOLEANS))
+    for key in (DEBUG_COMMAND, MPIRUN_EXTRA_ARGS):
+        if _words(found.get(key)) is None:
+            errors.append(invalid(_field(key), JSONString(found[key]), "unbalanced quotes"))
+    if DEBUG_COMMAND in found and not _words(found[DEBUG_COMMAND]):
+        errors.append(invalid(_field(DEBUG_COMMAND), JSONString(found[DEBUG_COMMAND]), "must name a command"))
+    if LAUNCHER_PROGRAM in found:
+        errors += _program_errors(job, found)
+    else:
+        for key in (MPIRUN_EXTRA_ARGS, MCA_PARAMS, MPI_HOME):
+            if key in found:
+                errors.append(invalid(_field(key), JSONString(found[key]), f"needs {LAUNCHER_PROGRAM}"))
+    secret = found.get(SSH_SECRET)
+    if secret is not None and _SUBDOMAIN.fullmatch(secret.strip()) is None:
+        errors.append(invalid(_field(SSH_SECRET), JSONString(secret), "must be the name of a Secret"))
+    return errors
+
+
+def _field(key: str) -> str:
+    return f"metadata.annotations[{key}]"
+
+
+def _program_errors(job: Obj, found: dict[str, str]) -> list[FieldError]:
+    errors: list[FieldError] = []
+    words = _words(found[LAUNCHER_PROGRAM])
+    if words is None:
+        errors.append(
+            invalid(_field(LAUNCHER_PROGRAM), JSONString(found[LAUNCHER_PROGRAM]), "unbalanced quotes")
+        )
+    elif not words or not words[0].startswith("/"):
+        errors.append(
+            invalid(
+                _field(LAUNCHER_PROGRAM),
+                JSONString(found[LAUNCHER_PROGRAM]),
+                "must start with the program's absolute path",
+            )
+        )
+    container = _launcher_container(job)
+    if container.get("command") or container.get("args"):
+        errors.append(
+            invalid(
+                _field(LAUNCHER_PROGRAM),
+                JSONString(found[LAUNCHER_PROGRAM]),
+                "the launcher container has its own command or args; set one or the other",
+            )
+        )
+    if MCA_PARAMS in found:
+        _, bad = _mca_pairs(found[MCA_PARAMS])
+        for entry in bad:
+            errors.append(
+                invalid(
+                    _field(MCA_PARAMS),
+                    JSONString(entry),
+                    "must be key=value, the key made of letters, digits and underscores",
+                )
+            )
+        implementation = accessors.mpi_implementation(job)
+        if implementation != api.OPENMPI:
+            errors.append(
+                invalid(
+                    _field(MCA_PARAMS),
+                    JSONString(found[MCA_PARAMS]),
+                    f"MCA parameters are Open MPI's; spec.mpiImplementation is {implementation}",
+                )
+            )
+    home = found.get(MPI_HOME)
+    if home is not None and not home.strip().startswith("/"):
+        errors.append(invalid(_field(MPI_HOME), JSONString(home), "must be an absolute path"))
+    return errors

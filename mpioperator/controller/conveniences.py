@@ -1,0 +1,194 @@
+"""The sync handler's hooks for issue 18's annotations: the user's SSH Secret, debug mode, the generated
+launcher command and the worker roll. Each does nothing for a job without its annotation, so such a job
+is synced exactly as before.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import OrderedDict
+
+import structlog
+
+from mpioperator.api import conveniences, names
+from mpioperator.api.objects import Obj
+from mpioperator.controller import conditions
+from mpioperator.controller.builders.launcher_command import command_line, generated_command, made_for_debug
+from mpioperator.controller.builders.launcher_job import HOSTFILE_PATH
+from mpioperator.controller.children import ChildReconciler, launcher_done
+from mpioperator.controller.errors import SyncError
+from mpioperator.controller.events import NORMAL, WARNING
+from mpioperator.controller.ports import Listers, Recorder, Writer
+from mpioperator.controller.user_ssh_secret import problem
+from mpioperator.controller.worker_roll import workers_to_roll
+from mpioperator.kube import errors
+from mpioperator.kube.resources import JOBS, PODS, Resource
+
+log = structlog.get_logger(__name__)
+
+COND_SSH_SECRET = "SSHSecretInvalid"
+COND_DEBUG_MODE = "DebugMode"
+REASON_DEBUG_MODE = "DebugMode"
+REASON_DEBUG_TOO_LATE = "LauncherAlreadyStarted"
+REASON_DEBUG_ENDED = "DebugModeEnded"
+REASON_COMMAND_GENERATED = "LauncherCommandGenerated"
+REASON_WORKERS_ROLLED = "WorkersRolled"
+# A job held for its SSH Secret is looked at again this often: the Secret is not its child, so its
+# arrival or fix enqueues nothing by itself.
+SECRET_RECHECK_SECONDS = 5.0
+
+
+class _Seen:
+    """The newest `capacity` UIDs acted on, so a lagging cache does not make us act twice."""
+
+    def __init__(self, capacity: int = 20_000) -> None:
+        self._uids: OrderedDict[str, None] = OrderedDict()
+        self._capacity = capacity
+
+    def seen(self, uid: str) -> bool:
+        return bool(uid) and uid in self._uids
+
+    def add(self, uid: str) -> None:
+        if uid:
+            self._uids[uid] = None
+            while len(self._uids) > self._capacity:
+                self._uids.popitem(last=False)
+
+    def first(self, uid: str) -> bool:
+        """True the first time `uid` is offered (and remembers it)."""
+        if not uid or self.seen(uid):
+            return False
+        self.add(uid)
+        return True
+
+
+def exec_line(job: Obj) -> str:
+    ns = job["metadata"].get("namespace", "")
+    container = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    return f"kubectl exec -it -n {ns} job/{names.launcher_name(job)} -c {container.get('name', '')} -- sh"
+
+
+def _drop(status: Obj, cond_type: str) -> None:
+    if conditions.find(status, cond_type) is not None:
+        status["conditions"] = [c for c in status.get("conditions") or () if c.get("type") != cond_type]
+
+
+def _put(status: Obj, cond_type: str, state: str, reason: str, message: str, now: dt.datetime) -> bool:
+    """Set our condition to say exactly this (message included); False when it already did."""
+    current = conditions.find(status, cond_type) or {}
+    if (current.get("status"), current.get("reason"), current.get("message")) == (state, reason, message):
+        return False
+    new = conditions.new_condition(cond_type, state, reason, message, now)
+    if current.get("status") == state:
+        new["lastTransitionTime"] = current.get("lastTransitionTime")
+    others = [c for c in status.get("conditions") or () if c.get("type") != cond_type]
+    status["conditions"] = [*others, new]
+    return True
+
+
+class Conveniences:
+    def __init__(self, listers: Listers, writer: Writer, recorder: Recorder) -> None:
+        self._l = listers
+        self._w = writer
+        self._rec = recorder
+        self._announced = _Seen()
+        self._deleted = _Seen()
+
+    # --- the user's own SSH Secret ------------------------------------------------------------------
+    async def ssh_secret(self, job: Obj, status: Obj, now: dt.datetime, children: ChildReconciler) -> bool:
+        """Our generated Secret, or a check of the user's; True when the job must wait for the user's."""
+        name = conveniences.ssh_secret(job)
+        if name is None:
+            _drop(status, COND_SSH_SECRET)
+            await children.ssh_secret(job)
+            return False
+        ns = job["metadata"].get("namespace", "")
+        found = problem(name, ns, self._l.secrets.get(ns, name))
+        if found is None:
+            _drop(status, COND_SSH_SECRET)
+            return False
+        if _put(status, COND_SSH_SECRET, conditions.TRUE, found.reason, found.message, now):
+            self._rec.record(job, WARNING, found.reason, found.message)
+        return True
+
+    # --- debug mode ---------------------------------------------------------------------------------
+    async def end_debug_mode(self, job: Obj, launcher: Obj | None) -> None:
+        """The annotation went while a launcher made for debug mode still runs: that launcher Job goes,
+        and the next sync makes one that runs the job's own command. Workers stay as they are."""
+        if launcher is None or conveniences.debug_mode(job) or not made_for_debug(launcher):
+            return
+        meta = launcher["metadata"]
+        if launcher_done(launcher) or self._deleted.seen(meta.get("uid", "")):
+            return
+        await self._delete(JOBS, meta, preconditions={"uid": meta.get("uid")})
+        message = (
+            f"Debug mode ended: launcher Job {meta['name']} deleted, "
+            "to be made again with the job's own command"
+        )
+        self._rec.record(job, NORMAL, REASON_DEBUG_ENDED, message)
+
+    def debug_status(self, job: Obj, status: Obj, launcher: Obj | None, now: dt.datetime) -> None:
+        if not conveniences.debug_mode(job) or conditions.is_finished(status):
+            _drop(status, COND_DEBUG_MODE)
+            return
+        ns, name = job["metadata"].get("namespace", ""), job["metadata"]["name"]
+        if launcher is not None and not made_for_debug(launcher):
+            message = (
+                f"MPIJob {ns}/{name} asks for debug mode after its launcher was made: "
+                "the launcher runs the job's own command"
+            )
+            _put(status, COND_DEBUG_MODE, conditions.FALSE, REASON_DEBUG_TOO_LATE, message, now)
+            return
+        waits = command_line(list(conveniences.debug_command(job)))
+        message = (
+            f"MPIJob {ns}/{name} is in debug mode: the launcher runs `{waits}` instead of its command. "
+            f"Open a shell in it with: {exec_line(job)}"
+        )
+        generated = generated_command(job, HOSTFILE_PATH)
+        if generated is not None:
+            message += f" and run: {command_line(generated)}"
+        if _put(status, COND_DEBUG_MODE, conditions.TRUE, REASON_DEBUG_MODE, message, now):
+            self._rec.record(job, NORMAL, REASON_DEBUG_MODE, message)
+
+    # --- the generated launcher command -------------------------------------------------------------
+    def launcher_created(self, job: Obj, launcher: Obj) -> None:
+        generated = generated_command(job, HOSTFILE_PATH)
+        if generated is None or not self._announced.first(launcher["metadata"].get("uid", "")):
+            return
+        line = command_line(generated)
+        if made_for_debug(launcher):
+            message = (
+                f"Launcher {launcher['metadata']['name']} is in debug mode; the job's command is: {line}"
+            )
+        else:
+            message = f"Launcher {launcher['metadata']['name']} runs: {line}"
+        self._rec.record(job, NORMAL, REASON_COMMAND_GENERATED, message)
+
+    # --- the worker roll ----------------------------------------------------------------------------
+    async def roll_workers(self, job: Obj, launcher: Obj | None, workers: list[Obj]) -> bool:
+        """Delete workers made from an older template (when the job asked for it); True if any went."""
+        launcher_pods = self._l.pods.owned_by(launcher["metadata"].get("uid", "")) if launcher else []
+        stale = [
+            p
+            for p in workers_to_roll(job, workers, launcher, launcher_pods)
+            if not self._deleted.seen(p["metadata"].get("uid", ""))
+        ]
+        if not stale:
+            return False
+        for pod in stale:
+            await self._delete(PODS, pod["metadata"])
+        pods = ", ".join(sorted(p["metadata"]["name"] for p in stale))
+        self._rec.record(
+            job, NORMAL, REASON_WORKERS_ROLLED, f"Worker template changed: re-creating workers {pods}"
+        )
+        return True
+
+    async def _delete(self, res: Resource, meta: Obj, preconditions: Obj | None = None) -> None:
+        """Delete once: gone already (404) or replaced by another object of that name (409) is fine."""
+        try:
+            await self._w.delete(res, meta["name"], meta.get("namespace", ""), preconditions=preconditions)
+        except (errors.NotFound, errors.Conflict):
+            pass
+        except errors.ApiError as exc:
+            raise SyncError(f"deleting {res.plural} {meta['name']}: {exc.server_message}") from exc
+        self._deleted.add(meta.get("uid", ""))
