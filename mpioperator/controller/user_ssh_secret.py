@@ -42,7 +42,8 @@ def problem(name: str, namespace: str, secret: Obj | None) -> Problem | None:
     """What keeps the Secret from serving as the job's SSH keys, or None when it can."""
     if secret is None:
         return Problem(
-            REASON_NOT_FOUND, f'Secret "{name}" named by the SSH secret annotation is not in {namespace}'
+            REASON_NOT_FOUND,
+            f'Secret "{name}" named by the SSH secret annotation is not in namespace {namespace}',
         )
     for key in (PRIVATE_KEY, PUBLIC_KEY):
         if _decoded(secret, key) is None:

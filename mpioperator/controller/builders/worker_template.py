@@ -1,4 +1,7 @@
-"""A digest of the worker template, stamped on worker pods of jobs that roll workers (issue 18)."""
+"""A digest of the worker template, stamped on worker pods of jobs that roll workers (issue 18).
+
+A label rather than an annotation: the pod cache keeps labels and drops annotations (decisions-local L5).
+"""
 
 from __future__ import annotations
 
@@ -22,9 +25,9 @@ def stamp(job: Obj, pod: Obj) -> None:
     """Only for jobs that opted in, so everyone else's worker pods stay exactly upstream's."""
     if conveniences.roll_workers(job):
         metadata = pod["metadata"]
-        metadata["annotations"] = {**(metadata.get("annotations") or {}), TEMPLATE_HASH: template_hash(job)}
+        metadata["labels"] = {**(metadata.get("labels") or {}), TEMPLATE_HASH: template_hash(job)}
 
 
 def stamped_hash(pod: Obj) -> str | None:
-    found = ((pod.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_HASH)
+    found = ((pod.get("metadata") or {}).get("labels") or {}).get(TEMPLATE_HASH)
     return None if found is None else str(found)
