@@ -27,8 +27,9 @@ def set_launcher_command(job: Obj, template: Obj, hostfile: str) -> None:
     container = template["spec"]["containers"][0]
     generated = generated_command(job, hostfile)
     if generated is not None:
-        container["command"] = generated
-        container.pop("args", None)
+        # As args, so the image's entrypoint still runs first: MPI images often set up PATH and the
+        # library path there, or wait for the hostfile's names to resolve.
+        container["args"] = generated
     if conveniences.debug_mode(job):
         container["command"] = list(conveniences.debug_command(job))
         container.pop("args", None)

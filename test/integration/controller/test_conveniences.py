@@ -90,8 +90,8 @@ async def test_generated_mpirun_line_fits_the_implementation_and_shows_in_the_la
     await scene.sync("gen")
 
     container = launcher_container(scene, "gen")
-    assert " ".join(container["command"]) == expected
-    assert "args" not in container
+    assert " ".join(container["args"]) == expected
+    assert "command" not in container, "the image's entrypoint runs the line"
     assert of_reason(scene, "gen", "LauncherCommandGenerated") == [
         ("Normal", "LauncherCommandGenerated", f"Launcher gen-launcher runs: {expected}")
     ]
@@ -108,7 +108,7 @@ async def test_generated_line_counts_the_launcher_that_runs_as_a_worker(scene: S
         )
     )
     await scene.sync("aswork")
-    assert launcher_container(scene, "aswork")["command"][:5] == [
+    assert launcher_container(scene, "aswork")["args"][:5] == [
         "mpirun",
         "--hostfile",
         "/etc/mpi/hostfile",

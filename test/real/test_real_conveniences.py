@@ -1,0 +1,122 @@
+"""Issue 18 on the real node: debug mode then mpirun by hand through `kubectl exec`, the generated mpirun line
+for Open MPI, Intel MPI and MPICH, and a job that uses an SSH Secret of the user's own."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+
+from mpioperator.controller.builders.secret import new_key_pair
+from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.jobs import Job
+from mpioperator.testing.operator import OperatorProcess
+from mpioperator.testing.wait import wait_for
+from test.real.test_real_mpijobs import (
+    RUN_TIMEOUT,
+    assert_computed_pi,
+    diagnosis,
+    launcher_log,
+    pi_job,
+    ranks_by_host,
+    run_to_success,
+)
+
+P = "mpioperator.io/"
+# Where each image has its MPI (mpioperator/testing/images/mpi.py): Debian's Open MPI under /usr, the
+# wheels' Intel MPI and MPICH under /opt.
+MPI_HOMES = {"OpenMPI": "/usr", "Intel": "/opt/intel/mpi", "MPICH": "/opt/mpich"}
+
+
+@pytest.fixture
+def ns(real_cluster: LocalCluster, make_namespace: Any, real_operator: OperatorProcess) -> str:
+    name: str = make_namespace(real_cluster)
+    return name
+
+
+def without_launcher_command(body: dict[str, Any], annotations: dict[str, str]) -> dict[str, Any]:
+    container = body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    container.pop("command", None)
+    container.pop("args", None)
+    body["metadata"]["annotations"] = annotations
+    return body
+
+
+def test_debug_mode_job_waits_until_mpirun_run_by_hand_in_its_launcher_computes_pi(
+    real_cluster: LocalCluster, ns: str
+) -> None:
+    body = pi_job("dbg", workers=2, ranks=2)
+    body["metadata"]["annotations"] = {f"{P}debug-mode": "true"}
+    job = Job(real_cluster, ns, "dbg").submit(body)
+
+    debug = job.wait_condition("DebugMode", timeout=RUN_TIMEOUT)
+    exec_line = debug["message"].split("Open a shell in it with: ")[1]
+    assert exec_line == f"kubectl exec -it -n {ns} job/dbg-launcher -c launcher -- sh"
+    wait_for(
+        lambda: any(p["status"].get("phase") == "Running" for p in job.pods("launcher")),
+        timeout=RUN_TIMEOUT,
+        what="the debug launcher running",
+    )
+    assert job.condition("Succeeded") is None
+
+    # The event's line without -it (no terminal here) and with mpirun instead of a shell.
+    words = exec_line.split()
+    assert words[:3] == ["kubectl", "exec", "-it"]
+    ran = real_cluster.kubectl(*words[3:-1], "mpirun", "-n", "2", "/home/mpiuser/pi", check=False)
+
+    assert ran.returncode == 0, f"{ran.stdout}{ran.stderr}\n{diagnosis(job)}"
+    assert_computed_pi(ran.stdout, ranks=2)
+    assert ranks_by_host(ran.stdout) == {"dbg-worker-0": [0], "dbg-worker-1": [1]}, ran.stdout
+    assert job.condition("Succeeded") is None, "the launcher still waits after the hand-run mpirun"
+
+
+@pytest.mark.parametrize("implementation", ["OpenMPI", "Intel", "MPICH"])
+def test_generated_mpirun_line_computes_pi_for_each_implementation(
+    real_cluster: LocalCluster, ns: str, implementation: str
+) -> None:
+    name = f"gen-{implementation.lower()}"
+    body = without_launcher_command(
+        pi_job(name, workers=2, ranks=2, implementation=implementation),
+        {f"{P}launcher-program": "/home/mpiuser/pi", f"{P}mpi-home": MPI_HOMES[implementation]},
+    )
+    job = Job(real_cluster, ns, name)
+
+    run_to_success(job, body)
+
+    log = launcher_log(real_cluster, ns, name)
+    assert_computed_pi(log, ranks=2)
+    assert ranks_by_host(log) == {f"{name}-worker-0": [0], f"{name}-worker-1": [1]}, log
+    events = real_cluster.rest.get(f"/api/v1/namespaces/{ns}/events")["items"]
+    generated = [e["message"] for e in events if e["reason"] == "LauncherCommandGenerated"]
+    assert len(generated) == 1 and MPI_HOMES[implementation] + "/bin/mpirun" in generated[0], generated
+
+
+def test_job_with_its_own_ssh_secret_runs_and_the_secret_stays_as_it_was(
+    real_cluster: LocalCluster, ns: str
+) -> None:
+    private, public = new_key_pair()
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "site-keys"},
+        "type": "kubernetes.io/ssh-auth",
+        "data": {
+            "ssh-privatekey": base64.b64encode(private).decode(),
+            "ssh-publickey": base64.b64encode(public).decode(),
+        },
+    }
+    created = real_cluster.rest.create(f"/api/v1/namespaces/{ns}/secrets", secret)
+    body = pi_job("own", workers=2, ranks=2)
+    body["metadata"]["annotations"] = {f"{P}ssh-secret": "site-keys"}
+
+    run_to_success(Job(real_cluster, ns, "own"), body)
+
+    assert_computed_pi(launcher_log(real_cluster, ns, "own"), ranks=2)
+    names = [
+        s["metadata"]["name"] for s in real_cluster.rest.get(f"/api/v1/namespaces/{ns}/secrets")["items"]
+    ]
+    assert "own-ssh" not in names
+    after = real_cluster.rest.get(f"/api/v1/namespaces/{ns}/secrets/site-keys")
+    assert after["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert "ownerReferences" not in after["metadata"]
