@@ -63,6 +63,8 @@ class KubeClient:
     held for the watch's life) and `workers` threads for unary calls (default: a quarter of the pool,
     leaving the rest to watches so requests never churn connections).
 
+    Lists and watches ask for protobuf where their projection knows the kind's message (kube/negotiation.py).
+
     Every unary call waits for a token of `qps`/`burst` from the bucket of the upstream client its API
     group belongs to (`ClientLimiters`); opening a watch takes none, as in client-go."""
 
@@ -76,6 +78,7 @@ class KubeClient:
         workers: int | None = None,
         metrics: RequestMetrics | None = None,
         limiters: ClientLimiters | None = None,
+        protobuf: bool = True,
     ) -> None:
         self._t = transport
         self._limiters = limiters or ClientLimiters(qps, burst)
@@ -88,7 +91,7 @@ class KubeClient:
         # Unary calls handed to the pool and not yet answered. A caller cancelled mid-call stops waiting,
         # but a request already on the wire completes on its thread; `settled` waits for those.
         self._in_flight: set[concurrent.futures.Future[Answer]] = set()
-        self._negotiation = Negotiation()
+        self._negotiation = Negotiation(enabled=protobuf)
 
     # -- construction ------------------------------------------------------------------------------
     @classmethod

@@ -35,12 +35,13 @@ def content_type(headers: Mapping[str, str]) -> str | None:
 
 
 class Negotiation:
-    def __init__(self) -> None:
+    def __init__(self, *, enabled: bool = True) -> None:
+        self._enabled = enabled
         self._json_only: set[str] = set()
 
     def protobuf(self, res: Resource, projection: Projection | None) -> ProtoProjection | None:
         """The protobuf decoder to ask `res` for, or None for JSON."""
-        if projection is None or res.plural in self._json_only:
+        if not self._enabled or projection is None or res.plural in self._json_only:
             return None
         return projection.protobuf
 

@@ -17,8 +17,9 @@ from mpioperator.kube.protoschema import Field, Message
 from mpioperator.kube.protowire import LEN, VARINT, WireError, length_delimited, signed64, skip, varint
 
 Obj = dict[str, Any]
-# An action decodes one field's value starting at `pos` into `out` and returns the offset after it.
-Action = Callable[[Obj, bytes, int, int], int]
+# A length-delimited field's action decodes buf[start:stop] into `out`; a varint field's gets its value.
+LenAction = Callable[[Obj, bytes, int, int], None]
+VarintAction = Callable[[Obj, int], None]
 
 KEEP_WHOLE = None
 
@@ -32,33 +33,48 @@ class Plan:
             raise ValueError(f"{message.name} cannot be kept whole: protoschema does not list all its fields")
         kept = message.fields if spec is None else tuple(message.field(name) for name in spec)
         self.message = message
-        # A kept field arriving with another wire type than its schema's is an error, not a field to skip.
-        self.kept_numbers = frozenset(field.number for field in kept)
-        self.actions: dict[int, Action] = {}
+        self.by_len: dict[int, LenAction] = {}
+        self.by_varint: dict[int, VarintAction] = {}
         defaults: list[tuple[str, Callable[[], Any]]] = []
         for field in kept:
             sub = None if spec is None else spec[field.name]
-            key, action = _action(field, sub)
-            self.actions[key] = action
+            if field.kind in ("bool", "int64"):
+                self.by_varint[field.number << 3 | VARINT] = _scalar(field)
+                self.by_len[field.number << 3 | LEN] = _wrong_wire_type(message, field)
+            else:
+                self.by_len[field.number << 3 | LEN] = _len_action(field, sub)
+                self.by_varint[field.number << 3 | VARINT] = _wrong_wire_type(message, field)
             default = _default(field, sub)
             if default is not None:
                 defaults.append((field.name, default))
+        self.kept_numbers = frozenset(field.number for field in kept)
         self.defaults = tuple(defaults)
 
     def decode(self, buf: bytes, pos: int, end: int) -> Obj:
         out: Obj = {}
-        actions = self.actions
+        by_len = self.by_len
         while pos < end:
             key = buf[pos]
-            if key < 0x80:
+            pos += 1
+            if key >= 0x80:
+                key, pos = varint(buf, pos - 1)
+            if key & 7 == LEN:
+                length = buf[pos]
                 pos += 1
-            else:
-                key, pos = varint(buf, pos)
-            action = actions.get(key)
-            if action is not None:
-                pos = action(out, buf, pos, end)
-            elif key & 7 == LEN:
-                pos = length_delimited(buf, pos, end)[1]
+                if length >= 0x80:
+                    length, pos = varint(buf, pos - 1)
+                stop = pos + length
+                action = by_len.get(key)
+                if action is not None:
+                    if stop > end:
+                        raise WireError(f"{self.message.name} field {key >> 3} runs past its message")
+                    action(out, buf, pos, stop)
+                pos = stop  # a skipped field running past the end is caught below
+            elif key & 7 == VARINT:
+                value, pos = varint(buf, pos)
+                scalar = self.by_varint.get(key)
+                if scalar is not None:
+                    scalar(out, value)
             elif key >> 3 in self.kept_numbers:
                 raise WireError(f"{self.message.name} field {key >> 3} came with wire type {key & 7}")
             else:
@@ -93,73 +109,71 @@ def _default(field: Field, sub: Any) -> Callable[[], Any] | None:
     raise ValueError(f"no JSON default for {field.kind} field {field.name}")
 
 
-def _action(field: Field, sub: Any) -> tuple[int, Action]:
+def _wrong_wire_type(message: Message, field: Field) -> Any:
+    def refuse(*_: object) -> None:
+        raise WireError(f"{message.name}.{field.name} came with another wire type than its schema's")
+
+    return refuse
+
+
+def _scalar(field: Field) -> VarintAction:
+    name = field.name
+    keep_empty = field.pointer
+    convert: Callable[[int], Any] = bool if field.kind == "bool" else signed64
+
+    def scalar(out: Obj, value: int) -> None:
+        if value or keep_empty:
+            out[name] = convert(value)
+
+    return scalar
+
+
+def _len_action(field: Field, sub: Any) -> LenAction:
     name = field.name
     keep_empty = not field.omitempty or field.pointer
     if field.kind == "string":
 
-        def string(out: Obj, buf: bytes, pos: int, end: int) -> int:
-            start, stop = length_delimited(buf, pos, end)
+        def string(out: Obj, buf: bytes, start: int, stop: int) -> None:
             if stop > start or keep_empty:
                 out[name] = buf[start:stop].decode()
-            return stop
 
-        return field.number << 3 | LEN, string
-
-    if field.kind in ("bool", "int64"):
-        convert: Callable[[int], Any] = bool if field.kind == "bool" else signed64
-
-        def scalar(out: Obj, buf: bytes, pos: int, end: int) -> int:
-            value, pos = varint(buf, pos)
-            if value or keep_empty:
-                out[name] = convert(value)
-            return pos
-
-        return field.number << 3 | VARINT, scalar
+        return string
 
     if field.kind == "time":
 
-        def stamp(out: Obj, buf: bytes, pos: int, end: int) -> int:
-            start, stop = length_delimited(buf, pos, end)
+        def stamp(out: Obj, buf: bytes, start: int, stop: int) -> None:
             text = _time(buf, start, stop)
             if text is not None or keep_empty:
                 out[name] = text
-            return stop
 
-        return field.number << 3 | LEN, stamp
+        return stamp
 
     if field.kind == "string_map":
 
-        def entry(out: Obj, buf: bytes, pos: int, end: int) -> int:
-            start, stop = length_delimited(buf, pos, end)
+        def entry(out: Obj, buf: bytes, start: int, stop: int) -> None:
             key, value = _map_entry(buf, start, stop)
             mapping = out.get(name)
             if mapping is None:
                 out[name] = mapping = {}
             mapping[key] = value
-            return stop
 
-        return field.number << 3 | LEN, entry
+        return entry
 
-    plan = _sub_plan(field, sub)
+    decode = _sub_plan(field, sub).decode
     if field.repeated:
 
-        def item(out: Obj, buf: bytes, pos: int, end: int) -> int:
-            start, stop = length_delimited(buf, pos, end)
+        def item(out: Obj, buf: bytes, start: int, stop: int) -> None:
             items = out.get(name)
             if items is None:
                 out[name] = items = []
-            items.append(plan.decode(buf, start, stop))
-            return stop
+            items.append(decode(buf, start, stop))
 
-        return field.number << 3 | LEN, item
+        return item
 
-    def message(out: Obj, buf: bytes, pos: int, end: int) -> int:
-        start, stop = length_delimited(buf, pos, end)
-        out[name] = plan.decode(buf, start, stop)
-        return stop
+    def message(out: Obj, buf: bytes, start: int, stop: int) -> None:
+        out[name] = decode(buf, start, stop)
 
-    return field.number << 3 | LEN, message
+    return message
 
 
 def _map_entry(buf: bytes, pos: int, end: int) -> tuple[str, str]:
