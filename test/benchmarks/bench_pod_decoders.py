@@ -43,15 +43,20 @@ def _as_created(index: int) -> tuple[Obj, Obj]:
     for server_field in ("uid", "resourceVersion", "creationTimestamp", "managedFields", "namespace"):
         meta.pop(server_field, None)
     meta["name"] = f"w-{index:05d}"
+    # Bound to no node and left to no scheduler: on a cluster with kwok nodes the status stays as written.
+    del pod["spec"]["nodeName"]
+    pod["spec"]["schedulerName"] = "bench-nobody"
     return pod, pod.pop("status")
 
 
-async def _create_pods(client: KubeClient, count: int) -> None:
+async def create_running_pods(client: KubeClient, count: int, namespace: str = NAMESPACE) -> None:
+    """`count` recorded running workers (not owned by any MPIJob), each given its status as kubelet would."""
+
     async def one(index: int) -> None:
         pod, status = _as_created(index)
-        created = await client.create(PODS, pod, NAMESPACE)
+        created = await client.create(PODS, pod, namespace)
         created["status"] = status
-        await client.update_status(PODS, created, NAMESPACE)
+        await client.update_status(PODS, created, namespace)
 
     for first in range(0, count, IN_FLIGHT):
         await asyncio.gather(*(one(i) for i in range(first, min(first + IN_FLIGHT, count))))
@@ -76,7 +81,7 @@ async def _capture(count: int, serve_rounds: int) -> tuple[bytes, bytes, dict[st
         client = KubeClient.from_kubeconfig(cluster.kubeconfig, qps=5000.0, burst=5000, workers=8)
         try:
             started = time.monotonic()
-            await _create_pods(client, count)
+            await create_running_pods(client, count)
             print(f"created {count} pods in {time.monotonic() - started:.1f}s", file=sys.stderr)
             path = PODS.path(NAMESPACE)
             as_json = client._t.request("GET", path, timeout=120.0).body
