@@ -101,6 +101,10 @@ def _default(field: Field, sub: Any) -> Callable[[], Any] | None:
         return None
     if field.kind == "string":
         return str
+    if field.kind == "int64":
+        return int
+    if field.kind == "bool":
+        return bool
     if field.kind == "time":
         return lambda: None
     if field.kind == "message":
@@ -118,7 +122,7 @@ def _wrong_wire_type(message: Message, field: Field) -> Any:
 
 def _scalar(field: Field) -> VarintAction:
     name = field.name
-    keep_empty = field.pointer
+    keep_empty = field.pointer or not field.omitempty
     convert: Callable[[int], Any] = bool if field.kind == "bool" else signed64
 
     def scalar(out: Obj, value: int) -> None:

@@ -107,6 +107,53 @@ POD_CONDITION = Message(
     complete=True,
 )
 
+CONTAINER_STATE_WAITING = Message(
+    "ContainerStateWaiting", (Field(1, "reason", "string"), Field(2, "message", "string")), complete=True
+)
+
+CONTAINER_STATE_RUNNING = Message(
+    "ContainerStateRunning", (Field(1, "startedAt", "time", omitempty=False),), complete=True
+)
+
+CONTAINER_STATE_TERMINATED = Message(
+    "ContainerStateTerminated",
+    (
+        Field(1, "exitCode", "int64", omitempty=False),
+        Field(2, "signal", "int64"),
+        Field(3, "reason", "string"),
+        Field(4, "message", "string"),
+        Field(5, "startedAt", "time", omitempty=False),
+        Field(6, "finishedAt", "time", omitempty=False),
+        Field(7, "containerID", "string"),
+    ),
+    complete=True,
+)
+
+CONTAINER_STATE = Message(
+    "ContainerState",
+    (
+        Field(1, "waiting", "message", CONTAINER_STATE_WAITING, pointer=True),
+        Field(2, "running", "message", CONTAINER_STATE_RUNNING, pointer=True),
+        Field(3, "terminated", "message", CONTAINER_STATE_TERMINATED, pointer=True),
+    ),
+    complete=True,
+)
+
+CONTAINER_STATUS = Message(
+    "ContainerStatus",
+    (
+        _always(1, "name"),
+        Field(2, "state", "message", CONTAINER_STATE, omitempty=False),
+        Field(3, "lastState", "message", CONTAINER_STATE, omitempty=False),
+        Field(4, "ready", "bool", omitempty=False),
+        Field(5, "restartCount", "int64", omitempty=False),
+        _always(6, "image"),
+        _always(7, "imageID"),
+        Field(8, "containerID", "string"),
+        Field(9, "started", "bool", pointer=True),
+    ),
+)
+
 POD_STATUS = Message(
     "PodStatus",
     (
@@ -119,6 +166,8 @@ POD_STATUS = Message(
         Field(5, "hostIP", "string"),
         Field(6, "podIP", "string"),
         Field(7, "startTime", "time", pointer=True),
+        Field(10, "initContainerStatuses", "message", CONTAINER_STATUS, repeated=True),
+        Field(8, "containerStatuses", "message", CONTAINER_STATUS, repeated=True),
         Field(9, "qosClass", "string"),
         Field(14, "resize", "string"),
     ),

@@ -179,3 +179,22 @@ def test_only_a_projection_that_knows_its_kinds_message_asks_for_protobuf() -> N
     assert Negotiation().accept(PODS, Projection(POD_FIELDS, "Pod")) is None
     assert Negotiation().accept(PODS, None) is None
     assert Negotiation(enabled=False).accept(PODS, POD_PROJECTION) is None
+
+
+def test_container_statuses_decode_as_json_shows_them_zero_counts_and_codes_included() -> None:
+    # The shape issue 17's pod cache keeps: waiting/running/terminated states and the restart count.
+    ended: Obj = {"reason": KEEP, "exitCode": KEEP, "message": KEEP}
+    container: Obj = {
+        "restartCount": KEEP,
+        "state": {"waiting": {"reason": KEEP}, "running": {"startedAt": KEEP}, "terminated": ended},
+        "lastState": {"terminated": ended},
+    }
+    status = {**POD_FIELDS["status"], "containerStatuses": [container], "initContainerStatuses": [container]}  # type: ignore[dict-item]
+    projection = Projection({**POD_FIELDS, "status": status}, "Pod", message=POD)
+    assert projection.protobuf is not None
+    from_proto = projection.protobuf.list(captured("pods.pb"))
+    assert from_proto == projection.list(captured("pods.json"))
+    pods = {pod["metadata"]["name"]: pod["status"] for pod in from_proto["items"]}
+    assert pods["succeeded"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
+    assert pods["running"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"] == 137
+    assert pods["failed"]["containerStatuses"][0]["lastState"] == {}
