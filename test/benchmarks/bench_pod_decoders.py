@@ -37,9 +37,11 @@ NAMESPACE = "bench-decoders"
 IN_FLIGHT = 32
 
 
-def _as_created(index: int) -> tuple[Obj, Obj]:
+def _as_created(index: int, owned: bool) -> tuple[Obj, Obj]:
     pod = worker_pod(index)
     meta = pod["metadata"]
+    if not owned:
+        del meta["ownerReferences"]
     for server_field in ("uid", "resourceVersion", "creationTimestamp", "managedFields", "namespace"):
         meta.pop(server_field, None)
     meta["name"] = f"w-{index:05d}"
@@ -49,11 +51,14 @@ def _as_created(index: int) -> tuple[Obj, Obj]:
     return pod, pod.pop("status")
 
 
-async def create_running_pods(client: KubeClient, count: int, namespace: str = NAMESPACE) -> None:
-    """`count` recorded running workers (not owned by any MPIJob), each given its status as kubelet would."""
+async def create_running_pods(
+    client: KubeClient, count: int, namespace: str = NAMESPACE, *, owned: bool = True
+) -> None:
+    """`count` recorded running workers, each given its status as kubelet would. Owned pods name an MPIJob
+    that does not exist: only where no garbage collector runs (the apiserver tier) do they stay."""
 
     async def one(index: int) -> None:
-        pod, status = _as_created(index)
+        pod, status = _as_created(index, owned)
         await client.create(PODS, pod, namespace)
         # A patch, not a PUT: on a full cluster a controller may touch the pod between the two.
         await client.patch(PODS, pod["metadata"]["name"], {"status": status}, namespace, subresource="status")
