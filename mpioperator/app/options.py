@@ -11,6 +11,8 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
+from mpioperator.kube.protoapi import PROTOBUF
+
 
 class OptionsError(ValueError):
     """A flag value that cannot work; the message is the one-line error shown to the user."""
@@ -33,6 +35,7 @@ class Options:
     retry_period: float = 3.0
     kube_api_qps: float = 5.0
     kube_api_burst: int = 10
+    kube_api_content_type: str = PROTOBUF
     controller_queue_rate_limit: int = 10
     controller_queue_burst: int = 100
     cluster_domain: str = ""
@@ -104,6 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(parser, "leader-elect-retry-period", type=float, default=3.0, help="seconds")
     _flag(parser, "kube-api-qps", type=float, default=5.0, help="client-side QPS limit for API calls")
     _flag(parser, "kube-api-burst", type=int, default=10, help="client-side burst for API calls")
+    _flag(
+        parser,
+        "kube-api-content-type",
+        choices=[PROTOBUF, "application/json"],
+        default=PROTOBUF,
+        help="what pods are listed and watched as (JSON is always the fall-back; other kinds are JSON)",
+    )
     _flag(parser, "controller-queue-rate-limit", type=int, default=10, help="work-queue token-bucket rate")
     _flag(parser, "controller-queue-burst", type=int, default=100, help="work-queue token-bucket burst")
     _flag(
@@ -148,6 +158,7 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
         retry_period=ns.leader_elect_retry_period,
         kube_api_qps=ns.kube_api_qps,
         kube_api_burst=ns.kube_api_burst,
+        kube_api_content_type=ns.kube_api_content_type,
         controller_queue_rate_limit=ns.controller_queue_rate_limit,
         controller_queue_burst=ns.controller_queue_burst,
         cluster_domain=ns.cluster_domain,

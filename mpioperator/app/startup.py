@@ -12,6 +12,7 @@ from mpioperator.controller.watched import WATCHED, Scopes
 from mpioperator.controller.watched import watched as watched_resources
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient, RequestMetrics
+from mpioperator.kube.protoapi import PROTOBUF
 from mpioperator.kube.resources import MPIJOBS, Resource
 
 log = structlog.get_logger(__name__)
@@ -27,6 +28,7 @@ class StartupError(RuntimeError):
 def make_client(options: Options, *, metrics: RequestMetrics | None = None) -> KubeClient:
     """The API client the flags describe; `metrics`, if given, is told about every request."""
     qps, burst = float(options.kube_api_qps), int(options.kube_api_burst)
+    protobuf = options.kube_api_content_type == PROTOBUF
     # Each sync worker may have several requests in flight (a job's workers are created together);
     # a connection per watch, one spare for each while it reconnects, and a few for leader election.
     calls = options.threadiness * 2
@@ -41,6 +43,7 @@ def make_client(options: Options, *, metrics: RequestMetrics | None = None) -> K
                 qps=qps,
                 burst=burst,
                 metrics=metrics,
+                protobuf=protobuf,
             )
         if options.kubeconfig:
             client = KubeClient.from_kubeconfig(
@@ -51,12 +54,19 @@ def make_client(options: Options, *, metrics: RequestMetrics | None = None) -> K
                 qps=qps,
                 burst=burst,
                 metrics=metrics,
+                protobuf=protobuf,
             )
             if options.master:
                 client.override_host(options.master)
             return client
         return KubeClient.in_cluster(
-            user_agent=USER_AGENT, pool_size=pool, workers=calls, qps=qps, burst=burst, metrics=metrics
+            user_agent=USER_AGENT,
+            pool_size=pool,
+            workers=calls,
+            qps=qps,
+            burst=burst,
+            metrics=metrics,
+            protobuf=protobuf,
         )
     except Exception as exc:
         raise StartupError(f"cannot build an API client: {exc}") from exc

@@ -3,7 +3,8 @@
 Upstream caches whole pods; a pod's spec and status are most of its size and none of the spec is read here,
 so with thousands of pods cached the slim copy is what keeps the operator's memory below upstream's.
 Label keys and the values that repeat across pods are interned, so 9,000 pods share one copy of each.
-The same fields are the pod informer's projection, so the rest of a pod is skipped while it is parsed.
+The same fields are the pod informer's projection, so the rest of a pod is skipped while it is parsed, from
+protobuf (as the API server sends pods when asked) or from JSON.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from mpioperator.api.objects import Obj
 from mpioperator.kube.projection import KEEP, FieldSpec, Projection
+from mpioperator.kube.protoschema import POD
 
 # metadata fields read by listers, indexers, ownership checks, cleanup and event handlers.
 _METADATA = (
@@ -36,7 +38,7 @@ POD_FIELDS: FieldSpec = {
         "conditions": [dict.fromkeys(_CONDITION, KEEP)],
     },
 }
-POD_PROJECTION = Projection(POD_FIELDS, "Pod")
+POD_PROJECTION = Projection(POD_FIELDS, "Pod", message=POD)
 
 
 def _interned(values: dict[str, Any]) -> dict[str, Any]:

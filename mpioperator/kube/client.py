@@ -20,11 +20,12 @@ import urllib3
 from mpioperator import __version__
 from mpioperator.api.objects import Obj
 from mpioperator.kube.config import load_configuration
+from mpioperator.kube.negotiation import Negotiation
 from mpioperator.kube.projection import Projection
 from mpioperator.kube.ratelimit import ClientLimiters
 from mpioperator.kube.resources import PODS, Resource
 from mpioperator.kube.transport import CONTENT_TYPES, Answer, Transport, decode, decode_text
-from mpioperator.kube.watch import open_stream, stream_events, stream_lines
+from mpioperator.kube.watch import open_stream, stream_events, stream_frames, stream_lines
 
 DEFAULT_USER_AGENT = f"mpi-operator/{__version__} (python)"
 
@@ -62,6 +63,8 @@ class KubeClient:
     held for the watch's life) and `workers` threads for unary calls (default: a quarter of the pool,
     leaving the rest to watches so requests never churn connections).
 
+    Lists and watches ask for protobuf where their projection knows the kind's message (kube/negotiation.py).
+
     Every unary call waits for a token of `qps`/`burst` from the bucket of the upstream client its API
     group belongs to (`ClientLimiters`); opening a watch takes none, as in client-go."""
 
@@ -75,6 +78,7 @@ class KubeClient:
         workers: int | None = None,
         metrics: RequestMetrics | None = None,
         limiters: ClientLimiters | None = None,
+        protobuf: bool = True,
     ) -> None:
         self._t = transport
         self._limiters = limiters or ClientLimiters(qps, burst)
@@ -87,6 +91,7 @@ class KubeClient:
         # Unary calls handed to the pool and not yet answered. A caller cancelled mid-call stops waiting,
         # but a request already on the wire completes on its thread; `settled` waits for those.
         self._in_flight: set[concurrent.futures.Future[Answer]] = set()
+        self._negotiation = Negotiation(enabled=protobuf)
 
     # -- construction ------------------------------------------------------------------------------
     @classmethod
@@ -160,6 +165,7 @@ class KubeClient:
         query: dict[str, Any] | None = None,
         body: Any = None,
         content_type: str | None = None,
+        accept: str | None = None,
     ) -> Answer:
         await self._limiters.for_group(res.group).acquire()
         loop = asyncio.get_running_loop()
@@ -173,6 +179,7 @@ class KubeClient:
             body=body,
             content_type=content_type,
             timeout=self._timeout,
+            accept=accept,
         )
         self._in_flight.add(call)
         call.add_done_callback(self._in_flight.discard)
@@ -211,7 +218,18 @@ class KubeClient:
             "limit": limit,
             "continue": continue_token,
         }
-        listed = await self._call("list", res, "GET", res.path(namespace), query=query, projection=projection)
+        path = res.path(namespace)
+        proto = self._negotiation.protobuf(res, projection)
+        if proto is not None and projection is not None:
+            answer = await self._send(
+                "list", res, "GET", path, query=query, accept=self._negotiation.accept(res, projection)
+            )
+            if not (200 <= answer.status < 300 and self._negotiation.is_protobuf(answer.headers)):
+                return stamp_list(res, decode(answer, projection.list))  # a JSON answer, or an error
+            decoded = self._negotiation.decode_list(res, proto, answer.body)
+            if decoded is not None:
+                return stamp_list(res, decoded)
+        listed = await self._call("list", res, "GET", path, query=query, projection=projection)
         return stamp_list(res, listed)
 
     async def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
@@ -296,9 +314,11 @@ class KubeClient:
         path = res.path(namespace)
 
         connect_timeout = min(self._timeout, 10.0)
+        accept = self._negotiation.accept(res, projection)
 
         def request() -> urllib3.BaseHTTPResponse:
-            return self._t.open("GET", path, query=query, timeout=(connect_timeout, read_timeout))
+            timeout = (connect_timeout, read_timeout)
+            return self._t.open("GET", path, query=query, timeout=timeout, accept=accept)
 
         return self._watch(request, res, projection)
 
@@ -319,8 +339,12 @@ class KubeClient:
         finally:
             self._metrics.observe("watch", res.plural, code, loop.time() - started)
         # aclosing: closing this generator must close the stream (and free its thread) now, not at GC.
-        loads = projection.event if projection is not None else None
-        async with contextlib.aclosing(stream_events(response, stamp_kind(res), loads)) as events:
+        proto = self._negotiation.protobuf(res, projection)
+        if proto is not None and self._negotiation.is_protobuf(response.headers):
+            stream = stream_frames(response, stamp_kind(res), self._negotiation.frame_decoder(res, proto))
+        else:
+            stream = stream_events(response, stamp_kind(res), projection.event if projection else None)
+        async with contextlib.aclosing(stream) as events:
             async for event in events:
                 yield event
 

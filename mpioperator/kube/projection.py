@@ -8,6 +8,9 @@ generic decoder, only with fewer keys.
 
 Anything the projection's shape does not admit (a Status object on an ERROR watch event, a field of an
 unexpected type) is decoded whole instead, so a projection can only ever save work, never lose an event.
+
+A projection given its kind's protobuf message decodes the same fields from protobuf lists and watch frames
+(`protoapi`), into the same dicts; the client falls back to JSON for anything protobuf does not fit.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import msgspec
 import orjson
 
 from mpioperator.api.objects import Obj
+from mpioperator.kube.protoapi import ProtoProjection
+from mpioperator.kube.protoschema import Message
 
 KEEP = None
 """A field kept exactly as the server sent it, whatever its type."""
@@ -50,9 +55,12 @@ def _shape(spec: FieldSpec, name: str) -> Any:
 
 
 class Projection:
-    """Decoders for a list response and a watch line of objects shaped by `spec`."""
+    """Decoders for a list response and a watch line of objects shaped by `spec`. Given the protobuf
+    `message` of the kind (`protoschema`), it also decodes the same fields from protobuf (`protobuf`),
+    and the client asks the server for protobuf."""
 
-    def __init__(self, spec: FieldSpec, name: str = "Projected") -> None:
+    def __init__(self, spec: FieldSpec, name: str = "Projected", *, message: Message | None = None) -> None:
+        self.protobuf = ProtoProjection(message, spec, message.name) if message is not None else None
         item = _shape(spec, name)
         self._list = msgspec.json.Decoder(
             _typed_dict(f"{name}List", {"metadata": Any, "items": _list_of(item) | None}, total=False)

@@ -20,6 +20,7 @@ from kubernetes import client as k8s_client
 from kubernetes.client import rest as k8s_rest
 
 from mpioperator.kube import errors
+from mpioperator.kube.protoapi import MAGIC, decode_status
 
 CONTENT_TYPES = {
     "merge": "application/merge-patch+json",
@@ -79,8 +80,12 @@ class Transport:
             self._auth, self._auth_read_at = auth, now
         return self._auth
 
-    def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": "application/json", "User-Agent": self.user_agent, **self._auth_headers()}
+    def _headers(self, content_type: str | None, accept: str | None = None) -> dict[str, str]:
+        headers = {
+            "Accept": accept or "application/json",
+            "User-Agent": self.user_agent,
+            **self._auth_headers(),
+        }
         if content_type:
             headers["Content-Type"] = content_type
         return headers
@@ -94,8 +99,10 @@ class Transport:
         body: Any = None,
         content_type: str | None = None,
         timeout: float | tuple[float, float | None] | None = None,
+        accept: str | None = None,
     ) -> urllib3.BaseHTTPResponse:
-        """Send a request and return the unread response (a stream, for watches)."""
+        """Send a request and return the unread response (a stream, for watches). The answer is JSON
+        unless `accept` asks for more."""
         if body is not None and content_type is None:
             content_type = "application/json"
         if content_type == CONTENT_TYPES["json"] and not isinstance(body, list):
@@ -106,7 +113,7 @@ class Transport:
                 method,
                 f"{self._prefix}{path}{_query(query)}",
                 body=_encode(body),
-                headers=self._headers(content_type),
+                headers=self._headers(content_type, accept),
                 timeout=_timeout(timeout),
                 preload_content=False,
             )
@@ -165,8 +172,9 @@ def decode_text(answer: Answer) -> str:
 
 def error_of(status: int, headers: dict[str, str], body: bytes) -> errors.ApiError:
     try:
-        parsed = orjson.loads(body) if body else {}
-    except ValueError:
+        # An answer to a request that accepted protobuf carries its Status as protobuf too.
+        parsed = decode_status(body) if body.startswith(MAGIC) else orjson.loads(body) if body else {}
+    except (ValueError, IndexError):
         parsed = {"message": body.decode(errors="replace")[:500]}
     if not isinstance(parsed, dict):
         parsed = {}

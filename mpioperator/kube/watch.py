@@ -1,4 +1,5 @@
-"""A watch stream (or a followed pod log) read on its own thread and handed to the event loop, line by line.
+"""A watch stream (or a followed pod log) read on its own thread and handed to the event loop, line by line
+(JSON, a log) or frame by frame (protobuf).
 
 The socket read timeout is the inactivity deadline: a connection that delivers nothing (not even a
 bookmark) for that long is presumed dead and reported as WatchInactive, never left hanging.
@@ -14,13 +15,14 @@ import asyncio
 import contextlib
 import itertools
 import threading
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 import orjson
 import urllib3
 
 from mpioperator.kube import errors
+from mpioperator.kube.protoapi import read_frames
 from mpioperator.kube.transport import error_of
 
 _END = object()
@@ -36,25 +38,28 @@ class _Failure:
         self.exc = exc
 
 
+def _lines(response: urllib3.BaseHTTPResponse, keep_blank: bool) -> Iterator[bytes]:
+    return (line for line in response if keep_blank or line.strip())
+
+
 def _reader(
     response: urllib3.BaseHTTPResponse,
     deliver: Callable[[object], None],
     stopped: threading.Event,
     room: threading.Semaphore,
-    keep_blank: bool = False,
+    chunks: Callable[[], Iterable[bytes]],
 ) -> None:
     try:
         if response.status != 200:
             deliver(_Failure(error_of(response.status, dict(response.headers), response.data)))
             return
-        for line in response:
+        for chunk in chunks():
             if stopped.is_set():
                 return
-            if keep_blank or line.strip():
-                room.acquire()  # back-pressure: wait while the loop has `buffer` lines not yet taken
-                if stopped.is_set():
-                    return
-                deliver(line)
+            room.acquire()  # back-pressure: wait while the loop has `buffer` chunks not yet taken
+            if stopped.is_set():
+                return
+            deliver(chunk)
         deliver(_END)
     except (urllib3.exceptions.ReadTimeoutError, TimeoutError) as exc:
         if not stopped.is_set():
@@ -113,7 +118,22 @@ def stream_events(
     buffer: int = BUFFERED_LINES,
 ) -> AsyncGenerator[dict[str, Any], None]:
     """Events of one watch response; ends when the server closes the stream. Always closes `response`."""
-    return _stream(response, lambda line: parse_event(line, stamp, loads), buffer, keep_blank=False)
+    return _stream(
+        response, lambda line: parse_event(line, stamp, loads), buffer, lambda: _lines(response, False)
+    )
+
+
+def stream_frames(
+    response: urllib3.BaseHTTPResponse,
+    stamp: Callable[[dict[str, Any]], None],
+    loads: Callable[[bytes], dict[str, Any]],
+    *,
+    buffer: int = BUFFERED_LINES,
+) -> AsyncGenerator[dict[str, Any], None]:
+    """Events of one protobuf watch response, each frame decoded by `loads`; as `stream_events`."""
+    return _stream(
+        response, lambda frame: parse_event(frame, stamp, loads), buffer, lambda: read_frames(response.read)
+    )
 
 
 def stream_lines(
@@ -121,11 +141,16 @@ def stream_lines(
 ) -> AsyncGenerator[str, None]:
     """The text lines of a streamed response (a followed pod log), blank ones included, each with its
     newline; ends when the server closes the stream. Always closes `response`."""
-    return _stream(response, lambda line: line.decode(errors="replace"), buffer, keep_blank=True)
+    return _stream(
+        response, lambda line: line.decode(errors="replace"), buffer, lambda: _lines(response, True)
+    )
 
 
 async def _stream(
-    response: urllib3.BaseHTTPResponse, convert: Callable[[bytes], T], buffer: int, *, keep_blank: bool
+    response: urllib3.BaseHTTPResponse,
+    convert: Callable[[bytes], T],
+    buffer: int,
+    chunks: Callable[[], Iterable[bytes]],
 ) -> AsyncGenerator[T, None]:
     loop = asyncio.get_running_loop()
     # Unbounded itself: `room` bounds the lines in it, and the end or a failure always finds a place.
@@ -139,7 +164,7 @@ async def _stream(
 
     thread = threading.Thread(
         target=_reader,
-        args=(response, deliver, stopped, room, keep_blank),
+        args=(response, deliver, stopped, room, chunks),
         name=f"kube-watch-{next(_ids)}",
         daemon=True,
     )

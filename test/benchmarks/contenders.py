@@ -75,8 +75,9 @@ class Contender(Protocol):
 class Ours:
     name = "mpioperator"
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, extra_args: tuple[str, ...] = ()) -> None:
         self.settings = settings
+        self.extra_args = extra_args
         self._proc: OperatorProcess | None = None
 
     def start(self, cluster: LocalCluster, workdir: Path) -> None:
@@ -85,6 +86,7 @@ class Ours:
             f"--threadiness={self.settings.threadiness}",
             f"--kube-api-qps={self.settings.qps}",
             f"--kube-api-burst={self.settings.burst}",
+            *self.extra_args,
         )
         self._proc = OperatorProcess(cluster, args=args, workdir=workdir)
         self._proc.start()

@@ -5,6 +5,9 @@ from __future__ import annotations
 import pytest
 
 from mpioperator.app.options import Options, OptionsError, parse
+from mpioperator.app.startup import make_client
+from mpioperator.controller.pod_cache import POD_PROJECTION
+from mpioperator.kube.resources import PODS
 
 
 def test_defaults_match_upstream() -> None:
@@ -74,3 +77,15 @@ def test_unknown_flags_are_a_usage_error() -> None:
     with pytest.raises(SystemExit) as exit_:
         parse(["--no-such-flag"], environ={})
     assert exit_.value.code == 2
+
+
+def test_pods_are_asked_for_as_protobuf_unless_the_content_type_flag_says_json() -> None:
+    def accept(argv: list[str]) -> str | None:
+        options = parse([*argv, "--master=https://127.0.0.1:1"], environ={})
+        client = make_client(options)
+        return client._negotiation.accept(PODS, POD_PROJECTION)
+
+    assert accept([]) == "application/vnd.kubernetes.protobuf, application/json"
+    assert accept(["--kube-api-content-type=application/json"]) is None
+    with pytest.raises(SystemExit):
+        parse(["--kube-api-content-type=application/yaml"], environ={})

@@ -1,0 +1,164 @@
+"""Decoding a 10,000-pod list into the pod projection: JSON (msgspec), protobuf by the hand-written wire
+decoder, protobuf by a decoder generated from k8s.io/api's generated.proto (the `protobuf` package, upb).
+
+The pods are the recorded running workers of `recorded_pods`, created on a real API server (etcd and
+kube-apiserver of the local cluster) and given their status through the status subresource, then listed
+once as JSON and once as protobuf. The server's own time to serve each is timed too, interleaved.
+
+    KUBEBUILDER_ASSETS=$(bash hack/build-control-plane.sh) \\
+        .venv/bin/python -m test.benchmarks.bench_pod_decoders --pods 10000 --save /tmp/pods
+    .venv/bin/python -m test.benchmarks.bench_pod_decoders --load /tmp/pods    # decoders only, no cluster
+
+The generated decoder needs `pip install protobuf grpcio-tools` (not a dependency of the project).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mpioperator.api.objects import Obj
+from mpioperator.controller.pod_cache import POD_PROJECTION
+from mpioperator.kube.client import KubeClient
+from mpioperator.kube.protoapi import PROTOBUF
+from mpioperator.kube.resources import PODS
+from mpioperator.testing.cluster import LocalCluster
+from test.benchmarks.generated_pods import generated_decoder
+from test.benchmarks.recorded_pods import worker_pod
+
+NAMESPACE = "bench-decoders"
+IN_FLIGHT = 32
+
+
+def _as_created(index: int, owned: bool) -> tuple[Obj, Obj]:
+    pod = worker_pod(index)
+    meta = pod["metadata"]
+    if not owned:
+        del meta["ownerReferences"]
+    for server_field in ("uid", "resourceVersion", "creationTimestamp", "managedFields", "namespace"):
+        meta.pop(server_field, None)
+    meta["name"] = f"w-{index:05d}"
+    # Bound to no node and left to no scheduler: on a cluster with kwok nodes the status stays as written.
+    del pod["spec"]["nodeName"]
+    pod["spec"]["schedulerName"] = "bench-nobody"
+    return pod, pod.pop("status")
+
+
+async def create_running_pods(
+    client: KubeClient, count: int, namespace: str = NAMESPACE, *, owned: bool = True
+) -> None:
+    """`count` recorded running workers, each given its status as kubelet would. Owned pods name an MPIJob
+    that does not exist: only where no garbage collector runs (the apiserver tier) do they stay."""
+
+    async def one(index: int) -> None:
+        pod, status = _as_created(index, owned)
+        await client.create(PODS, pod, namespace)
+        # A patch, not a PUT: on a full cluster a controller may touch the pod between the two.
+        await client.patch(PODS, pod["metadata"]["name"], {"status": status}, namespace, subresource="status")
+
+    for first in range(0, count, IN_FLIGHT):
+        await asyncio.gather(*(one(i) for i in range(first, min(first + IN_FLIGHT, count))))
+
+
+def _serve_times(client: KubeClient, rounds: int) -> dict[str, list[float]]:
+    """Wall time of a whole-list GET as JSON and as protobuf, alternating."""
+    times: dict[str, list[float]] = {"json": [], "protobuf": []}
+    transport = client._t  # the raw bodies, undecoded
+    for _ in range(rounds):
+        for name, accept in (("json", None), ("protobuf", PROTOBUF)):
+            started = time.perf_counter()
+            answer = transport.request("GET", PODS.path(NAMESPACE), accept=accept, timeout=120.0)
+            times[name].append(time.perf_counter() - started)
+            assert answer.status == 200, answer.status
+    return times
+
+
+async def _capture(count: int, serve_rounds: int) -> tuple[bytes, bytes, dict[str, list[float]]]:
+    with LocalCluster("apiserver") as cluster:
+        cluster.rest.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+        client = KubeClient.from_kubeconfig(cluster.kubeconfig, qps=5000.0, burst=5000, workers=8)
+        try:
+            started = time.monotonic()
+            await create_running_pods(client, count)
+            print(f"created {count} pods in {time.monotonic() - started:.1f}s", file=sys.stderr)
+            path = PODS.path(NAMESPACE)
+            as_json = client._t.request("GET", path, timeout=120.0).body
+            as_proto = client._t.request("GET", path, accept=PROTOBUF, timeout=120.0).body
+            serve = _serve_times(client, serve_rounds)
+        finally:
+            await client.close()
+    return as_json, as_proto, serve
+
+
+def _best(decode: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    """The fastest of `repeats` runs (the machine is shared: the minimum is the least disturbed), with
+    the collector off as the operator runs its decoders (gc_tuning raises its thresholds)."""
+    times: list[float] = []
+    out: Any = None
+    for _ in range(repeats):
+        gc.collect()
+        gc.disable()
+        try:
+            started = time.process_time()
+            out = decode()
+            times.append(time.process_time() - started)
+        finally:
+            gc.enable()
+    return min(times), out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--pods", type=int, default=10_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--serve-rounds", type=int, default=5)
+    parser.add_argument("--save", type=Path, help="keep the two list bodies here")
+    parser.add_argument("--load", type=Path, help="decode bodies saved earlier (no cluster)")
+    args = parser.parse_args(argv)
+    serve: dict[str, list[float]] = {}
+    if args.load:
+        as_json = (args.load / "pods.json").read_bytes()
+        as_proto = (args.load / "pods.pb").read_bytes()
+    else:
+        as_json, as_proto, serve = asyncio.run(_capture(args.pods, args.serve_rounds))
+        if args.save:
+            args.save.mkdir(parents=True, exist_ok=True)
+            (args.save / "pods.json").write_bytes(as_json)
+            (args.save / "pods.pb").write_bytes(as_proto)
+    assert POD_PROJECTION.protobuf is not None
+    decoders: dict[str, Callable[[], Obj]] = {
+        "JSON, msgspec projection (today)": lambda: POD_PROJECTION.list(as_json),
+        "protobuf, hand-written wire decoder": lambda: POD_PROJECTION.protobuf.list(as_proto),  # type: ignore[union-attr]
+    }
+    generated = generated_decoder()
+    if generated is not None:
+        decoders["protobuf, generated (protobuf package, upb) + projection"] = lambda: generated(as_proto)
+    else:
+        print("generated decoder skipped: pip install protobuf grpcio-tools", file=sys.stderr)
+    items = len(POD_PROJECTION.list(as_json)["items"])
+    print(f"{items} pods: JSON {len(as_json) / 1e6:.1f} MB, protobuf {len(as_proto) / 1e6:.1f} MB")
+    for name, times in serve.items():
+        print(
+            f"served as {name:<9} median {statistics.median(times):.3f}s  all {[round(t, 3) for t in times]}"
+        )
+    reference = None
+    for name, decode in decoders.items():
+        seconds, out = _best(decode, args.repeats)
+        if reference is None:
+            reference = out
+        same = "same dicts" if out == reference else "DIFFERENT dicts"
+        print(f"{name:<58} {seconds * 1000:8.0f} ms CPU  {seconds / items * 1e6:6.1f} µs/pod  {same}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
