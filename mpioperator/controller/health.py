@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mpioperator.controller.conditions import TRUE, find, new_condition
-from mpioperator.controller.problems import PodProblem, category, describe, stuck_pods
+from mpioperator.controller.problems import PodProblem, category, describe
 
 Obj = dict[str, Any]
 
@@ -28,7 +28,9 @@ class Health:
     listed: list[Obj]
     condition: Obj | None
     changed: bool  # the condition appeared or now says something else: worth one event
-    recheck_after: float | None
+
+
+WELL = Health([], None, False)
 
 
 def _truncate(message: str) -> str:
@@ -62,13 +64,13 @@ def _key(reason: str, listed: list[Obj]) -> tuple[str, tuple[tuple[str, str], ..
     return category(reason), tuple((str(p.get("name")), category(str(p.get("reason") or ""))) for p in listed)
 
 
-def assess(status: Obj, pods: list[Obj], now: dt.datetime) -> Health:
-    """From the status as last written and the job's pods now: the list, the condition, whether it changed."""
-    problems, recheck = stuck_pods(pods, now)
+def assess(status: Obj, problems: list[PodProblem], now: dt.datetime) -> Health:
+    """From the status as last written and the job's stuck pods now (problems.stuck_pods, in its order):
+    the list, the condition, and whether the condition changed."""
     previous_list = [p for p in status.get("unhealthyPods") or () if isinstance(p, dict)]
     listed = _listed(problems, previous_list)
     if not problems:
-        return Health([], None, False, recheck)
+        return WELL
     previous = find(status, COND_PODS_STUCK)
     reason = problems[0].reason
     if previous is not None and previous.get("status") == TRUE:
@@ -76,11 +78,11 @@ def assess(status: Obj, pods: list[Obj], now: dt.datetime) -> Health:
         if category(old_reason) == category(reason):
             reason = old_reason
         if _key(old_reason, previous_list) == _key(reason, listed):
-            return Health(listed, previous, False, recheck)
+            return Health(listed, previous, False)
     condition = new_condition(COND_PODS_STUCK, TRUE, reason, _truncate(describe(problems)), now)
     if previous is not None and previous.get("status") == TRUE:
         condition["lastTransitionTime"] = previous.get("lastTransitionTime")
-    return Health(listed, condition, True, recheck)
+    return Health(listed, condition, True)
 
 
 def apply(status: Obj, health: Health) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from mpioperator.api import constants as api
 from mpioperator.controller.conditions import is_true
-from mpioperator.controller.problems import replica_type, restarts
+from mpioperator.controller.problems import restarts
 
 Obj = dict[str, Any]
 
@@ -62,7 +62,4 @@ def counts(pods: list[Obj]) -> dict[str, int]:
 
 def pod_counts(launcher_pods: list[Obj], workers: list[Obj]) -> Obj:
     """`{Launcher: {...}, Worker: {...}}`, both keys always, so a reader need not guess what is absent."""
-    by_type: dict[str, list[Obj]] = {api.LAUNCHER: [], api.WORKER: []}
-    for pod in [*launcher_pods, *workers]:
-        by_type[replica_type(pod)].append(pod)
-    return {kind: counts(pods) for kind, pods in by_type.items()}
+    return {api.LAUNCHER: counts(launcher_pods), api.WORKER: counts(workers)}

@@ -55,11 +55,6 @@ def category(reason: str) -> str:
     return _SAME_PROBLEM.get(reason, reason)
 
 
-def replica_type(pod: Obj) -> str:
-    role = ((pod.get("metadata") or {}).get("labels") or {}).get(api.LABEL_JOB_ROLE)
-    return api.LAUNCHER if role == api.ROLE_LAUNCHER else api.WORKER
-
-
 def replica_index(pod: Obj) -> int:
     label = ((pod.get("metadata") or {}).get("labels") or {}).get(api.LABEL_REPLICA_INDEX)
     try:
@@ -106,7 +101,9 @@ def _recent_crash(container: Obj, now: dt.datetime) -> tuple[str, float] | None:
     return f"restarted after {_ending(last)}", left
 
 
-def pod_problem(pod: Obj, now: dt.datetime) -> tuple[PodProblem | None, float | None]:
+def pod_problem(
+    pod: Obj, now: dt.datetime, replica_type: str = api.WORKER
+) -> tuple[PodProblem | None, float | None]:
     """The pod's most specific problem, if any, and when to look again (a crash-loop window closing)."""
     meta, status = pod.get("metadata") or {}, pod.get("status") or {}
     if meta.get("deletionTimestamp") or status.get("phase") in ("Succeeded", "Failed"):
@@ -130,7 +127,7 @@ def pod_problem(pod: Obj, now: dt.datetime) -> tuple[PodProblem | None, float | 
         return None, None
     reason, message = min(found, key=lambda f: _PRIORITY[f[0]])
     problem = PodProblem(
-        str(meta.get("name") or ""), replica_type(pod), reason, message, restarts(pod), replica_index(pod)
+        str(meta.get("name") or ""), replica_type, reason, message, restarts(pod), replica_index(pod)
     )
     return problem, recheck
 
@@ -139,12 +136,15 @@ def _order(problem: PodProblem) -> tuple[int, int, str]:
     return (0 if problem.replica_type == api.LAUNCHER else 1, problem.index, problem.pod)
 
 
-def stuck_pods(pods: list[Obj], now: dt.datetime) -> tuple[list[PodProblem], float | None]:
+def stuck_pods(
+    launcher_pods: list[Obj], workers: list[Obj], now: dt.datetime
+) -> tuple[list[PodProblem], float | None]:
     """Every stuck pod, launcher first then workers by index; and the soonest re-check, if one is due."""
     problems: list[PodProblem] = []
     recheck: float | None = None
-    for pod in pods:
-        problem, again = pod_problem(pod, now)
+    typed = [*((p, api.LAUNCHER) for p in launcher_pods), *((p, api.WORKER) for p in workers)]
+    for pod, kind in typed:
+        problem, again = pod_problem(pod, now, kind)
         if problem is not None:
             problems.append(problem)
         if again is not None:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from mpioperator.controller.health import COND_PODS_STUCK, MAX_LISTED, apply, assess
+from mpioperator.controller.problems import stuck_pods
 from test.unit.controller.pods import NOW, job_pod, waiting
 
 pytestmark = pytest.mark.unit
@@ -24,7 +25,7 @@ def _pulling(*reasons: str) -> list[Obj]:
 
 
 def _after(status: Obj, pods: list[Obj], now: dt.datetime) -> tuple[Obj, bool]:
-    health = assess(status, pods, now)
+    health = assess(status, stuck_pods([], pods, now)[0], now)
     apply(status, health)
     return status, health.changed
 

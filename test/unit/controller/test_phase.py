@@ -65,7 +65,7 @@ def test_a_pod_being_deleted_is_not_counted() -> None:
     assert counts([going]) == {}
 
 
-def test_pod_counts_split_launcher_from_workers_and_always_name_both() -> None:
+def test_pod_counts_count_launcher_and_workers_apart_and_always_name_both() -> None:
     launcher = job_pod("l", "Pending", role="launcher")
     assert pod_counts([launcher], []) == {"Launcher": {"pending": 1}, "Worker": {}}
     worker = job_pod("w", "Running", conditions=ready(True))

@@ -83,28 +83,24 @@ def test_a_container_running_long_after_its_last_crash_is_well() -> None:
 
 def test_stuck_pods_come_launcher_first_then_workers_by_index() -> None:
     crash = [waiting("CrashLoopBackOff")]
-    pods = [
+    workers = [
         job_pod("j-worker-10", containers=crash, index=10),
         job_pod("j-worker-2", containers=crash, index=2),
-        job_pod("j-launcher-x", containers=crash, role="launcher"),
         job_pod("j-worker-3", index=3),
     ]
-    problems, recheck = stuck_pods(pods, NOW)
+    problems, recheck = stuck_pods([job_pod("j-launcher-x", containers=crash, role="launcher")], workers, NOW)
     assert [p.pod for p in problems] == ["j-launcher-x", "j-worker-2", "j-worker-10"]
     assert recheck is None
 
 
 def test_describe_says_per_reason_who_and_the_first_message() -> None:
-    pods = [
-        job_pod(
-            "j-launcher-x", "Pending", role="launcher", containers=[waiting("ErrImagePull", "not found")]
-        ),
-        *(
-            job_pod(f"j-worker-{i}", "Pending", index=i, conditions=unschedulable(SCHEDULER))
-            for i in range(5)
-        ),
+    launcher = job_pod(
+        "j-launcher-x", "Pending", role="launcher", containers=[waiting("ErrImagePull", "not found")]
+    )
+    workers = [
+        job_pod(f"j-worker-{i}", "Pending", index=i, conditions=unschedulable(SCHEDULER)) for i in range(5)
     ]
-    problems, _ = stuck_pods(pods, NOW)
+    problems, _ = stuck_pods([launcher], workers, NOW)
     assert describe(problems) == (
         "ErrImagePull: launcher j-launcher-x: not found; "
         f"Unschedulable: workers j-worker-0, j-worker-1, j-worker-2 and 2 more: {SCHEDULER}"
