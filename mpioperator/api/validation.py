@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from mpioperator.api import constants as api
+from mpioperator.api.extensions import validate_annotations
 from mpioperator.api.field_errors import (
     FieldError,
     JSONString,
@@ -81,7 +82,7 @@ def validate_mpijob(job: Obj) -> list[FieldError]:
         errors.append(
             not_supported("spec.mpiImplementation", JSONString(implementation), _SUPPORTED_IMPLEMENTATIONS)
         )
-    return errors
+    return errors + validate_annotations(job)  # ours, after upstream's checks
 
 
 def _dict(value: Any) -> Obj:

@@ -14,31 +14,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from mpioperator.api import constants as api
+from mpioperator.api import extensions
 from mpioperator.controller.conditions import find, is_finished, parse_time
 from mpioperator.controller.problems import MAX_NAMED, PodProblem
 
 Obj = dict[str, Any]
 
-ANNOTATION = "mpioperator.io/worker-startup-deadline-seconds"
 REASON = "WorkerStartupDeadlineExceeded"
-
-
-def parse_seconds(value: Any) -> int | None:
-    """A whole number of seconds, 0 included; None for anything else."""
-    text = str(value).strip()
-    if not text.isdigit():
-        return None
-    return int(text)
 
 
 def deadline_seconds(job: Obj, default: int) -> int:
     """The job's deadline in seconds, 0 for none: its annotation if valid, else the operator's default."""
-    annotations = (job.get("metadata") or {}).get("annotations") or {}
-    if ANNOTATION in annotations:
-        parsed = parse_seconds(annotations[ANNOTATION])
-        if parsed is not None:
-            return parsed
-    return max(0, default)
+    own = extensions.worker_startup_deadline(job)
+    return max(0, default) if own is None else own
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +69,10 @@ def judge(
     running = find(status, api.COND_RUNNING)
     if running is not None and running.get("status") == "True":
         return Verdict(False)
+    paused = find(status, api.COND_SUSPENDED)
+    if paused is not None and paused.get("status") == "True":
+        # Resumed in this very sync: the status step sets startTime anew, so the clock starts then.
+        return Verdict(False, recheck_after=float(seconds))
     started = parse_time(status.get("startTime"))
     if started is None:
         return Verdict(False)

@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
+from mpioperator.api.extensions import WORKER_STARTUP_DEADLINE as ANNOTATION
+from mpioperator.api.extensions import whole_seconds
 from mpioperator.controller.problems import PodProblem
-from mpioperator.controller.startup_deadline import ANNOTATION, deadline_seconds, judge, parse_seconds
+from mpioperator.controller.startup_deadline import deadline_seconds, judge
 from test.unit.controller.pods import NOW, job_pod, ready, stamp
 
 pytestmark = pytest.mark.unit
@@ -31,7 +33,7 @@ def _started(seconds_ago: float, *conditions: Obj) -> Obj:
     ("value", "parsed"), [("0", 0), ("300", 300), (" 5 ", 5), ("-1", None), ("5s", None), ("", None)]
 )
 def test_only_whole_seconds_parse(value: str, parsed: int | None) -> None:
-    assert parse_seconds(value) == parsed
+    assert whole_seconds(value) == parsed
 
 
 @pytest.mark.parametrize(
@@ -98,3 +100,9 @@ def test_the_deadline_counts_from_the_start_time_which_a_resume_sets_again() -> 
     status = _started(5, {"type": "Suspended", "status": "False"})
     verdict = judge(_job(), status, _workers(None), {}, seconds=10, now=NOW + dt.timedelta(seconds=0))
     assert not verdict.expired and verdict.recheck_after == pytest.approx(5)
+
+
+def test_a_job_resumed_in_this_sync_starts_the_clock_again_rather_than_failing_on_its_old_start() -> None:
+    status = _started(3600, {"type": "Suspended", "status": "True"})
+    verdict = judge(_job(), status, _workers(None), {}, seconds=10, now=NOW)
+    assert not verdict.expired and verdict.recheck_after == 10
