@@ -196,8 +196,11 @@ def _ending(terminated: Obj) -> str:
 
 
 def _last_bad_end(pod: Obj) -> Obj | None:
-    """The pod's most telling bad end: a container ended now, else one that ended before a restart."""
-    for key in ("state", "lastState"):
+    """The pod's most telling bad end: a container ended now, else one that ended before a restart. A pod
+    being deleted was stopped by that (the Job controller deletes a launcher restarted in place once its
+    back-off limit is reached; mpirun may even crash on the way out), so only its earlier end counts."""
+    deleting = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+    for key in ("lastState",) if deleting else ("state", "lastState"):
         for container in _containers(pod):
             terminated = (container.get(key) or {}).get("terminated")
             if _ended_badly(terminated):

@@ -149,8 +149,8 @@ def compute_status(
 
     if deadline_missed and not is_finished(status):
         message = _detailed(deadline_missed, failure_detail)
-        set_condition(status, new_condition(api.COND_FAILED, TRUE, REASON_DEADLINE, message, now))
-        events.append(StatusEvent(WARNING, REASON_DEADLINE, message))
+        if set_condition(status, new_condition(api.COND_FAILED, TRUE, REASON_DEADLINE, message, now)):
+            events.append(StatusEvent(WARNING, REASON_DEADLINE, message))
         status["completionTime"] = format_time(now)  # finished like an eviction, cleaned up per policy
 
     if suspended:

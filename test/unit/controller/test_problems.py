@@ -154,3 +154,23 @@ def test_last_words_of_a_launcher_restarted_in_place_come_from_its_last_state() 
 
 def test_a_launcher_that_never_failed_has_no_last_words() -> None:
     assert last_words([job_pod("l-a", role="launcher", containers=[waiting("ContainerCreating")])]) == ""
+
+
+def test_a_launcher_pod_being_deleted_speaks_of_its_end_before_the_deletion() -> None:
+    """The Job controller deletes a launcher restarted in place at its back-off limit; what the container
+    did when it was stopped (mpirun crashing with 139 on SIGTERM) is not why the job failed."""
+    pod = job_pod(
+        "l-a",
+        role="launcher",
+        containers=[
+            {
+                "name": "c",
+                "state": {"terminated": {"reason": "Error", "exitCode": 139, "message": "segfault"}},
+                "lastState": {"terminated": {"reason": "Error", "exitCode": 3, "message": "rank 0 exited 3"}},
+                "restartCount": 1,
+            }
+        ],
+    )
+    assert last_words([pod]) == "launcher l-a ended with exit code 139: segfault"
+    pod["metadata"]["deletionTimestamp"] = "2026-03-04T05:06:00Z"
+    assert last_words([pod]) == "launcher l-a ended with exit code 3: rank 0 exited 3"
