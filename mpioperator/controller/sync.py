@@ -272,7 +272,8 @@ class JobSyncer:
             log.info(
                 "child refused; job held", job=meta["name"], reason=rejection.reason, error=str(rejection)
             )
-            return _Children(launcher, self._cached_workers(job, done, suspended), rejection, held_for)
+            made = workers or self._cached_workers(job, done, suspended)  # the cache may lag this sync's
+            return _Children(launcher, made, rejection, held_for)
         except (SyncError, errors.ApiError):
             # Retried with back-off; the Created condition and startTime are written first, so neither the
             # retry nor a new leader records MPIJobCreated again.
