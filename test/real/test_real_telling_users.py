@@ -79,10 +79,15 @@ def test_requests_no_node_can_meet_show_the_schedulers_message_on_the_mpijob(
         )
     )
 
-    stuck = job.wait_condition("PodsStuck", timeout=RUN_TIMEOUT)
+    def both_named() -> dict[str, Any] | None:
+        # The scheduler tries the two workers one after the other: the condition names one, then both.
+        found = job.condition("PodsStuck")
+        return found if found and "huge-worker-1" in found["message"] else None
 
+    stuck = wait_for(both_named, timeout=RUN_TIMEOUT, what="both workers named unschedulable")
+    assert stuck is not None
     assert stuck["reason"] == "Unschedulable", stuck
-    assert "huge-worker-0" in stuck["message"] and "huge-worker-1" in stuck["message"], stuck
+    assert stuck["message"].startswith("Unschedulable: workers huge-worker-0, huge-worker-1: "), stuck
     assert "Insufficient cpu" in stuck["message"], stuck
     got = real_cluster.kubectl("-n", ns, "get", "mpijobs").stdout
     assert got.split()[:5] == ["NAME", "PHASE", "STATE", "WORKERS", "AGE"], got
