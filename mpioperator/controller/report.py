@@ -8,7 +8,8 @@
 * `phase` and `podCounts` (phase.py).
 
 Each is computed from the caches like the rest of the status and written in the same status write, so it
-adds a write only when what it says changes; each event comes with a change of its condition.
+adds a write only when what it says changes; each event comes with a change of its condition. A change of
+the pod counts alone waits a little for the next change that is written anyway (`CountsSettle`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ from mpioperator.controller.rejections import (
     rejected_condition,
 )
 from mpioperator.controller.status import WARNING, StatusEvent
+
+# A change of podCounts and nothing else (a launcher pod Pending before it runs, one that ended before its
+# Job says so) waits this long for a change that is written anyway, as child events settle (L6).
+COUNTS_SETTLE = 3.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,3 +117,33 @@ class Reporter:
         status["podCounts"] = phase.pod_counts(launcher_pods, workers)
         status["phase"] = phase.phase(status, suspended)
         return events
+
+
+class CountsSettle:
+    """When a status differs from the last written one in podCounts only, the write waits up to
+    COUNTS_SETTLE seconds from the first such sync; any other change writes at once, counts included."""
+
+    def __init__(self, capacity: int = 20_000) -> None:
+        self._since: OrderedDict[str, float] = OrderedDict()
+        self._capacity = capacity
+
+    def wait(self, uid: str, written: Obj, status: Obj, now: float) -> float | None:
+        """Seconds to hold the write back, or None to write now (or to write nothing)."""
+        old, new = written.get("podCounts"), status.get("podCounts")
+        counts_only = (
+            old is not None
+            and old != new
+            and {k: v for k, v in written.items() if k != "podCounts"}
+            == {k: v for k, v in status.items() if k != "podCounts"}
+        )
+        if not counts_only:
+            self._since.pop(uid, None)
+            return None
+        since = self._since.setdefault(uid, now)
+        while len(self._since) > self._capacity:
+            self._since.popitem(last=False)
+        left = COUNTS_SETTLE - (now - since)
+        if left <= 0:
+            self._since.pop(uid, None)
+            return None
+        return left

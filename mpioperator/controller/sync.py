@@ -120,6 +120,7 @@ class JobSyncer:
         self._recent = status_writer.RecentStatusWrites()
         self._holds = Holds()
         self._reporter = report.Reporter(self._settings.worker_startup_deadline_seconds)
+        self._counts_settle = report.CountsSettle()
         backend = backend or NullBackend()
         self._children = children.ChildReconciler(
             listers, writer, recorder, self._settings.cluster_domain, backend
@@ -228,8 +229,10 @@ class JobSyncer:
         for event in events:
             self._rec.record(job, event.type, event.reason, event.message)
         self._observe(job, cached, result.status, launcher)
-        await status_writer.write_if_changed(self._w, cached, result.status, self._recent)
-        waits = [w for w in (step.held_for, observed.recheck_after) if w is not None]
+        held_back = self._counts_settle.wait(uid, cached.get("status") or {}, result.status, now.timestamp())
+        if held_back is None:
+            await status_writer.write_if_changed(self._w, cached, result.status, self._recent)
+        waits = [w for w in (step.held_for, observed.recheck_after, held_back) if w is not None]
         return SyncResult(requeue_after=min(waits) if waits else None)
 
     async def _reconcile_children(self, cached: Obj, job: Obj, *, suspended: bool) -> _Children:
