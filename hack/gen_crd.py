@@ -290,7 +290,47 @@ def job_status() -> Schema:
             "lastReconcileTime": {"type": "string", "format": "date-time"},
             "replicaStatuses": {"type": "object", "additionalProperties": replica_status},
             "startTime": {"type": "string", "format": "date-time"},
+            **extension_status(),
         },
+    }
+
+
+def extension_status() -> Schema:
+    """Ours (docs/extensions.md): typed readers of upstream's status ignore these fields."""
+    count = {"type": "integer", "format": "int32", "minimum": 0}
+    pod_counts = {
+        "type": "object",
+        "properties": {
+            name: count for name in ("pending", "running", "ready", "succeeded", "failed", "restarts")
+        },
+    }
+    return {
+        "phase": desc(
+            "The job in one word, read off its conditions.",
+            {"type": "string", "enum": ["Pending", "Running", "Suspended", "Succeeded", "Failed"]},
+        ),
+        "podCounts": desc(
+            "Pods per replica type (Launcher, Worker) by phase, the Ready ones, and their restarts.",
+            {"type": "object", "additionalProperties": pod_counts},
+        ),
+        "unhealthyPods": desc(
+            "Up to 10 pods that cannot start or keep crashing, launcher first, then workers by index.",
+            {
+                "type": "array",
+                "maxItems": 10,
+                "x-kubernetes-list-type": "atomic",
+                "items": {
+                    "type": "object",
+                    "required": ["name", "replicaType", "reason"],
+                    "properties": {
+                        "name": {"type": "string"},
+                        "replicaType": {"type": "string"},
+                        "reason": {"type": "string"},
+                        "restarts": count,
+                    },
+                },
+            },
+        ),
     }
 
 
@@ -401,6 +441,7 @@ def crd(resolver: Resolver) -> Schema:
                     "storage": True,
                     "subresources": {"status": {}},
                     "additionalPrinterColumns": [
+                        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
                         {"name": "State", "type": "string", "jsonPath": ".status.conditions[-1:].type"},
                         {
                             "name": "Workers",

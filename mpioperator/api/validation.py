@@ -8,6 +8,7 @@ from typing import Any
 
 from mpioperator.api import constants as api
 from mpioperator.api.conveniences import validate_conveniences
+from mpioperator.api.extensions import validate_annotations
 from mpioperator.api.field_errors import (
     FieldError,
     JSONString,
@@ -83,7 +84,7 @@ def validate_mpijob(job: Obj) -> list[FieldError]:
             not_supported("spec.mpiImplementation", JSONString(implementation), _SUPPORTED_IMPLEMENTATIONS)
         )
     errors += validate_conveniences(job)  # our annotations (issue 18), after upstream's checks
-    return errors
+    return errors + validate_annotations(job)  # and issue 17's
 
 
 def _dict(value: Any) -> Obj:

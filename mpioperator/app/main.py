@@ -69,6 +69,7 @@ def controller_settings(options: opts.Options) -> ControllerSettings:
         queue_qps=float(options.controller_queue_rate_limit),
         queue_burst=options.controller_queue_burst,
         gang_scheduling=options.gang_scheduling,
+        worker_startup_deadline_seconds=options.worker_startup_deadline_seconds,
     )
 
 

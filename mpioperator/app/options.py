@@ -39,6 +39,7 @@ class Options:
     controller_queue_rate_limit: int = 10
     controller_queue_burst: int = 100
     cluster_domain: str = ""
+    worker_startup_deadline_seconds: int = 0
     log_format: str = "auto"
     verbosity: int = 0
     shutdown_timeout: float = 10.0
@@ -121,6 +122,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _flag(
         parser,
+        "worker-startup-deadline-seconds",
+        type=int,
+        default=0,
+        help="fail a job whose workers are not all Ready this long after it starts; 0: off (a job's "
+        "annotation mpioperator.io/worker-startup-deadline-seconds overrides it)",
+    )
+    _flag(
+        parser,
         "log-format",
         choices=["auto", "json", "console"],
         default="auto",
@@ -162,6 +171,7 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
         controller_queue_rate_limit=ns.controller_queue_rate_limit,
         controller_queue_burst=ns.controller_queue_burst,
         cluster_domain=ns.cluster_domain,
+        worker_startup_deadline_seconds=ns.worker_startup_deadline_seconds,
         log_format=ns.log_format,
         verbosity=ns.v,
         shutdown_timeout=ns.shutdown_timeout,
@@ -196,5 +206,7 @@ def validate(options: Options) -> None:
             fail("leader-elect-retry-period", "must be > 0")
         if not options.lock_namespace:
             fail("lock-namespace", "must not be empty when leader election is on")
+    if options.worker_startup_deadline_seconds < 0:
+        fail("worker-startup-deadline-seconds", f"{options.worker_startup_deadline_seconds} (must be >= 0)")
     if options.shutdown_timeout < 0:
         fail("shutdown-timeout", "must be >= 0")

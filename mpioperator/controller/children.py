@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections import OrderedDict
-from typing import Any
 
 import structlog
 
@@ -16,7 +15,9 @@ from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller.builders import configmap, launcher_job, secret, service, worker_pod
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING
+from mpioperator.controller.fields import get_path, same, set_path
 from mpioperator.controller.ports import Listers, Recorder, Writer
+from mpioperator.controller.rejections import ChildRejected, is_permanent
 from mpioperator.kube import errors
 from mpioperator.kube.resources import CONFIG_MAPS, JOBS, PODS, SECRETS, SERVICES, Resource
 from mpioperator.podgroup.backend import PodGroupBackend, decorator_for
@@ -43,9 +44,20 @@ def pod_ready(pod: Obj) -> bool:
 
 
 def may_create_launcher(job: Obj, workers: list[Obj]) -> bool:
+    """Whether the launcher may run now: always under AtStartup; under WaitForWorkersReady once every
+    worker is Ready, and never while the job is suspended (upstream #615: with no workers, 0 == 0)."""
     if accessors.launcher_creation_policy(job) == api.AT_STARTUP:
         return True
+    if accessors.suspended(job):
+        return False
     return sum(1 for w in workers if pod_ready(w)) == len(workers)
+
+
+def refused(exc: errors.ApiError, kind: str, name: str, verb: str, what: str) -> Exception:
+    """What a failed child write raises: a permanent refusal holds the job (L11), anything else retries."""
+    if is_permanent(exc):
+        return ChildRejected(kind, name, verb, exc)
+    return SyncError(f"{what}: {exc.server_message}")
 
 
 def worker_selector(job: Obj) -> dict[str, str]:
@@ -116,25 +128,26 @@ class ChildReconciler:
     ) -> Obj:
         """Create `desired` when missing; otherwise replace only the `differs` fields that changed."""
         ns = job["metadata"]["namespace"]
+        name = desired["metadata"]["name"]
         if cached is None:
             try:
                 return await self._w.create(res, desired, ns)
             except errors.AlreadyExists:
                 # Our cache lags a create it has not delivered yet: read the object and go on.
-                cached = await self._read(res, desired["metadata"]["name"], ns, what)
+                cached = await self._read(res, name, ns, what)
             except errors.ApiError as exc:
-                raise SyncError(f"{what}: {exc.server_message}") from exc
+                raise refused(exc, res.kind, name, "created", what) from exc
         if not is_controlled_by(cached, job):
             raise self._refuse(job, cached)
-        if all(same(_path(cached, p), _path(desired, p)) for p in differs):
+        if all(same(get_path(cached, p), get_path(desired, p)) for p in differs):
             return cached
         updated = copy.deepcopy(cached)
         for p in differs:
-            _set_path(updated, p, copy.deepcopy(_path(desired, p)))
+            set_path(updated, p, copy.deepcopy(get_path(desired, p)))
         try:
             return await self._w.update(res, updated, ns)
         except errors.ApiError as exc:
-            raise SyncError(f"{what}: {exc.server_message}") from exc
+            raise refused(exc, res.kind, name, "updated", what) from exc
 
     async def _read(self, res: Resource, name: str, namespace: str, what: str) -> Obj:
         try:
@@ -178,15 +191,35 @@ class ChildReconciler:
         desired = secret.new_ssh_secret(job)
         return await self._upsert(job, SECRETS, cached, desired, ["data"], "creating SSH auth secret")
 
-    async def workers(self, job: Obj) -> list[Obj]:
-        replicas = accessors.worker_replicas(job)
+    def existing_workers(self, job: Obj) -> list[Obj | None]:
+        """The cached worker pod of each index the spec asks for, None where there is none."""
+        ns = job["metadata"]["namespace"]
         if not accessors.replica_spec(job, api.WORKER):
             return []
+        count = accessors.worker_replicas(job)
+        return [self._l.pods.get(ns, names.worker_name(job, i)) for i in range(count)]
+
+    async def workers(self, job: Obj) -> list[Obj]:
+        if not accessors.replica_spec(job, api.WORKER):
+            return []
+        await self._scale_down(job, accessors.worker_replicas(job))
+        existing = self.existing_workers(job)
+        missing = [i for i, pod in enumerate(existing) if pod is None]
+        # One first, then the rest together: a template the API server refuses costs one refused request,
+        # not one per worker (L11).
+        for batch in (missing[:1], missing[1:]):
+            for i, made in zip(batch, await self._create_workers(job, batch), strict=True):
+                existing[i] = made
+        workers = [p for p in existing if p is not None]
+        for pod in workers:
+            if not is_controlled_by(pod, job):
+                raise self._refuse(job, pod)
+        return workers
+
+    async def _create_workers(self, job: Obj, indices: list[int]) -> list[Obj]:
+        if not indices:
+            return []
         ns = job["metadata"]["namespace"]
-        await self._scale_down(job, replicas)
-        existing: list[Obj | None] = [
-            self._l.pods.get(ns, names.worker_name(job, i)) for i in range(replicas)
-        ]
         gate = asyncio.Semaphore(_CREATE_CONCURRENCY)
         decorate = decorator_for(self._backend, job)
 
@@ -198,23 +231,19 @@ class ChildReconciler:
                 except errors.AlreadyExists:
                     return await self._w.get(PODS, desired["metadata"]["name"], ns)
 
-        missing = [i for i, pod in enumerate(existing) if pod is None]
-        created = await asyncio.gather(*(create(i) for i in missing), return_exceptions=True)
-        for i, made in zip(missing, created, strict=True):
+        created = await asyncio.gather(*(create(i) for i in indices), return_exceptions=True)
+        for i, made in zip(indices, created, strict=True):
             if isinstance(made, errors.ApiError):
                 # Upstream creates one worker after another and stops at the first failure: the event
                 # names the lowest failing index only, however many of them failed together here.
+                if is_permanent(made):
+                    raise ChildRejected(PODS.kind, names.worker_name(job, i), "created", made) from made
                 message = made.server_message
                 self._rec.record(job, WARNING, api.REASON_FAILED, f"worker pod created failed: {message}")
                 raise SyncError(message) from made
             if isinstance(made, BaseException):
                 raise made
-            existing[i] = made
-        workers = [p for p in existing if p is not None]
-        for pod in workers:
-            if not is_controlled_by(pod, job):
-                raise self._refuse(job, pod)
-        return workers
+        return [made for made in created if not isinstance(made, BaseException)]
 
     async def _scale_down(self, job: Obj, replicas: int) -> None:
         ns = job["metadata"]["namespace"]
@@ -253,16 +282,22 @@ class ChildReconciler:
                 raise self._refuse(job, found) from None
             return found
         except errors.ApiError as exc:
+            if is_permanent(exc):
+                raise ChildRejected(JOBS.kind, desired["metadata"]["name"], "created", exc) from exc
             self._rec.record(
                 job, WARNING, api.REASON_FAILED, f"launcher pod created failed: {exc.server_message}"
             )
             raise SyncError(f"creating launcher Pod: {exc.server_message}") from exc
 
-    async def sync_launcher_suspension(self, job: Obj, launcher: Obj, suspended: bool) -> Obj:
+    async def sync_launcher_suspension(
+        self, job: Obj, launcher: Obj, suspended: bool, *, may_resume: bool = True
+    ) -> Obj:
+        """Suspend the launcher Job with the job; resume it with the job once `may_resume` (under
+        WaitForWorkersReady, once the workers are Ready again: upstream #615)."""
         ns = job["metadata"]["namespace"]
         launcher_suspended = bool(launcher.get("spec", {}).get("suspend"))
         try:
-            if not suspended and launcher_suspended:
+            if not suspended and launcher_suspended and may_resume:
                 resumed = copy.deepcopy(launcher)
                 if resumed.get("status", {}).get("startTime"):
                     del resumed["status"]["startTime"]
@@ -288,6 +323,8 @@ class ChildReconciler:
                 updated = await self._w.update(JOBS, paused, ns)
                 return updated
         except errors.ApiError as exc:
+            if is_permanent(exc):
+                raise ChildRejected(JOBS.kind, launcher["metadata"]["name"], "updated", exc) from exc
             raise SyncError(exc.server_message) from exc
         return launcher
 
@@ -344,32 +381,3 @@ class ChildReconciler:
         except errors.ApiError as exc:
             raise SyncError(exc.server_message) from exc
         self._deleted.add(meta.get("uid", ""))
-
-
-def same(a: Any, b: Any) -> bool:
-    """Semantic equality for API data: an absent field equals its zero value (omitempty)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        keys = set(a) | set(b)
-        return all(same(a.get(k), b.get(k)) for k in keys)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    if a in (None, False, "", 0, {}, []) and b in (None, False, "", 0, {}, []):
-        return True
-    return bool(a == b)
-
-
-def _path(obj: Obj, dotted: str) -> Any:
-    cur: Any = obj
-    for part in dotted.split("."):
-        if not isinstance(cur, dict):
-            return None
-        cur = cur.get(part)
-    return cur
-
-
-def _set_path(obj: Obj, dotted: str, value: Any) -> None:
-    *parents, last = dotted.split(".")
-    cur = obj
-    for part in parents:
-        cur = cur.setdefault(part, {})
-    cur[last] = value

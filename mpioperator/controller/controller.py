@@ -61,6 +61,9 @@ class ControllerSettings:
     queue_burst: int = 100
     cache_sync_timeout: float = 120.0
     gang_scheduling: str = ""
+    # Seconds for a job's workers to be all Ready before it fails; 0 leaves it to each job's annotation
+    # `mpioperator.io/worker-startup-deadline-seconds` (off unless set: upstream's behaviour).
+    worker_startup_deadline_seconds: int = 0
     # Child events and the echoes of our own status writes wait this long, so the events of one job's
     # pods starting one after another become one sync and one status write instead of one each
     # (decisions-local L6). Spec changes do not wait.
@@ -154,7 +157,10 @@ class MPIJobController:
             self.recorder,
             metrics,
             utcnow=clock.utcnow,
-            settings=SyncSettings(cluster_domain=settings.cluster_domain),
+            settings=SyncSettings(
+                cluster_domain=settings.cluster_domain,
+                worker_startup_deadline_seconds=settings.worker_startup_deadline_seconds,
+            ),
             backend=self.backend,
         )
         for informer in self._informers[MPIJOBS]:

@@ -5,6 +5,11 @@ so with thousands of pods cached the slim copy is what keeps the operator's memo
 Label keys and the values that repeat across pods are interned, so 9,000 pods share one copy of each.
 The same fields are the pod informer's projection, so the rest of a pod is skipped while it is parsed, from
 protobuf (as the API server sends pods when asked) or from JSON.
+
+Of the container statuses only what tells a user something is wrong is kept (controller/problems.py): a
+waiting reason that means the pod is stuck, a bad end (OOM-killed, a non-zero exit code) with the tail of
+its message, the restart count, and the start of a container running again after a bad end. A healthy
+container keeps nothing, so a running job's pods cost what they did before.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import sys
 from typing import Any
 
 from mpioperator.api.objects import Obj
+from mpioperator.controller.problems import STUCK_REASONS
 from mpioperator.kube.projection import KEEP, FieldSpec, Projection
 from mpioperator.kube.protoschema import POD
 
@@ -29,13 +35,28 @@ _METADATA = (
 # status fields read by compute_status and the launcher failure message (phase is kept interned).
 _STATUS_TEXT = ("reason", "message")
 _CONDITION = ("type", "status")
+_TERMINATED: FieldSpec = dict.fromkeys(("reason", "exitCode", "message"), KEEP)
+_CONTAINER: FieldSpec = {
+    "restartCount": KEEP,
+    "state": {
+        "waiting": {"reason": KEEP, "message": KEEP},
+        "running": {"startedAt": KEEP},
+        "terminated": _TERMINATED,
+    },
+    "lastState": {"terminated": _TERMINATED},
+}
+_MESSAGE_BYTES = 1024
+_STUCK = frozenset(STUCK_REASONS)
 
 POD_FIELDS: FieldSpec = {
     "metadata": {**dict.fromkeys(_METADATA, KEEP), "labels": KEEP},
     "status": {
         **dict.fromkeys(_STATUS_TEXT, KEEP),
         "phase": KEEP,
-        "conditions": [dict.fromkeys(_CONDITION, KEEP)],
+        # reason and message: kept only for a pod the scheduler could not place
+        "conditions": [dict.fromkeys((*_CONDITION, "reason", "message"), KEEP)],
+        "containerStatuses": [_CONTAINER],
+        "initContainerStatuses": [_CONTAINER],
     },
 }
 POD_PROJECTION = Projection(POD_FIELDS, "Pod", message=POD)
@@ -46,7 +67,66 @@ def _interned(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _slim_condition(condition: Obj) -> Obj:
-    return {k: sys.intern(condition[k]) for k in _CONDITION if isinstance(condition.get(k), str)}
+    slim = {k: sys.intern(condition[k]) for k in _CONDITION if isinstance(condition.get(k), str)}
+    if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+        if isinstance(condition.get("reason"), str):
+            slim["reason"] = sys.intern(condition["reason"])
+        if isinstance(condition.get("message"), str):
+            slim["message"] = _bounded(condition["message"])
+    return slim
+
+
+def _bounded(text: str, *, keep_end: bool = False) -> str:
+    raw = text.encode()
+    if len(raw) <= _MESSAGE_BYTES:
+        return text
+    cut = raw[-_MESSAGE_BYTES:] if keep_end else raw[:_MESSAGE_BYTES]
+    return cut.decode(errors="ignore")
+
+
+def _bad_end(terminated: Any) -> Obj | None:
+    if not isinstance(terminated, dict):
+        return None
+    code = terminated.get("exitCode")
+    if terminated.get("reason") != "OOMKilled" and not (isinstance(code, int) and code != 0):
+        return None
+    slim: Obj = {"exitCode": code if isinstance(code, int) else 0}
+    if isinstance(terminated.get("reason"), str):
+        slim["reason"] = sys.intern(terminated["reason"])
+    if terminated.get("message"):
+        slim["message"] = _bounded(str(terminated["message"]), keep_end=True)
+    return slim
+
+
+def _slim_container(container: Obj) -> Obj:
+    """What problems.py reads of one container status; empty for a healthy container."""
+    slim: Obj = {}
+    restarts = container.get("restartCount")
+    if isinstance(restarts, int) and restarts:
+        slim["restartCount"] = restarts
+    state = container.get("state") or {}
+    last = _bad_end((container.get("lastState") or {}).get("terminated"))
+    waiting = state.get("waiting") or {}
+    ended = _bad_end(state.get("terminated"))
+    if waiting.get("reason") in _STUCK:
+        slim["state"] = {
+            "waiting": {
+                "reason": sys.intern(waiting["reason"]),
+                "message": _bounded(str(waiting.get("message") or "")),
+            }
+        }
+    elif ended is not None:
+        slim["state"] = {"terminated": ended}
+    elif last is not None and isinstance(state.get("running"), dict):
+        slim["state"] = {"running": {"startedAt": state["running"].get("startedAt")}}
+    if last is not None:
+        slim["lastState"] = {"terminated": last}
+    return slim
+
+
+def _slim_containers(statuses: Any) -> list[Obj]:
+    slim = [_slim_container(c) for c in statuses or () if isinstance(c, dict)]
+    return [c for c in slim if c]
 
 
 def slim_pod(pod: Obj) -> Obj:
@@ -64,5 +144,9 @@ def slim_pod(pod: Obj) -> Obj:
         slim_status["phase"] = sys.intern(status["phase"])
     if status.get("conditions"):
         slim_status["conditions"] = [_slim_condition(c) for c in status["conditions"]]
+    for key in ("containerStatuses", "initContainerStatuses"):
+        containers = _slim_containers(status.get(key))
+        if containers:
+            slim_status[key] = containers
     slim["status"] = slim_status
     return slim

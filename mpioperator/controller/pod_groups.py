@@ -14,7 +14,7 @@ from mpioperator.api import constants as api
 from mpioperator.api.names import pod_group_name
 from mpioperator.api.objects import Obj
 from mpioperator.api.ownership import is_controlled_by
-from mpioperator.controller.children import not_managed_message
+from mpioperator.controller.children import not_managed_message, refused
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING
 from mpioperator.controller.ports import Lister, Recorder, Writer
@@ -83,7 +83,7 @@ class PodGroupReconciler:
                 # Our cache lags a create it has not delivered yet: read the object and go on.
                 cached = await self._get(res, job)
             except errors.ApiError as exc:
-                raise SyncError(f"creating PodGroup: {exc.server_message}") from exc
+                raise refused(exc, KIND, pod_group_name(job), "created", "creating PodGroup") from exc
         if not is_controlled_by(cached, job):
             raise self._refuse(job, cached)
         if self._backend.pod_group_spec_equal(cached, desired):
@@ -95,7 +95,7 @@ class PodGroupReconciler:
             result: Obj = await self._w.update(res, updated, ns)
             return result
         except errors.ApiError as exc:
-            raise SyncError(f"updating PodGroup: {exc.server_message}") from exc
+            raise refused(exc, KIND, pod_group_name(job), "updated", "updating PodGroup") from exc
 
     async def _get(self, res: Resource, job: Obj) -> Obj:
         try:

@@ -2,7 +2,9 @@
 
 Differences from upstream (decisions.md D5): eviction is a finished failure with a completionTime
 (#7), and every event is emitted only when its condition changes, so a finished or converged job
-produces no repeated events (#8).
+produces no repeated events (#8). Ours (docs/extensions.md): a Failed message goes on to say which workers
+ended badly and what the launcher said last (`failure_detail`), and a missed worker start-up deadline
+fails the job like an eviction does (`deadline_missed`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from mpioperator.controller.conditions import (
     set_condition,
 )
 from mpioperator.controller.events import truncate_message
+from mpioperator.controller.startup_deadline import REASON as REASON_DEADLINE
 
 NORMAL = "Normal"
 WARNING = "Warning"
@@ -68,6 +71,10 @@ def failure(job: Obj, launcher: Obj, launcher_pods: list[Obj]) -> tuple[str, str
     return reason, message
 
 
+def _detailed(message: str, detail: str) -> str:
+    return truncate_message(f"{message}; {detail}") if detail else message
+
+
 def compute_status(
     job: Obj,
     *,
@@ -75,6 +82,8 @@ def compute_status(
     launcher_pods: list[Obj],
     workers: list[Obj],
     now: dt.datetime,
+    failure_detail: str = "",
+    deadline_missed: str = "",
 ) -> StatusResult:
     ns, name = job["metadata"].get("namespace", ""), job["metadata"]["name"]
     status = copy.deepcopy(job.get("status") or {})
@@ -110,6 +119,7 @@ def compute_status(
         elif _job_condition(launcher, "Failed") is not None:
             replica_statuses[api.LAUNCHER] = _counts(failed=failed_pods)
             reason, message = failure(job, launcher, launcher_pods)
+            message = _detailed(message, failure_detail)
             if not status.get("completionTime"):
                 status["completionTime"] = format_time(now)
             if set_condition(status, new_condition(api.COND_FAILED, TRUE, reason, message, now)):
@@ -131,11 +141,17 @@ def compute_status(
     replica_statuses[api.WORKER] = _counts(active=running, succeeded=succeeded, failed=failed)
 
     if evicted:
-        message = f"{evicted}/{len(workers)} workers are evicted"
+        message = _detailed(f"{evicted}/{len(workers)} workers are evicted", failure_detail)
         if set_condition(status, new_condition(api.COND_FAILED, TRUE, api.REASON_EVICTED, message, now)):
             events.append(StatusEvent(WARNING, api.REASON_EVICTED, message))
         if not status.get("completionTime"):
             status["completionTime"] = format_time(now)  # D5 #7: a finished job, cleaned up per policy
+
+    if deadline_missed and not is_finished(status):
+        message = _detailed(deadline_missed, failure_detail)
+        if set_condition(status, new_condition(api.COND_FAILED, TRUE, REASON_DEADLINE, message, now)):
+            events.append(StatusEvent(WARNING, REASON_DEADLINE, message))
+        status["completionTime"] = format_time(now)  # finished like an eviction, cleaned up per policy
 
     if suspended:
         set_condition(

@@ -1,7 +1,12 @@
 """One reconcile of one MPIJob, in upstream's order (§2.5), with our deliberate fixes (D5).
 
 The handler reads only from caches and writes only what differs from them, so a converged job
-costs no API request. A returned `SyncResult.requeue_after` asks for a timed revisit (the TTL).
+costs no API request. A returned `SyncResult.requeue_after` asks for a timed revisit (the TTL, a held
+job's re-check, a crash-loop window or the worker start-up deadline).
+
+Beyond upstream (docs/extensions.md): a child the API server refuses for good holds the job with a
+condition instead of a retry loop (decisions-local L11), and the status says what is wrong with the
+job's pods (report.py).
 """
 
 from __future__ import annotations
@@ -19,13 +24,16 @@ from mpioperator.api.defaults import set_defaults
 from mpioperator.api.objects import Obj
 from mpioperator.api.validation import aggregate_message, validate_mpijob
 from mpioperator.cache.keys import split_key
-from mpioperator.controller import children, conditions, status_writer
+from mpioperator.controller import children, conditions, report, status_writer
 from mpioperator.controller.conditions import format_time
 from mpioperator.controller.conveniences import SECRET_RECHECK_SECONDS, Conveniences
+from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import NORMAL, WARNING
 from mpioperator.controller.metrics import JobMetrics
+from mpioperator.controller.phase import PENDING
 from mpioperator.controller.pod_groups import PodGroupReconciler
 from mpioperator.controller.ports import Listers, Recorder, Writer
+from mpioperator.controller.rejections import ChildRejected, Holds
 from mpioperator.controller.status import compute_status
 from mpioperator.kube import errors
 from mpioperator.kube.resources import MPIJOBS
@@ -45,6 +53,23 @@ class SyncResult:
 @dataclass(slots=True)
 class SyncSettings:
     cluster_domain: str = ""
+    # --worker-startup-deadline-seconds: 0 leaves it to each job's annotation (off by default).
+    worker_startup_deadline_seconds: int = 0
+
+
+@dataclass(slots=True)
+class _Children:
+    """What the children step left: the launcher and workers to report on, and why it stopped, if it did."""
+
+    launcher: Obj | None
+    workers: list[Obj]
+    rejection: ChildRejected | None = None
+    held_for: float | None = None
+    waits_for_user_secret: bool = False  # mpioperator.io/ssh-secret names a Secret not (yet) usable
+
+    @property
+    def held(self) -> bool:
+        return self.held_for is not None
 
 
 @dataclass(slots=True)
@@ -95,6 +120,9 @@ class JobSyncer:
         self._settings = settings or SyncSettings()
         self._once = _Once()
         self._recent = status_writer.RecentStatusWrites()
+        self._holds = Holds()
+        self._reporter = report.Reporter(self._settings.worker_startup_deadline_seconds)
+        self._counts_settle = report.CountsSettle()
         backend = backend or NullBackend()
         self._children = children.ChildReconciler(
             listers, writer, recorder, self._settings.cluster_domain, backend
@@ -151,6 +179,7 @@ class JobSyncer:
             condition["lastTransitionTime"] = current.get("lastTransitionTime")
         others = [c for c in status.get("conditions") or () if c.get("type") != INVALID_CONDITION]
         status["conditions"] = [*others, condition]
+        status["phase"] = PENDING
         self._rec.record(job, WARNING, api.REASON_VALIDATION_ERROR, message)
         await status_writer.write_if_changed(self._w, cached, status, self._recent)
         return False
@@ -177,45 +206,113 @@ class JobSyncer:
         if not status.get("startTime") and not suspended:
             status["startTime"] = format_time(now)
 
-        launcher = self._children.launcher(job)
-        await self._conveniences.end_debug_mode(job, launcher)
-        done = launcher is not None and children.launcher_done(launcher)
-        workers: list[Obj] = []
-        held = rolled = False
-        if not done:
-            await self._children.service(job)
-            await self._children.config_map(job)
-            held = await self._conveniences.ssh_secret(job, status, now, self._children)
-            if not suspended and not held:
-                if self._pod_groups.enabled:
-                    # Before the workers, so their scheduler finds the gang already defined (§3.9).
-                    await self._pod_groups.get_or_create(job, launcher_exists=launcher is not None)
-                workers = await self._children.workers(job)
-                rolled = await self._conveniences.roll_workers(job, launcher, workers)
-            if launcher is None and not (held or rolled) and children.may_create_launcher(job, workers):
-                launcher = await self._children.create_launcher(job)
-                self._conveniences.launcher_created(job, launcher)
-            elif launcher is None:
-                log.debug("waiting for workers to be ready", job=f"{ns}/{name}")
-        if launcher is not None:
-            launcher = await self._children.sync_launcher_suspension(job, launcher, suspended)
+        step = await self._reconcile_children(cached, job, suspended=suspended, now=now)
+        launcher = step.launcher
         if suspended:
             await self._clean_up(job, status)
 
         launcher_pods = self._l.pods.owned_by(launcher["metadata"].get("uid", "")) if launcher else []
+        observed = self._reporter.observe(
+            job, launcher_pods, self._observed_workers(job, step, suspended), now
+        )
         result = compute_status(
             job,
             launcher=launcher,
             launcher_pods=launcher_pods,
-            workers=workers,
+            workers=step.workers,
             now=now,
+            failure_detail=observed.failure_detail,
+            deadline_missed=observed.deadline.message if observed.deadline.expired else "",
         )
-        for event in result.events:
+        events = [
+            *result.events,
+            *report.rejection(result.status, step.rejection, cleared=not step.held, now=now),
+        ]
+        events += self._reporter.finish(result.status, observed, suspended=suspended, now=now)
+        for event in events:
             self._rec.record(job, event.type, event.reason, event.message)
         self._conveniences.debug_status(job, result.status, launcher, now)
         self._observe(job, cached, result.status, launcher)
-        await status_writer.write_if_changed(self._w, cached, result.status, self._recent)
-        return SyncResult(requeue_after=SECRET_RECHECK_SECONDS if held else None)
+        held_back = self._counts_settle.wait(uid, cached.get("status") or {}, result.status, now.timestamp())
+        if held_back is None:
+            await status_writer.write_if_changed(self._w, cached, result.status, self._recent)
+        secret_recheck = SECRET_RECHECK_SECONDS if step.waits_for_user_secret else None
+        waits = [
+            w for w in (step.held_for, observed.recheck_after, held_back, secret_recheck) if w is not None
+        ]
+        return SyncResult(requeue_after=min(waits) if waits else None)
+
+    async def _reconcile_children(
+        self, cached: Obj, job: Obj, *, suspended: bool, now: dt.datetime
+    ) -> _Children:
+        """Upstream's children step (§2.5 steps 10-13), unless the job is held after a refusal (L11), with
+        issue 18's hooks: debug mode's end, the user's own SSH Secret, the worker roll (L14)."""
+        meta = job["metadata"]
+        uid, generation = meta.get("uid", ""), int(meta.get("generation") or 0)
+        clock = self._utcnow().timestamp()
+        workers: list[Obj] = []
+        launcher: Obj | None = None
+        done = waits_for_secret = rolled = False
+        try:
+            launcher = self._children.launcher(job)
+            await self._conveniences.end_debug_mode(job, launcher)
+            done = launcher is not None and children.launcher_done(launcher)
+            held_for = self._holds.remaining(uid, generation, clock)
+            if held_for is not None:
+                return _Children(launcher, self._cached_workers(job, done, suspended), held_for=held_for)
+            if not done:
+                await self._children.service(job)
+                await self._children.config_map(job)
+                waits_for_secret = await self._conveniences.ssh_secret(
+                    job, job["status"], now, self._children
+                )
+                if not suspended and not waits_for_secret:
+                    if self._pod_groups.enabled:
+                        # Before the workers, so their scheduler finds the gang already defined (§3.9).
+                        # A suspended launcher Job (a resume under WaitForWorkersReady) has no pod yet.
+                        running = launcher is not None and not launcher.get("spec", {}).get("suspend")
+                        await self._pod_groups.get_or_create(job, launcher_exists=running)
+                    workers = await self._children.workers(job)
+                    rolled = await self._conveniences.roll_workers(job, launcher, workers)
+                may_create = not (waits_for_secret or rolled) and children.may_create_launcher(job, workers)
+                if launcher is None and may_create:
+                    launcher = await self._children.create_launcher(job)
+                    self._conveniences.launcher_created(job, launcher)
+                elif launcher is None:
+                    log.debug(
+                        "waiting for workers to be ready", job=f"{meta.get('namespace')}/{meta['name']}"
+                    )
+            if launcher is not None:
+                launcher = await self._children.sync_launcher_suspension(
+                    job, launcher, suspended, may_resume=children.may_create_launcher(job, workers)
+                )
+        except ChildRejected as rejection:
+            held_for = self._holds.hold(uid, generation, clock)
+            log.info(
+                "child refused; job held", job=meta["name"], reason=rejection.reason, error=str(rejection)
+            )
+            made = workers or self._cached_workers(job, done, suspended)  # the cache may lag this sync's
+            return _Children(launcher, made, rejection, held_for)
+        except (SyncError, errors.ApiError):
+            # Retried with back-off; the Created condition and startTime are written first, so neither the
+            # retry nor a new leader records MPIJobCreated again.
+            await status_writer.write_if_changed(self._w, cached, job["status"], self._recent)
+            raise
+        self._holds.release(uid)
+        return _Children(launcher, workers, waits_for_user_secret=waits_for_secret)
+
+    def _cached_workers(self, job: Obj, done: bool, suspended: bool) -> list[Obj]:
+        """The workers upstream's status step counts when none were made this sync: none when the launcher
+        is done or the job suspended (as upstream), else those the cache has."""
+        if done or suspended:
+            return []
+        return [p for p in self._children.existing_workers(job) if p is not None]
+
+    def _observed_workers(self, job: Obj, step: _Children, suspended: bool) -> list[Obj]:
+        """The workers to say what is wrong with: those of this sync, else the cache's (a done launcher)."""
+        if suspended:
+            return []
+        return step.workers or [p for p in self._children.existing_workers(job) if p is not None]
 
     async def _sync_finished(self, cached: Obj, job: Obj) -> SyncResult:
         """A finished job is only cleaned up: nothing is created, and once clean nothing is written."""

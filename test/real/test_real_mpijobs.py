@@ -224,6 +224,8 @@ def test_an_mpi_program_that_exits_3_fails_the_job_with_the_launchers_reason(
 
     assert failed["reason"].startswith("BackoffLimitExceeded"), failed
     assert "backoff limit" in failed["message"], failed
+    # The launcher's last words (issue 17), although its pod is gone by the time the Job has failed.
+    assert "launcher exit3-launcher-" in failed["message"] and "exit code 3" in failed["message"], failed
     assert job.condition("Succeeded") is None
     assert wait_for(
         lambda: 3 in launcher_pods.exit_codes(), timeout=30, what="the launcher's exit code 3 in its pod"
@@ -253,23 +255,21 @@ class PodWatch:
         return codes
 
 
-def test_a_worker_image_that_does_not_exist_fails_to_pull_and_the_job_stays_pending(
+def test_a_worker_image_that_does_not_exist_shows_the_pull_error_on_the_mpijob(
     real_cluster: LocalCluster, ns: str
 ) -> None:
-    """Records what status shows today (issue "Tell users what is wrong" will surface the reason)."""
+    """The kubelet's pull error, read off the MPIJob alone (issue 17): no need to look at its pods."""
     job = Job(real_cluster, ns, "noimage").submit(
         pi_job("noimage", workers=1, ranks=1, worker_image="mpioperator/no-such-image:v1")
     )
 
-    def pull_error() -> str | None:
-        for pod in job.pods("worker"):
-            for status in pod["status"].get("containerStatuses", []):
-                reason = status.get("state", {}).get("waiting", {}).get("reason")
-                if reason in ("ErrImagePull", "ImagePullBackOff"):
-                    return str(reason)
-        return None
+    stuck = job.wait_condition("PodsStuck", timeout=RUN_TIMEOUT)
 
-    wait_for(pull_error, timeout=RUN_TIMEOUT, what="the worker's image pull to fail")
-    assert job.condition("Created") is not None
-    assert job.condition("Running") is None
-    assert job.condition("Failed") is None
+    assert stuck["reason"] in ("ErrImagePull", "ImagePullBackOff"), stuck
+    assert "noimage-worker-0" in stuck["message"] and "no-such-image" in stuck["message"], stuck
+    status = (job.get() or {}).get("status") or {}
+    assert status.get("phase") == "Pending"
+    assert [(p["name"], p["replicaType"]) for p in status["unhealthyPods"]] == [
+        ("noimage-worker-0", "Worker")
+    ]
+    assert job.condition("Running") is None and job.condition("Failed") is None

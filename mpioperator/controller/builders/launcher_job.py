@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from mpioperator.api import accessors
+from mpioperator.api import accessors, extensions
 from mpioperator.api import constants as api
 from mpioperator.api.names import config_map_name, launcher_name
 from mpioperator.api.objects import Obj
@@ -65,11 +65,18 @@ def launcher_pod_template(job: Obj, decorate: Decorator | None = None) -> tuple[
         # Present with no value: keeps the NVIDIA runtime from handing the launcher any GPU.
         env += [("NVIDIA_VISIBLE_DEVICES", None), ("NVIDIA_DRIVER_CAPABILITIES", None)]
     add_env(container, *env)
+    # Ours: a launcher that fails with nothing in its termination file leaves the tail of its log there,
+    # which the MPIJob's Failed condition quotes (docs/extensions.md). A user's own choice stands.
+    container.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
     add_volume(spec, container, ssh_volume(job), accessors.ssh_auth_mount_path(job))
     overridden = bool(spec.get("restartPolicy"))
     spec["restartPolicy"] = pod_restart_policy(
         replica.get("restartPolicy") or api.DEFAULT_LAUNCHER_RESTART_POLICY
     )
+    if extensions.keep_failed_launcher(job):
+        # Each attempt its own pod, which the Job controller keeps when it fails; restarted in place
+        # (OnFailure), the pod is deleted once the back-off limit is reached, its log with it (#354).
+        spec["restartPolicy"] = api.RESTART_POLICY_NEVER
     config_volume = {
         "name": CONFIG_VOLUME,
         "configMap": {

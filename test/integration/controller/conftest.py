@@ -77,17 +77,27 @@ class Harness:
 
 @contextlib.asynccontextmanager
 async def running_controller(
-    cluster: LocalCluster, namespace: str, *, gang_scheduling: str = ""
+    cluster: LocalCluster,
+    namespace: str,
+    *,
+    gang_scheduling: str = "",
+    writer_type: type[CountingWriter] | None = None,
+    settings: dict[str, Any] | None = None,
 ) -> AsyncIterator[Harness]:
-    """The controller, watching `namespace` only, run in-process until the block ends."""
+    """The controller, watching `namespace` only, run in-process until the block ends.
+
+    `writer_type` wraps the client (a CountingWriter that injects faults, say); `settings` are further
+    ControllerSettings fields, as the operator's flags would set them."""
     client = KubeClient.from_kubeconfig(cluster.kubeconfig, qps=200, burst=400)
-    writer = CountingWriter(client)
+    writer = (writer_type or CountingWriter)(client)
     registry = CollectorRegistry()
     metrics = JobMetrics(registry)
     controller = MPIJobController(
         client,
         metrics,
-        settings=ControllerSettings(namespaces=(namespace,), gang_scheduling=gang_scheduling),
+        settings=ControllerSettings(
+            namespaces=(namespace,), gang_scheduling=gang_scheduling, **(settings or {})
+        ),
         clock=RealClock(),
         writer=writer,
     )

@@ -303,9 +303,10 @@ async def test_volcano_scenario_records_upstreams_events(volcano: Harness, prior
     await expected.seen()
 
 
-async def test_a_worker_pod_the_api_server_rejects_is_reported_in_its_words(harness: Harness) -> None:
-    """Upstream's `worker pod created failed: <err>`, where the error's text is the API server's message
-    alone, not our exception's `422 Invalid: ...`."""
+async def test_a_worker_pod_the_api_server_rejects_is_reported_once_in_its_words(harness: Harness) -> None:
+    """The API server's message alone, not our exception's `422 Invalid: ...`. Upstream says it as
+    `worker pod created failed: <err>` (MPIJobFailed) on every retry; a refusal for good holds the job
+    instead and says it once, naming the object (decisions-local L11)."""
     a = Actors(harness.cluster, harness.namespace)
     body = _job_body()
     # The CRD takes any container name; only pod validation insists on a DNS label.
@@ -318,5 +319,5 @@ async def test_a_worker_pod_the_api_server_rejects_is_reported_in_its_words(harn
         "with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
         "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
     )
-    expected.add("Warning", "MPIJobFailed", f"worker pod created failed: {rejection}")
+    expected.add("Warning", "ChildInvalid", f"Pod {JOB}-worker-0 could not be created: {rejection}")
     await expected.seen()

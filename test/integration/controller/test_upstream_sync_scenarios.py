@@ -511,7 +511,8 @@ async def test_child_controlled_by_someone_else_fails_the_sync_and_is_left_alone
 ) -> None:
     """§2.14: an object with a child's name that is not controlled by the job stops the sync with an error
     (so it is retried) and a Warning ErrResourceExists event; it is never adopted, updated or deleted.
-    Children earlier in the order are created; nothing after it is, and no status is written.
+    Children earlier in the order are created; nothing after it is. The status is written with the Created
+    condition alone, so neither the retry nor a new leader records MPIJobCreated again (L11).
     The message names the object's real kind: our informers always fill it in, where upstream's typed
     informers usually leave it empty (Kind "", Appendix C #18)."""
     scene.submit(mpijob("x", workers=2, implementation=implementation, run_policy=ALL))
@@ -520,7 +521,7 @@ async def test_child_controlled_by_someone_else_fails_the_sync_and_is_left_alone
 
     writes, error = await scene.failing_sync("x")
 
-    assert writes == written_before
+    assert writes == [*written_before, ("update_status", "mpijobs", "x")]
     assert error == NOT_OURS.format(first_refused, kind)
     ns = scene.ns
     assert scene.recorded("x") == [
@@ -537,7 +538,8 @@ async def test_child_controlled_by_someone_else_fails_the_sync_and_is_left_alone
         found = scene.get(kind_plural, name)
         assert found is not None and found["metadata"]["resourceVersion"] == before[name]
         assert not found["metadata"].get("ownerReferences")
-    assert scene.status("x") == {}
+    assert [c[:3] for c in scene.conditions("x")] == [("Created", "True", "MPIJobCreated")]
+    assert "phase" not in scene.status("x") and "replicaStatuses" not in scene.status("x")
 
 
 # --- the launcher finishes --------------------------------------------------------------------------
@@ -954,11 +956,14 @@ def _update_refused(scene: Scene, launcher: str) -> bool:
     return False
 
 
-async def test_failed_launcher_unsuspend_leaves_the_cached_launcher_suspended(scene: Scene) -> None:
+async def test_refused_launcher_unsuspend_holds_the_job_and_leaves_the_cached_launcher_suspended(
+    scene: Scene,
+) -> None:
     """TestUnsuspendLauncherUpdateFailureDoesNotPoisonCache: the API server refuses the launcher update
-    (here a ValidatingAdmissionPolicy; upstream's fake returns ServiceUnavailable) → the sync fails without
-    writing status, and the launcher in the controller's cache is still suspended, so the retry, once
-    updates are allowed again, unsuspends it."""
+    (here a ValidatingAdmissionPolicy; upstream's fake returns ServiceUnavailable), and the launcher in the
+    controller's cache is still suspended, so a later try, once updates are allowed again, unsuspends it.
+    An admission refusal is one for good (decisions-local L11): the job is held with a ChildRejected
+    condition instead of failing the sync, and tried again when its spec changes."""
     scene.submit(mpijob("poison", workers=2, run_policy={**ALL, "suspend": True}))
     await scene.sync("poison")
 
@@ -966,23 +971,32 @@ async def test_failed_launcher_unsuspend_leaves_the_cached_launcher_suspended(sc
         await scene.until_true(lambda: _update_refused(scene, "poison-launcher"), "the policy enforced")
         scene.patch_spec("poison", {"spec": {"runPolicy": {"suspend": False}}})
 
-        writes, error = await scene.failing_sync("poison")
+        writes = await scene.sync("poison")
 
-        assert writes == [*_creates("pods", *_workers("poison", 2)), ("update", "jobs", "poison-launcher")]
-        assert refusal in error
+        assert writes == [
+            *_creates("pods", *_workers("poison", 2)),
+            ("update", "jobs", "poison-launcher"),
+            ("update_status", "mpijobs", "poison"),
+        ]
+        held = scene.condition("poison", "ChildRejected") or {}
+        assert held.get("reason") == "ChildInvalid" and refusal in held.get("message", ""), held
+        assert held["message"].startswith("Job poison-launcher could not be updated: ")
         cached = scene.cached(JOBS, "poison-launcher")
         assert cached is not None and cached["spec"]["suspend"] is True
         stored = scene.launcher_job("poison")
         assert stored is not None and stored["spec"]["suspend"] is True
-        assert (scene.condition("poison", "Suspended") or {}).get("status") == "True"
+        assert (scene.condition("poison", "Suspended") or {}).get("status") == "False"
+        assert await scene.sync("poison") == [], "a held job is not tried again before its spec changes"
 
     await scene.until_true(lambda: not _update_refused(scene, "poison-launcher"), "the policy gone")
+    scene.patch_spec("poison", {"spec": {"runPolicy": {"backoffLimit": 3}}})
     assert await scene.sync("poison") == [
         ("update", "jobs", "poison-launcher"),
         ("update_status", "mpijobs", "poison"),
     ]
     launcher = scene.launcher_job("poison")
     assert launcher is not None and launcher["spec"]["suspend"] is False
+    assert scene.condition("poison", "ChildRejected") is None
     await scene.assert_converged("poison")
 
 

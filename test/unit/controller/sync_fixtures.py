@@ -276,6 +276,8 @@ def running_status(workers: int) -> Obj:
         ],
         "startTime": NOW,
         "replicaStatuses": {"Launcher": {"active": 1}, "Worker": {"active": workers}},
+        "podCounts": {"Launcher": {"running": 1}, "Worker": {"running": workers, "ready": workers}},
+        "phase": "Running",
     }
 
 

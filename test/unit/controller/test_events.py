@@ -15,6 +15,7 @@ from mpioperator.controller.children import ChildReconciler
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import MAX_QUEUED_EVENTS, EventRecorder
 from mpioperator.controller.ports import Listers
+from mpioperator.controller.rejections import ChildRejected
 from mpioperator.kube import errors
 from mpioperator.kube.resources import Resource
 from mpioperator.testing.mpijobs import mpijob
@@ -141,11 +142,11 @@ class _Recorder:
         self.events.append((event_type, reason, message))
 
 
-async def test_a_rejected_worker_pod_is_reported_in_the_api_servers_words() -> None:
+async def test_a_failed_worker_create_is_reported_in_the_api_servers_words() -> None:
     """Upstream's message is `worker pod created failed: <err>` where a client-go error's text is the
     Status message alone: no HTTP code, no reason."""
-    rejection = 'Pod "pi-worker-0" is invalid: spec.containers[0].name: Invalid value: "Bad_Name": bad'
-    writer = Written(fail_with=errors.Invalid(422, "Invalid", rejection))
+    failure = "Internal error occurred: etcdserver: request timed out"
+    writer = Written(fail_with=errors.ApiError(500, "InternalError", failure))
     recorder = _Recorder()
     none = _NoObjects()
     reconciler = ChildReconciler(
@@ -158,8 +159,25 @@ async def test_a_rejected_worker_pod_is_reported_in_the_api_servers_words() -> N
     with pytest.raises(SyncError) as raised:
         await reconciler.workers(set_defaults(_job()))
 
-    assert recorder.events == [("Warning", "MPIJobFailed", f"worker pod created failed: {rejection}")]
-    assert str(raised.value) == rejection
+    assert recorder.events == [("Warning", "MPIJobFailed", f"worker pod created failed: {failure}")]
+    assert str(raised.value) == failure
+
+
+async def test_a_worker_pod_refused_for_good_is_no_event_here_but_a_rejection_for_the_sync() -> None:
+    """L11: the sync holds the job and records one ChildRejected event itself, never one per retry."""
+    refusal = 'Pod "pi-worker-0" is invalid: spec.containers[0].name: Invalid value: "Bad_Name": bad'
+    writer = Written(fail_with=errors.Invalid(422, "Invalid", refusal))
+    recorder = _Recorder()
+    none = _NoObjects()
+    reconciler = ChildReconciler(
+        Listers(none, none, none, none, none, none), writer, recorder, cluster_domain=""
+    )
+
+    with pytest.raises(ChildRejected) as raised:
+        await reconciler.workers(set_defaults(_job()))
+
+    assert recorder.events == []
+    assert raised.value.message == f"Pod pi-worker-0 could not be created: {refusal}"
 
 
 def test_an_api_error_without_a_message_names_its_code() -> None:

@@ -82,6 +82,7 @@ def test_launcher_job_renders_appendix_a() -> None:
                                 ),
                                 *NVIDIA,
                             ],
+                            "terminationMessagePolicy": "FallbackToLogsOnError",
                             "volumeMounts": [
                                 {"name": "ssh-auth", "mountPath": "/root/.ssh"},
                                 {"name": "mpi-job-config", "mountPath": "/etc/mpi"},
@@ -238,6 +239,7 @@ def test_launcher_overrides_case() -> None:
                             ),
                             *NVIDIA,
                         ],
+                        "terminationMessagePolicy": "FallbackToLogsOnError",
                         "volumeMounts": [
                             {"name": "data", "mountPath": "/data"},
                             {"name": "ssh-auth", "mountPath": "/home/mpiuser/.ssh"},
@@ -312,3 +314,30 @@ def test_resume_merges_labels_and_annotations_and_replaces_directives() -> None:
             "containers": [{"name": "launcher", "image": "img"}],
         },
     }
+
+
+def test_the_launcher_container_falls_back_to_its_log_for_a_termination_message_unless_told_otherwise() -> (
+    None
+):
+    """Ours (docs/extensions.md): the tail of a failed launcher's log becomes its termination message,
+    which the MPIJob's Failed condition quotes; a policy the user chose stands."""
+    body, _ = new_launcher_job(reference_job())
+    assert (
+        body["spec"]["template"]["spec"]["containers"][0]["terminationMessagePolicy"]
+        == "FallbackToLogsOnError"
+    )
+    job = reference_job()
+    job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0][
+        "terminationMessagePolicy"
+    ] = "File"
+    body, _ = new_launcher_job(job)
+    assert body["spec"]["template"]["spec"]["containers"][0]["terminationMessagePolicy"] == "File"
+
+
+@pytest.mark.parametrize(("value", "policy"), [("true", "Never"), ("True", "Never"), ("false", "OnFailure")])
+def test_keep_failed_launcher_makes_each_attempt_a_pod_of_its_own(value: str, policy: str) -> None:
+    """Ours (#354): restarted in place, a failed launcher's pod is deleted at the back-off limit."""
+    job = reference_job()
+    job["metadata"]["annotations"] = {"mpioperator.io/keep-failed-launcher": value}
+    body, _ = new_launcher_job(job)
+    assert body["spec"]["template"]["spec"]["restartPolicy"] == policy

@@ -59,12 +59,86 @@ def test_slim_pod_keeps_phase_reason_message_and_condition_truth() -> None:
     assert pod_ready(slim) is False
 
 
-def test_slim_pod_drops_spec_annotations_managed_fields_and_container_statuses() -> None:
+def test_slim_pod_drops_spec_annotations_and_managed_fields() -> None:
     slim = slim_pod(full_pod())
     assert "spec" not in slim
     assert "annotations" not in slim["metadata"]
     assert "managedFields" not in slim["metadata"]
-    assert "containerStatuses" not in slim["status"]
+
+
+def test_a_healthy_containers_status_is_dropped_whole() -> None:
+    pod = full_pod()
+    running = {
+        "name": "worker",
+        "ready": True,
+        "restartCount": 0,
+        "image": "mpi",
+        "imageID": "sha256:1",
+        "state": {"running": {"startedAt": "2026-11-23T10:00:01Z"}},
+        "started": True,
+    }
+    pod["status"] = {"phase": "Running", "containerStatuses": [running], "initContainerStatuses": [running]}
+    assert slim_pod(pod)["status"] == {"phase": "Running"}
+
+
+def test_of_a_container_only_what_says_something_is_wrong_is_kept() -> None:
+    pod = full_pod()
+    pod["status"] = {
+        "phase": "Running",
+        "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/1 nodes"},
+            {"type": "Ready", "status": "True", "reason": "ignored", "message": "ignored"},
+        ],
+        "containerStatuses": [
+            {
+                "name": "a",
+                "ready": False,
+                "restartCount": 0,
+                "state": {"waiting": {"reason": "ContainerCreating"}},
+            },
+            {
+                "name": "b",
+                "ready": False,
+                "restartCount": 0,
+                "image": "x",
+                "state": {"waiting": {"reason": "ErrImagePull", "message": "not found"}},
+            },
+            {
+                "name": "c",
+                "ready": True,
+                "restartCount": 2,
+                "state": {"running": {"startedAt": "T2"}},
+                "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137, "startedAt": "T0"}},
+            },
+            {
+                "name": "d",
+                "ready": False,
+                "restartCount": 0,
+                "state": {"terminated": {"reason": "Error", "exitCode": 2, "message": "x" * 5000 + "boom"}},
+            },
+            {
+                "name": "e",
+                "ready": False,
+                "restartCount": 0,
+                "state": {"terminated": {"reason": "Completed", "exitCode": 0}},
+            },
+        ],
+    }
+    status = slim_pod(pod)["status"]
+    assert status["conditions"] == [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/1 nodes"},
+        {"type": "Ready", "status": "True"},
+    ]
+    b, c, d = status["containerStatuses"]
+    assert b == {"state": {"waiting": {"reason": "ErrImagePull", "message": "not found"}}}
+    assert c == {
+        "restartCount": 2,
+        "state": {"running": {"startedAt": "T2"}},
+        "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}},
+    }
+    assert d["state"]["terminated"]["exitCode"] == 2
+    message = d["state"]["terminated"]["message"]
+    assert message.endswith("boom") and len(message) == 1024
 
 
 def test_slim_pods_share_one_copy_of_repeated_label_strings() -> None:

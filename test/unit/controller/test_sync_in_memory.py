@@ -234,7 +234,7 @@ async def test_scale_up_creates_only_the_missing_workers_and_rewrites_the_hostfi
 # --- objects that are not ours, and keys that are not jobs ---------------------------------------------------
 
 
-async def test_service_not_controlled_by_the_job_fails_the_sync_with_an_event_and_no_write() -> None:
+async def test_service_not_controlled_by_the_job_fails_the_sync_with_an_event_after_writing_created() -> None:
     pi = job(workers=1)
     theirs: Obj = {
         "apiVersion": "v1",
@@ -249,7 +249,9 @@ async def test_service_not_controlled_by_the_job_fails_the_sync_with_an_event_an
 
     message = 'Resource "pi" of Kind "Service" already exists and is not managed by MPIJob'
     assert str(failed.value) == message
-    assert scene.writer.calls == []
+    # Created is written before the sync fails (L11), so a retry or a new leader does not record it again.
+    assert scene.writer.calls == [("update_status", "mpijobs", "pi")]
+    assert [c["type"] for c in scene.written_status()["conditions"]] == ["Created"]
     assert scene.recorder.events == [CREATED, ("Warning", "ErrResourceExists", message)]
 
 
@@ -264,7 +266,7 @@ async def test_worker_pod_of_another_owner_fails_the_sync_after_the_shared_child
     with pytest.raises(SyncError, match='Resource "pi-worker-0" of Kind "Pod" already exists'):
         await scene.sync()
 
-    assert scene.writer.calls == SHARED_CREATES
+    assert scene.writer.calls == [*SHARED_CREATES, ("update_status", "mpijobs", "pi")]
 
 
 async def test_job_managed_by_another_controller_gets_no_write() -> None:

@@ -176,7 +176,7 @@ def test_crd_serves_one_version_with_status_subresource_and_printer_columns(crd:
     (version,) = crd["spec"]["versions"]
     assert (version["name"], version["served"], version["storage"]) == ("v2beta1", True, True)
     assert version["subresources"] == {"status": {}}
-    assert [c["name"] for c in version["additionalPrinterColumns"]] == ["State", "Workers", "Age"]
+    assert [c["name"] for c in version["additionalPrinterColumns"]] == ["Phase", "State", "Workers", "Age"]
     assert crd["spec"]["names"] == {
         "kind": "MPIJob",
         "listKind": "MPIJobList",
@@ -184,6 +184,21 @@ def test_crd_serves_one_version_with_status_subresource_and_printer_columns(crd:
         "singular": "mpijob",
     }
     assert crd["spec"]["scope"] == "Namespaced"
+
+
+def test_status_declares_our_phase_pod_counts_and_bounded_unhealthy_pods(root: Schema) -> None:
+    """Without them in the schema the API server would prune what the operator writes (issue 17)."""
+    status = root["properties"]["status"]["properties"]
+    assert status["phase"]["enum"] == ["Pending", "Running", "Suspended", "Succeeded", "Failed"]
+    counts = status["podCounts"]["additionalProperties"]["properties"]
+    assert sorted(counts) == ["failed", "pending", "ready", "restarts", "running", "succeeded"]
+    assert status["unhealthyPods"]["maxItems"] == 10
+    assert sorted(status["unhealthyPods"]["items"]["properties"]) == [
+        "name",
+        "reason",
+        "replicaType",
+        "restarts",
+    ]
 
 
 def test_status_conditions_are_a_list_map_keyed_by_type(root: Schema) -> None:

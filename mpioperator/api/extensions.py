@@ -1,0 +1,56 @@
+"""Our opt-in behaviour, as annotations under our own prefix (decisions.md D8; docs/extensions.md).
+
+Upstream's spec stays as it is: typed clients built on upstream's structs drop unknown spec fields on a
+read-modify-write, but keep annotations. CEL in a CRD cannot read annotations, so a bad value is reported
+by the controller's validation (the `Invalid` condition) instead of being refused at apply time.
+"""
+
+from __future__ import annotations
+
+from mpioperator.api.field_errors import FieldError, JSONString, invalid, not_supported
+from mpioperator.api.objects import Obj
+
+PREFIX = "mpioperator.io/"
+WORKER_STARTUP_DEADLINE = f"{PREFIX}worker-startup-deadline-seconds"
+KEEP_FAILED_LAUNCHER = f"{PREFIX}keep-failed-launcher"
+_BOOLEANS = ("false", "true")
+
+
+def _annotations(job: Obj) -> dict[str, str]:
+    found = (job.get("metadata") or {}).get("annotations") or {}
+    return {k: str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
+def whole_seconds(value: str) -> int | None:
+    """A whole, non-negative number of seconds; None for anything else."""
+    text = value.strip()
+    return int(text) if text.isdigit() else None
+
+
+def worker_startup_deadline(job: Obj) -> int | None:
+    """The job's own deadline in seconds (0: none), or None when it does not set one (or sets it badly)."""
+    value = _annotations(job).get(WORKER_STARTUP_DEADLINE)
+    return None if value is None else whole_seconds(value)
+
+
+def keep_failed_launcher(job: Obj) -> bool:
+    return _annotations(job).get(KEEP_FAILED_LAUNCHER, "").strip().lower() == "true"
+
+
+def validate_annotations(job: Obj) -> list[FieldError]:
+    errors: list[FieldError] = []
+    annotations = _annotations(job)
+    path = "metadata.annotations[{}]"
+    deadline = annotations.get(WORKER_STARTUP_DEADLINE)
+    if deadline is not None and whole_seconds(deadline) is None:
+        errors.append(
+            invalid(
+                path.format(WORKER_STARTUP_DEADLINE),
+                JSONString(deadline),
+                "must be a whole number of seconds",
+            )
+        )
+    keep = annotations.get(KEEP_FAILED_LAUNCHER)
+    if keep is not None and keep.strip().lower() not in _BOOLEANS:
+        errors.append(not_supported(path.format(KEEP_FAILED_LAUNCHER), JSONString(keep), _BOOLEANS))
+    return errors

@@ -1,0 +1,65 @@
+"""`status.phase` and `status.podCounts`: a job's state in one word and its pods in numbers.
+
+The phase is read off the conditions upstream already keeps, so it never disagrees with them and costs
+no status write of its own. The counts are per replica type; zeros are left out, as in replicaStatuses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mpioperator.api import constants as api
+from mpioperator.controller.conditions import is_true
+from mpioperator.controller.problems import restarts
+
+Obj = dict[str, Any]
+
+PENDING = "Pending"
+RUNNING = "Running"
+SUSPENDED = "Suspended"
+SUCCEEDED = "Succeeded"
+FAILED = "Failed"
+PHASES = (PENDING, RUNNING, SUSPENDED, SUCCEEDED, FAILED)
+
+_COUNTED_PHASES = {"Pending": "pending", "Running": "running", "Succeeded": "succeeded", "Failed": "failed"}
+
+
+def phase(status: Obj, suspended: bool) -> str:
+    """Failed or Succeeded once finished; Suspended while suspended; Running while the Running
+    condition is True; Pending otherwise (not started yet, held, or stuck)."""
+    if is_true(status, api.COND_FAILED):
+        return FAILED
+    if is_true(status, api.COND_SUCCEEDED):
+        return SUCCEEDED
+    if suspended:
+        return SUSPENDED
+    if is_true(status, api.COND_RUNNING):
+        return RUNNING
+    return PENDING
+
+
+def _ready(pod: Obj) -> bool:
+    for cond in (pod.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == "Ready":
+            return bool(cond.get("status") == "True")
+    return False
+
+
+def counts(pods: list[Obj]) -> dict[str, int]:
+    """pending, running, ready, succeeded, failed, restarts of `pods`; a pod being deleted is not counted."""
+    tally = dict.fromkeys(("pending", "running", "ready", "succeeded", "failed", "restarts"), 0)
+    for pod in pods:
+        if (pod.get("metadata") or {}).get("deletionTimestamp"):
+            continue
+        key = _COUNTED_PHASES.get(str((pod.get("status") or {}).get("phase")))
+        if key is not None:
+            tally[key] += 1
+        if key == "running" and _ready(pod):
+            tally["ready"] += 1
+        tally["restarts"] += restarts(pod)
+    return {k: v for k, v in tally.items() if v}
+
+
+def pod_counts(launcher_pods: list[Obj], workers: list[Obj]) -> Obj:
+    """`{Launcher: {...}, Worker: {...}}`, both keys always, so a reader need not guess what is absent."""
+    return {api.LAUNCHER: counts(launcher_pods), api.WORKER: counts(workers)}

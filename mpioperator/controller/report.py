@@ -1,0 +1,149 @@
+"""What the status says beyond upstream's (docs/extensions.md), added after upstream's status step.
+
+* `ChildRejected`: a child the API server refused for good, while the job is held (decisions-local L11);
+* `PodsStuck` and `unhealthyPods`: pods that cannot start or keep crashing, with the scheduler's or the
+  kubelet's reason (health.py);
+* the Failed message goes on to name the workers that ended badly and the launcher's last words;
+* the worker start-up deadline (startup_deadline.py);
+* `phase` and `podCounts` (phase.py).
+
+Each is computed from the caches like the rest of the status and written in the same status write, so it
+adds a write only when what it says changes; each event comes with a change of its condition. A change of
+the pod counts alone waits a little for the next change that is written anyway (`CountsSettle`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from mpioperator.api import accessors, names
+from mpioperator.api import constants as api
+from mpioperator.api.objects import Obj
+from mpioperator.controller import health, phase, startup_deadline
+from mpioperator.controller.conditions import is_finished
+from mpioperator.controller.problems import PodProblem, last_words, stuck_pods, worker_endings
+from mpioperator.controller.rejections import (
+    COND_CHILD_REJECTED,
+    ChildRejected,
+    put_condition,
+    rejected_condition,
+)
+from mpioperator.controller.status import WARNING, StatusEvent
+
+# A change of podCounts and nothing else (a launcher pod Pending before it runs, one that ended before its
+# Job says so) waits this long for a change that is written anyway, as child events settle (L6).
+COUNTS_SETTLE = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    pods: tuple[list[Obj], list[Obj]]  # launcher pods, workers
+    problems: list[PodProblem]
+    deadline: startup_deadline.Verdict
+    failure_detail: str
+    recheck_after: float | None
+
+
+def rejection(
+    status: Obj, refused: ChildRejected | None, *, cleared: bool, now: dt.datetime
+) -> list[StatusEvent]:
+    """Set the ChildRejected condition for a refusal (one event when it is news), or remove it once the
+    children step went through (`cleared`); a held job's condition stays as it is."""
+    if refused is not None:
+        condition, news = rejected_condition(status, refused, now)
+        put_condition(status, condition, COND_CHILD_REJECTED)
+        return [StatusEvent(WARNING, refused.reason, refused.message)] if news else []
+    if cleared:
+        put_condition(status, None, COND_CHILD_REJECTED)
+    return []
+
+
+class Reporter:
+    """Turns the job's pods into the extra status; remembers each job's launcher's last words, since the
+    Job controller deletes a launcher pod restarted in place before it marks the Job Failed."""
+
+    def __init__(self, default_deadline_seconds: int = 0, capacity: int = 20_000) -> None:
+        self._default_deadline = default_deadline_seconds
+        self._last_words: OrderedDict[str, str] = OrderedDict()
+        self._capacity = capacity
+
+    def _remember(self, uid: str, words: str) -> str:
+        if words:
+            self._last_words[uid] = words
+            self._last_words.move_to_end(uid)
+            while len(self._last_words) > self._capacity:
+                self._last_words.popitem(last=False)
+            return words
+        return self._last_words.get(uid, "")
+
+    def observe(self, job: Obj, launcher_pods: list[Obj], workers: list[Obj], now: dt.datetime) -> Observed:
+        """Everything the status step needs from the pods, before it runs."""
+        problems, crash_recheck = stuck_pods(launcher_pods, workers, now)
+        by_name = {p["metadata"].get("name", ""): p for p in workers}
+        expected = {
+            names.worker_name(job, i): by_name.get(names.worker_name(job, i))
+            for i in range(accessors.worker_replicas(job) if accessors.replica_spec(job, api.WORKER) else 0)
+        }
+        seconds = startup_deadline.deadline_seconds(job, self._default_deadline)
+        verdict = startup_deadline.judge(
+            job,
+            job.get("status") or {},
+            expected,
+            {p.pod: p for p in problems},
+            seconds=seconds,
+            now=now,
+        )
+        words = self._remember(job["metadata"].get("uid", ""), last_words(launcher_pods))
+        detail = "; ".join(part for part in (worker_endings(workers), words) if part)
+        waits = [w for w in (crash_recheck, verdict.recheck_after) if w is not None]
+        return Observed((launcher_pods, workers), problems, verdict, detail, min(waits) if waits else None)
+
+    def finish(
+        self, status: Obj, observed: Observed, *, suspended: bool, now: dt.datetime
+    ) -> list[StatusEvent]:
+        """Write PodsStuck, unhealthyPods, podCounts and phase into the computed status; the events due."""
+        events: list[StatusEvent] = []
+        if is_finished(status):
+            health.apply(status, health.WELL)  # a finished job's pods are not stuck, they are done
+        else:
+            assessed = health.assess(status, observed.problems, now)
+            health.apply(status, assessed)
+            if assessed.changed and assessed.condition is not None:
+                stuck = assessed.condition
+                events.append(StatusEvent(WARNING, str(stuck["reason"]), str(stuck["message"])))
+        launcher_pods, workers = observed.pods
+        status["podCounts"] = phase.pod_counts(launcher_pods, workers)
+        status["phase"] = phase.phase(status, suspended)
+        return events
+
+
+class CountsSettle:
+    """When a status differs from the last written one in podCounts only, the write waits up to
+    COUNTS_SETTLE seconds from the first such sync; any other change writes at once, counts included."""
+
+    def __init__(self, capacity: int = 20_000) -> None:
+        self._since: OrderedDict[str, float] = OrderedDict()
+        self._capacity = capacity
+
+    def wait(self, uid: str, written: Obj, status: Obj, now: float) -> float | None:
+        """Seconds to hold the write back, or None to write now (or to write nothing)."""
+        old, new = written.get("podCounts"), status.get("podCounts")
+        counts_only = (
+            old is not None
+            and old != new
+            and {k: v for k, v in written.items() if k != "podCounts"}
+            == {k: v for k, v in status.items() if k != "podCounts"}
+        )
+        if not counts_only:
+            self._since.pop(uid, None)
+            return None
+        since = self._since.setdefault(uid, now)
+        while len(self._since) > self._capacity:
+            self._since.popitem(last=False)
+        left = COUNTS_SETTLE - (now - since)
+        if left <= 0:
+            self._since.pop(uid, None)
+            return None
+        return left

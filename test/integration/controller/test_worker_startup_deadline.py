@@ -1,0 +1,99 @@
+"""Workers that are not all Ready within the start-up deadline fail the job (issue 17, part 4; ksonnet's
+`initTimeout`). Off unless asked for: the annotation `mpioperator.io/worker-startup-deadline-seconds`, or
+the operator flag `--worker-startup-deadline-seconds` for every job."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.mpijobs import mpijob
+from test.integration.controller.actors import Actors
+from test.integration.controller.conftest import Harness, running_controller
+from test.integration.controller.waits import condition_appears
+
+Obj = dict[str, Any]
+ANNOTATION = "mpioperator.io/worker-startup-deadline-seconds"
+
+
+def _with_deadline(name: str, seconds: str | None, **kwargs: Any) -> Obj:
+    body = mpijob(name, **kwargs)
+    if seconds is not None:
+        body["metadata"]["annotations"] = {ANNOTATION: seconds}
+    return body
+
+
+async def test_workers_not_ready_within_the_deadline_fail_the_job_listing_them_and_are_cleaned_up(
+    harness: Harness,
+) -> None:
+    a = Actors(harness.cluster, harness.namespace)
+    a.submit(_with_deadline("late", "2", workers=3, run_policy={"cleanPodPolicy": "Running"}))
+    await a.until_true(lambda: len(a.worker_pods("late")) == 3, "three workers")
+    a.set_pod("late-worker-0", "Running", ready=True)
+    a.set_pod("late-worker-2", "Running", ready=False)
+
+    # No event comes after this: the controller has to keep time itself.
+    failed = await condition_appears(a, "late", "Failed", "the deadline to fail the job", 15)
+    assert failed["status"] == "True" and failed["reason"] == "WorkerStartupDeadlineExceeded", failed
+    assert "late-worker-1" in failed["message"] and "late-worker-2" in failed["message"], failed
+    assert "late-worker-0" not in failed["message"], failed
+    assert a.status("late").get("completionTime")
+    assert a.status("late").get("phase") == "Failed"
+    await a.until_true(lambda: a.worker_pods("late") == [], "workers cleaned up per cleanPodPolicy Running")
+    await harness.controller.recorder.flush()
+    assert [e["type"] for e in a.events("late") if e["reason"] == "WorkerStartupDeadlineExceeded"] == [
+        "Warning"
+    ]
+
+
+async def _after_the_deadline(a: Actors, since: float, seconds: float) -> None:
+    await a.until_true(lambda: time.monotonic() > since + seconds + 1, "the deadline to have passed")
+
+
+async def test_workers_ready_within_the_deadline_keep_the_job_running(harness: Harness) -> None:
+    a = Actors(harness.cluster, harness.namespace)
+    since = time.monotonic()
+    a.submit(_with_deadline("quick", "2", workers=2))
+    await a.until(lambda: a.launcher_job("quick"), "the launcher Job")
+    a.set_workers("quick", "Running", ready=True)
+    a.create_launcher_pod("quick")
+    await a.until_true(lambda: (a.condition("quick", "Running") or {}).get("status") == "True", "Running")
+
+    await _after_the_deadline(a, since, 2)
+    await harness.controller.syncer.sync(f"{harness.namespace}/quick")
+    assert a.condition("quick", "Failed") is None
+
+
+async def test_the_operator_flag_sets_a_deadline_for_every_job_and_the_annotation_zero_turns_it_off(
+    mpijob_crd: LocalCluster, make_namespace: Any
+) -> None:
+    namespace = make_namespace(mpijob_crd)
+    async with running_controller(
+        mpijob_crd, namespace, settings={"worker_startup_deadline_seconds": 2}
+    ) as harness:
+        a = Actors(harness.cluster, harness.namespace)
+        since = time.monotonic()
+        a.submit(_with_deadline("flagged", None, workers=1))
+        a.submit(_with_deadline("exempt", "0", workers=1))
+
+        failed = await condition_appears(a, "flagged", "Failed", "the flag's deadline", 15)
+        assert failed["reason"] == "WorkerStartupDeadlineExceeded"
+        assert "flagged-worker-0" in failed["message"]
+        await _after_the_deadline(a, since, 2)
+        await harness.controller.syncer.sync(f"{harness.namespace}/exempt")
+        assert a.condition("exempt", "Failed") is None
+
+
+async def test_a_suspended_job_starts_its_deadline_again_when_resumed(harness: Harness) -> None:
+    a = Actors(harness.cluster, harness.namespace)
+    a.submit(_with_deadline("paused", "2", workers=1, run_policy={"suspend": True}))
+    await condition_appears(a, "paused", "Suspended", "the job suspended")
+    since = time.monotonic()
+    await _after_the_deadline(a, since, 2)
+    await harness.controller.syncer.sync(f"{harness.namespace}/paused")
+    assert a.condition("paused", "Failed") is None
+
+    a.patch_spec("paused", {"spec": {"runPolicy": {"suspend": False}}})
+    failed = await condition_appears(a, "paused", "Failed", "the deadline after the resume", 15)
+    assert failed["reason"] == "WorkerStartupDeadlineExceeded"
