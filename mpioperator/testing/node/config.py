@@ -131,6 +131,7 @@ def kubelet_config(
         "tlsCertFile": str(serving_cert),
         "tlsPrivateKeyFile": str(serving_key),
         "containerRuntimeEndpoint": f"unix://{layout.containerd_socket}",
+        "podLogsDir": str(layout.pod_logs),
         # kubelet >= 1.35 refuses cgroup v1 hosts unless told otherwise; this VM has only v1 controllers.
         "failCgroupV1": False,
         "cgroupDriver": "cgroupfs",

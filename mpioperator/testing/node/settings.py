@@ -71,6 +71,12 @@ class NodeLayout:
         return self.root / "containerd.toml"
 
     @property
+    def pod_logs(self) -> Path:
+        """The kubelet's pod log directory: not the host's /var/log/pods, which every node on the machine
+        would share, and where one kubelet removes the log directories of pods it does not know."""
+        return self.root / "pod-logs"
+
+    @property
     def containerd_root(self) -> Path:
         return self.root / "containerd-root"
 
