@@ -2,7 +2,7 @@
 
 Two operator replicas (a leader and a standby, as the Deployment runs them) on their own full local cluster,
 scraped every second by Prometheus built from its Go module; the rule file is the PrometheusRule's spec.
-Jobs succeed, fail, wait to run and are refused by a quota; then the leader is SIGKILLed, the standby takes
+Jobs succeed, fail, wait to run and cannot be synced (a child's name is taken); then the leader is SIGKILLed, the standby takes
 over, and finally no replica is left. Every dashboard expression and every alert expression must parse and
 return data, and each alert's condition is met for real while the test watches.
 
@@ -116,7 +116,7 @@ def submit_workload(cluster: LocalCluster, ns: str, blocked_ns: str, wave: int) 
             spec={"launcherCreationPolicy": "WaitForWorkersReady"},
         )
         cluster.rest.create(base, waits)
-        # No pod may be created here, so every sync of this job fails (a real-world quota mistake).
+        # Its ConfigMap's name is taken by an object the operator does not own, so every sync of it fails.
         blocked = f"/apis/kubeflow.org/v2beta1/namespaces/{blocked_ns}/mpijobs"
         cluster.rest.create(blocked, mpijob("refused", workers=1))
 
@@ -151,9 +151,12 @@ def test_dashboard_and_alert_expressions_return_data_from_real_operators(
         )
         ns = make_namespace(cluster)
         blocked_ns = make_namespace(cluster)
+        # A ConfigMap of the name `refused`'s would get, made by someone else: every sync of that job fails
+        # ("already exists and is not managed") and is retried with back-off. (A quota's 403 no longer
+        # counts: the operator holds such a job with a condition instead of retrying it, decisions L11.)
         cluster.rest.create(
-            f"/api/v1/namespaces/{blocked_ns}/resourcequotas",
-            {"metadata": {"name": "no-pods"}, "spec": {"hard": {"pods": "0"}}},
+            f"/api/v1/namespaces/{blocked_ns}/configmaps",
+            {"metadata": {"name": "refused-config"}, "data": {"hostfile": "not the operator's\n"}},
         )
         submit_workload(cluster, ns, blocked_ns, wave=0)
         for i in range(3):
@@ -194,7 +197,7 @@ def test_dashboard_and_alert_expressions_return_data_from_real_operators(
         assert prometheus.query(rules["MPIOperatorDown"]["expr"]) == []
         assert prometheus.query(rules["MPIOperatorNoLeader"]["expr"]) == []
 
-        # The quota refuses every pod of `refused`: more than 5% of syncs fail.
+        # Every sync of `refused` fails on its ConfigMap: more than 5% of syncs fail.
         errors = wait_for(
             lambda: prometheus.query(rules["MPIOperatorReconcileErrors"]["expr"]),
             timeout=120,
