@@ -249,7 +249,7 @@ class JobSyncer:
         issue 18's hooks: debug mode's end, the user's own SSH Secret, the worker roll (L14)."""
         meta = job["metadata"]
         uid, generation = meta.get("uid", ""), int(meta.get("generation") or 0)
-        clock = self._utcnow().timestamp()
+        clock = now.timestamp()
         workers: list[Obj] = []
         launcher: Obj | None = None
         done = waits_for_secret = rolled = False
