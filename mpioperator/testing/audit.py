@@ -106,6 +106,34 @@ def read_writes(log: Path, user: str) -> Writes:
         return count_writes(lines, user)
 
 
+class WritesTail:
+    """`user`'s writes so far in an audit log the API server keeps appending to, read incrementally.
+
+    Re-reading the whole log on every poll costs the benchmark's own CPU in proportion to the writes
+    already made, which at thousands of MPIJobs competes with the operator being measured.
+    """
+
+    def __init__(self, log: Path, user: str) -> None:
+        self.log = log
+        self.user = user
+        self._offset = 0
+        self._partial = b""
+        self._seen = Writes()
+
+    def read(self) -> Writes:
+        if self.log.exists():
+            with self.log.open("rb") as f:
+                f.seek(self._offset)
+                chunk = f.read()
+            self._offset += len(chunk)
+            complete, _, self._partial = (self._partial + chunk).rpartition(b"\n")
+            if complete:
+                new = count_writes(complete.decode().splitlines(), self.user)
+                self._seen.by_kind.update(new.by_kind)
+                self._seen.failed.update(new.failed)
+        return Writes(Counter(self._seen.by_kind), Counter(self._seen.failed))
+
+
 @dataclass(frozen=True, slots=True)
 class AuditRecord:
     """One completed write request: when the server received and answered it, who sent it, what it was."""

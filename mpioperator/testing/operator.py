@@ -62,6 +62,10 @@ class OperatorProcess:
         self._proc: ManagedProcess | None = None
 
     @property
+    def log_path(self) -> Path:
+        return self.workdir / f"{self.name}.log"
+
+    @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
 
@@ -91,7 +95,7 @@ class OperatorProcess:
             *self.args,
         ]
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-        self._proc = ManagedProcess(self.name, argv, self.workdir / f"{self.name}.log", env=env)
+        self._proc = ManagedProcess(self.name, argv, self.log_path, env=env)
         self._proc.start()
         wait_for(self._healthz, timeout=60, what=f"{self.name} /healthz", done=lambda code: code == 200)
         return self
@@ -160,5 +164,4 @@ class OperatorProcess:
         return self._proc.tail(lines) if self._proc else ""
 
     def log_text(self) -> str:
-        path = self.workdir / f"{self.name}.log"
-        return path.read_text(errors="replace") if path.exists() else ""
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -1,10 +1,13 @@
-"""mpioperator side by side with upstream's Go operator, on the same local cluster build (issue 8).
+"""mpioperator side by side with upstream's Go operator, on the same local cluster build (issues 8, 22).
 
-Each round starts a fresh full-tier cluster per contender (so neither inherits the other's objects or
-caches), runs the same scenarios with the same QPS, burst and worker settings, and alternates which
-contender goes first. The bare-client limit runs once per round on a cluster of its own.
+Two comparisons, each in alternating rounds: both operators with their work-queue limits raised until
+they do not bind (the fair fight of their work per event), and both with the defaults users get. Each
+round starts a fresh full-tier cluster per contender (so neither inherits the other's objects or caches)
+and runs the same scenarios with the same QPS, burst and worker settings; the bare-client limit runs once
+per round of the first comparison, on a cluster of its own. Then each contender runs the scale scenario
+(test/benchmarks/scale.py) on a cluster of its own.
 
-    .venv/bin/python -m test.benchmarks.bench_operators --rounds 2 --out bench-results
+    .venv/bin/python -m test.benchmarks.bench_operators --out bench-results
     (or hack/bench-operators.sh, which also installs the chart's dependency and builds upstream)
 """
 
@@ -20,10 +23,20 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypedDict
 
 from mpioperator.testing.audit import LEASES, Writes, minimum_writes_per_job
 from test.benchmarks import report, scale, scenarios
-from test.benchmarks.contenders import Contender, Ours, Settings, Upstream, build_upstream
+from test.benchmarks.contenders import (
+    DEFAULT_QUEUE,
+    RAISED_QUEUE,
+    Contender,
+    Ours,
+    QueueLimits,
+    Settings,
+    Upstream,
+    build_upstream,
+)
 from test.benchmarks.paced import PACED_JOB_TIMEOUT_S, paced
 from test.benchmarks.scenarios import Bench, Figures
 
@@ -39,9 +52,7 @@ def dir_factory(root: Path, prefix: str) -> Callable[[], Path]:
     return make
 
 
-def run_contender(
-    contender: Contender, args: argparse.Namespace, root: Path, *, with_scale: bool
-) -> tuple[Figures, Writes]:
+def run_contender(contender: Contender, args: argparse.Namespace, root: Path) -> tuple[Figures, Writes]:
     workdir = Path(tempfile.mkdtemp(prefix="run-", dir=root))
     bench = Bench.start(workdir)
     try:
@@ -66,13 +77,32 @@ def run_contender(
         figures |= scenarios.latency(
             bench, contender, rate=args.latency_rate, seconds=args.latency_seconds, workers=args.workers
         )
-        if with_scale:
-            log(f"{contender.name}: {args.scale_jobs} long-running jobs, then a restart with 10,000 pods")
-            figures |= scale.steady_state(bench, contender, jobs=args.scale_jobs)
-            figures |= scale.startup(bench, contender, dir_factory(workdir, "restart-"))
         log(f"{contender.name}: {json.dumps({k: round(v, 3) for k, v in figures.items()})}")
         # The paced run's writes are the ones compared: there every lifecycle finished.
         return figures, writes if paced_writes is None else paced_writes
+    finally:
+        contender.stop()
+        bench.stop()
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run_scale(contender: Contender, args: argparse.Namespace, root: Path) -> Figures:
+    workdir = Path(tempfile.mkdtemp(prefix="scale-", dir=root))
+    bench = Bench.start(workdir)
+    try:
+        contender.start(bench.cluster, workdir / "operator")
+        contender.wait_ready(timeout=120)
+        figures = scale.scale(
+            bench,
+            contender,
+            dir_factory(workdir, "restart-"),
+            stage_jobs=args.scale_stages,
+            arrival_rate=args.scale_arrival_rate,
+            log=log,
+        )
+        log(f"{contender.name}: {json.dumps({k: round(v, 3) for k, v in figures.items()})}")
+        return figures
     finally:
         contender.stop()
         bench.stop()
@@ -96,6 +126,13 @@ def run_bare(args: argparse.Namespace, root: Path) -> Figures:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+COMPARISONS = {"raised": RAISED_QUEUE, "default": DEFAULT_QUEUE}
+COMPARISON_TITLES = {
+    "raised": "both operators' work-queue limits raised until they do not bind",
+    "default": "both operators' default work-queue limits (rate 10/s, burst 100), as users get them",
+}
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -111,15 +148,29 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--paced-jobs",
         type=int,
-        default=20,
+        default=40,
         help="MPIJobs in the paced run, whose costs are compared (0: skip)",
     )
     parser.add_argument("--paced-in-flight", type=int, default=2, help="paced MPIJobs running at a time")
-    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds of both operators")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="alternating rounds of both operators, queue limits raised"
+    )
+    parser.add_argument(
+        "--default-queue-rounds",
+        type=int,
+        default=1,
+        help="alternating rounds of both operators with their default queue limits (0: skip)",
+    )
     parser.add_argument("--latency-rate", type=float, default=4.0, help="MPIJobs per second")
     parser.add_argument("--latency-seconds", type=float, default=30.0)
-    parser.add_argument("--scale-jobs", type=int, default=1000, help="long-running MPIJobs (8 workers each)")
-    parser.add_argument("--scale-rounds", type=int, default=1, help="rounds that also run the scale scenario")
+    parser.add_argument(
+        "--scale-stages",
+        type=_three_counts,
+        default=scale.STAGE_JOBS,
+        help="MPIJobs (4 workers each) the scale scenario adds in its three stages, e.g. 1000,1000,3000",
+    )
+    parser.add_argument("--scale-arrival-rate", type=float, default=2.0, help="MPIJobs per second at scale")
+    parser.add_argument("--no-scale", action="store_true", help="skip the scale scenario")
     parser.add_argument("--qps", type=int, default=Settings.qps)
     parser.add_argument("--burst", type=int, default=Settings.burst)
     parser.add_argument("--threadiness", type=int, default=Settings.threadiness)
@@ -131,48 +182,91 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _three_counts(text: str) -> tuple[int, int, int]:
+    counts = tuple(int(part) for part in text.split(","))
+    if len(counts) != 3 or min(counts) < 1:
+        raise argparse.ArgumentTypeError("three positive counts, e.g. 1000,1000,3000")
+    return counts
+
+
+def make_contenders(
+    args: argparse.Namespace, settings: Settings, queue: QueueLimits, binary: Path
+) -> list[Contender]:
+    contenders: list[Contender] = []
+    if args.only != "upstream":
+        contenders.append(Ours(settings, queue))
+    if args.only != "mpioperator":
+        contenders.append(Upstream(settings, binary, queue))
+    return contenders
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if args.report_from:
         report_from(args.report_from, args)
         return
     settings = Settings(qps=args.qps, burst=args.burst, threadiness=args.threadiness)
-    contenders: list[Contender] = []
-    if args.only != "upstream":
-        contenders.append(Ours(settings))
-    if args.only != "mpioperator":
-        contenders.append(Upstream(settings, build_upstream()))
+    binary = build_upstream() if args.only != "mpioperator" else Path()
+    names = [c.name for c in make_contenders(args, settings, DEFAULT_QUEUE, binary)]
     args.out.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="mpioperator-bench-"))
-    figures: dict[str, list[Figures]] = {c.name: [] for c in contenders}
-    writes: dict[str, list[Writes]] = {c.name: [] for c in contenders}
+    comparisons: dict[str, Comparison] = {}
     bare: list[Figures] = []
+    scaled: dict[str, Figures] = {}
     started = time.monotonic()
-    for n in range(args.rounds):
-        order = contenders if n % 2 == 0 else contenders[::-1]
-        for contender in order:
-            log(f"round {n + 1}/{args.rounds}: {contender.name}")
-            run_figures, run_writes = run_contender(contender, args, root, with_scale=n < args.scale_rounds)
-            figures[contender.name].append(run_figures)
-            writes[contender.name].append(run_writes)
-        if not args.no_bare:
-            bare.append(run_bare(args, root))
+    plan = [("raised", args.rounds), ("default", args.default_queue_rounds)]
+    for comparison, rounds in plan:
+        if not rounds:
+            continue
+        contenders = make_contenders(args, settings, COMPARISONS[comparison], binary)
+        result = comparisons[comparison] = {
+            "rounds": rounds,
+            "figures": {c.name: [] for c in contenders},
+            "writes": {c.name: [] for c in contenders},
+        }
+        for n in range(rounds):
+            order = contenders if n % 2 == 0 else contenders[::-1]
+            for contender in order:
+                log(f"queue limits {comparison}, round {n + 1}/{rounds}: {contender.name}")
+                run_figures, run_writes = run_contender(contender, args, root)
+                result["figures"][contender.name].append(run_figures)
+                result["writes"][contender.name].append(run_writes)
+            if comparison == "raised" and not args.no_bare:
+                bare.append(run_bare(args, root))
+    if not args.no_scale:
+        # Upstream's default limits would take hours to work through this many jobs' events.
+        for contender in make_contenders(args, settings, RAISED_QUEUE, binary):
+            log(f"scale: {contender.name}")
+            scaled[contender.name] = run_scale(contender, args, root)
     if args.keep:
         log(f"cluster work directories kept in {root}")
     else:
         shutil.rmtree(root, ignore_errors=True)
-    summary = summarize(args, settings, contenders, figures, writes, bare, time.monotonic() - started)
+    summary = summarize(args, settings, names, comparisons, bare, scaled, time.monotonic() - started)
     print(summary)
     (args.out / "summary.txt").write_text(summary + "\n")
     raw = {
         "settings": vars(settings),
-        "contenders": [c.name for c in contenders],
-        "figures": figures,
-        "writes": {name: [_writes_json(w) for w in runs] for name, runs in writes.items()},
+        "contenders": names,
+        "comparisons": {
+            name: {
+                "rounds": c["rounds"],
+                "figures": c["figures"],
+                "writes": {n: [_writes_json(w) for w in runs] for n, runs in c["writes"].items()},
+            }
+            for name, c in comparisons.items()
+        },
         "bare": bare,
+        "scale": scaled,
         "args": _jsonable(vars(args)),
     }
     (args.out / "results.json").write_text(json.dumps(raw, indent=2) + "\n")
+
+
+class Comparison(TypedDict):
+    rounds: int
+    figures: dict[str, list[Figures]]
+    writes: dict[str, list[Writes]]
 
 
 def _writes_json(writes: Writes) -> dict[str, dict[str, int]]:
@@ -190,19 +284,34 @@ def _writes_from_json(raw: dict[str, dict[str, int]]) -> Writes:
 
 
 def report_from(path: Path, args: argparse.Namespace) -> None:
-    """Print the summary of an earlier run from its results.json (and redraw its chart into --out)."""
+    """Print the summary of an earlier run from its results.json (and redraw its charts into --out).
+
+    Results from before the two comparisons (2026-11-23 and earlier) hold one, with default limits.
+    """
     raw = json.loads(path.read_text())
     names = raw.get("contenders") or list(raw["figures"])
-    for key in ("jobs", "workers", "rounds"):
+    for key in ("jobs", "workers"):
         setattr(args, key, raw["args"][key])
     args.paced_jobs = raw["args"].get("paced_jobs", 0)
-    settings = Settings(**raw["settings"])
-    contenders: list[Contender] = [
-        Ours(settings) if n == Ours.name else Upstream(settings, Path()) for n in names
-    ]
-    writes = {n: [_writes_from_json(w) for w in raw.get("writes", {}).get(n, [])] for n in names}
+    args.scale_stages = tuple(raw["args"].get("scale_stages", scale.STAGE_JOBS))
+    stored = raw.get("comparisons") or {
+        "default": {
+            "rounds": raw["args"]["rounds"],
+            "figures": raw["figures"],
+            "writes": raw.get("writes", {}),
+        }
+    }
+    comparisons: dict[str, Comparison] = {
+        name: {
+            "rounds": c["rounds"],
+            "figures": c["figures"],
+            "writes": {n: [_writes_from_json(w) for w in c.get("writes", {}).get(n, [])] for n in names},
+        }
+        for name, c in stored.items()
+    }
     args.out.mkdir(parents=True, exist_ok=True)
-    print(summarize(args, settings, contenders, raw["figures"], writes, raw["bare"], 0.0))
+    settings = Settings(**raw["settings"])
+    print(summarize(args, settings, names, comparisons, raw["bare"], raw.get("scale", {}), 0.0))
 
 
 def _jsonable(values: dict[str, object]) -> dict[str, object]:
@@ -212,23 +321,45 @@ def _jsonable(values: dict[str, object]) -> dict[str, object]:
 def summarize(
     args: argparse.Namespace,
     settings: Settings,
-    contenders: list[Contender],
-    figures: dict[str, list[Figures]],
-    writes: dict[str, list[Writes]],
+    names: list[str],
+    comparisons: dict[str, Comparison],
     bare: list[Figures],
+    scaled: dict[str, Figures],
     wall: float,
 ) -> str:
-    names = [c.name for c in contenders]
     heading = (
-        f"{args.rounds} alternating rounds, median shown; {args.jobs} MPIJobs x {args.workers} workers; "
         f"qps {settings.qps}, burst {settings.burst}, threadiness {settings.threadiness}; "
         f"{platform.machine()}, {_cpus()} CPUs" + (f"; {wall / 60:.0f} min" if wall else "")
     )
+    parts = [heading]
+    for comparison, result in comparisons.items():
+        parts += ["", f"== {COMPARISON_TITLES[comparison]}", ""]
+        parts += _comparison(args, names, comparison, result, bare)
+    if scaled:
+        parts += ["", "== scale: " + _scale_title(args), ""]
+        parts += _scale(args, names, scaled)
+    return "\n".join(parts)
+
+
+def _scale_title(args: argparse.Namespace) -> str:
+    first, second, third = args.scale_stages
+    return (
+        f"long-running MPIJobs x {scale.SCALE_WORKERS} workers, {first:,}, then {second:,} more and a restart, "
+        f"then {third:,} more; queue limits raised"
+    )
+
+
+def _comparison(
+    args: argparse.Namespace, names: list[str], comparison: str, result: Comparison, bare: list[Figures]
+) -> list[str]:
+    figures, writes = result["figures"], result["writes"]
+    heading = (
+        f"{result['rounds']} alternating round(s), median shown; {args.jobs} MPIJobs x {args.workers} workers; "
+        f"{args.paced_jobs} paced"
+    )
     parts = [heading, ""]
     if len(names) != 2:
-        for name in names:
-            parts.append(f"{name}: {json.dumps(figures[name], indent=1)}")
-        return "\n".join(parts)
+        return parts + [f"{name}: {json.dumps(figures[name], indent=1)}" for name in names]
     ours, upstream = figures[names[0]], figures[names[1]]
     table = report.rows(ours, upstream, args.jobs, args.workers)
     parts.append(report.format_table(table, names=(names[0], names[1])))
@@ -250,6 +381,8 @@ def summarize(
                     f"never: {name}, round {n}, had not created the launcher Job of {run['latency_missing']:.0f} "
                     f"of {run['latency_samples']:.0f} MPIJobs {scenarios.LATENCY_GIVE_UP_S:.0f}s after the last arrived"
                 )
+    paced_cpu = next(r.metric for r in table if r.metric.label == "CPU per MPIJob, paced")
+    parts.append(report.format_spread("CPU per paced MPIJob", paced_cpu, ours, upstream))
     if writes[names[0]] and writes[names[1]]:
         # Runs with a paced scenario keep its writes (every lifecycle finished); older ones the burst's.
         paced_jobs = getattr(args, "paced_jobs", 0)
@@ -265,13 +398,37 @@ def summarize(
     if bare:
         rate = report.metrics(args.jobs, args.workers)[0]
         parts += ["", report.format_limit(table[0].ours, table[0].upstream, report.median_of(bare, rate))]
-    chart = args.out / "bench-operators.png"
+    parts += _chart(
+        table, args.out / f"bench-operators-{comparison}.png", f"{COMPARISON_TITLES[comparison]}\n{heading}"
+    )
+    return parts
+
+
+def _scale(args: argparse.Namespace, names: list[str], scaled: dict[str, Figures]) -> list[str]:
+    if len(names) != 2 or not all(n in scaled for n in names):
+        return [f"{name}: {json.dumps(figures, indent=1)}" for name, figures in scaled.items()]
+    chosen = report.scale_metrics(args.scale_stages, scale.SCALE_WORKERS)
+    table = report.rows_of(chosen, [scaled[names[0]]], [scaled[names[1]]])
+    parts = [report.format_table(table, names=(names[0], names[1]))]
+    for name in names:
+        run = scaled[name]
+        for prefix in ("scale_latency",):
+            if run.get(f"{prefix}_missing"):
+                parts.append(
+                    f"never: {name}, had not created the launcher Job of {run[f'{prefix}_missing']:.0f} of "
+                    f"{run[f'{prefix}_samples']:.0f} MPIJobs arriving at scale "
+                    f"{scenarios.LATENCY_GIVE_UP_S:.0f}s after the last arrived"
+                )
+    parts += _chart(table, args.out / "bench-scale.png", "scale: " + _scale_title(args))
+    return parts
+
+
+def _chart(table: list[report.Row], path: Path, title: str) -> list[str]:
     try:
-        report.draw_chart(table, chart, heading)
-        parts += ["", f"chart: {chart}"]
+        report.draw_chart(table, path, title)
     except ImportError:
-        parts += ["", "chart skipped: pip install -e '.[bench]' for matplotlib"]
-    return "\n".join(parts)
+        return ["", "chart skipped: pip install -e '.[bench]' for matplotlib"]
+    return ["", f"chart: {path}"]
 
 
 def _cpus() -> int:

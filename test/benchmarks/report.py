@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpioperator.testing.audit import LEASES, Writes
+from test.benchmarks.scale import STAGE_NAMES
 
 Figures = dict[str, float]
 MIB = 1024 * 1024
@@ -110,9 +111,109 @@ def metrics(jobs: int, workers: int) -> list[Metric]:
         Metric("writes per MPIJob, paced", "requests", _per_paced_job("paced_writes"), False, 1.0, paced_cut),
         Metric("CPU per MPIJob, paced", "ms", _per_paced_job("paced_cpu_s", 1000), False, 1.5, paced_cut),
         Metric("peak RSS, throughput run", "MiB", lambda f: f["peak_rss_b"] / MIB, False),
-        Metric("RSS with 1,000 jobs / 9,000 pods", "MiB", lambda f: f["steady_rss_b"] / MIB, False, 1.0),
-        Metric("start-up to ready, 10,000 pods", "s", lambda f: f["startup_ready_s"], False),
-        Metric("start-up to a new job's launcher", "s", lambda f: f["startup_probe_s"], False),
+    ]
+
+
+def _stage_rate(stage: str) -> Callable[[Figures], float]:
+    return lambda f: f[f"scale_{stage}_jobs"] / f[f"scale_{stage}_children_s"]
+
+
+def _per_job_added(key: str, stages: Sequence[str], scale: float) -> Callable[[Figures], float]:
+    """A cost spent while `stages` added their jobs, per job added."""
+    return lambda f: (
+        scale * sum(f[f"scale_{s}_{key}"] for s in stages) / sum(f[f"scale_{s}_jobs"] for s in stages)
+    )
+
+
+def _rss_per_job(low: str | None, high: str) -> Callable[[Figures], float]:
+    """Resident memory added per job between two readings (`low` None: the ready contender with none)."""
+
+    def per_job(f: Figures) -> float:
+        base_rss = f["scale_base_rss_b"] if low is None else f[f"scale_{low}_rss_b"]
+        base_jobs = 0.0 if low is None else _jobs_up_to(f, low)
+        return (f[f"scale_{high}_rss_b"] - base_rss) / (_jobs_up_to(f, high) - base_jobs) / KIB
+
+    return per_job
+
+
+def _jobs_up_to(f: Figures, stage: str) -> float:
+    total = 0.0
+    for name in STAGE_NAMES:
+        total += f[f"scale_{name}_jobs"]
+        if name == stage:
+            return total
+    raise KeyError(stage)
+
+
+KIB = 1024
+
+
+def scale_metrics(stage_jobs: Sequence[int], workers: int) -> list[Metric]:
+    """The scale scenario's figures; `stage_jobs` are the jobs each stage added, for the labels."""
+    first, second, third = stage_jobs
+    at_first, at_restart, total = first, first + second, first + second + third
+    pods = workers + 1
+
+    def jobs(n: int) -> str:
+        return f"{n:,} jobs / {n * pods:,} pods"
+
+    return [
+        Metric(f"children of the first {first:,} MPIJobs", "jobs/s", _stage_rate("first"), True, 1.0),
+        Metric(
+            f"children of {third:,} more ({at_restart:,} to {total:,})",
+            "jobs/s",
+            _stage_rate("rest"),
+            True,
+            1.0,
+        ),
+        Metric("RSS, ready, no jobs", "MiB", lambda f: f["scale_base_rss_b"] / MIB, False),
+        Metric(f"RSS with {jobs(at_first)}", "MiB", lambda f: f["scale_first_rss_b"] / MIB, False),
+        Metric(f"RSS with {jobs(total)}", "MiB", lambda f: f["scale_rest_rss_b"] / MIB, False, 0.5),
+        Metric(f"start-up to ready, {jobs(at_restart)}", "s", lambda f: f["startup_ready_s"], False, 1.0),
+        Metric(
+            f"start-up to a new job's launcher, {at_restart:,} jobs",
+            "s",
+            lambda f: f["startup_probe_s"],
+            False,
+        ),
+        Metric(f"start-up to ready, {jobs(total)}", "s", lambda f: f["scale_startup_ready_s"], False, 1.0),
+        Metric(
+            f"start-up to a new job's launcher, {total:,} jobs",
+            "s",
+            lambda f: f["scale_startup_probe_s"],
+            False,
+        ),
+        Metric(
+            f"launcher Job p50, arrivals among {total:,}",
+            "ms",
+            lambda f: 1000 * f["scale_latency_p50_s"],
+            False,
+        ),
+        Metric(
+            f"launcher Job p99, arrivals among {total:,}",
+            "ms",
+            lambda f: 1000 * f["scale_latency_p99_s"],
+            False,
+            1.0,
+        ),
+        Metric(f"CPU per job, first {at_first:,}", "ms", _per_job_added("cpu_s", ("first",), 1000), False),
+        Metric(
+            f"CPU per job, {at_first:,} to {total:,}",
+            "ms",
+            _per_job_added("cpu_s", ("restart", "rest"), 1000),
+            False,
+        ),
+        Metric(
+            f"writes per job, first {at_first:,}", "requests", _per_job_added("writes", ("first",), 1), False
+        ),
+        Metric(
+            f"writes per job, {at_first:,} to {total:,}",
+            "requests",
+            _per_job_added("writes", ("restart", "rest"), 1),
+            False,
+        ),
+        Metric(f"RSS per job, 0 to {at_first:,}", "KiB", _rss_per_job(None, "first"), False),
+        Metric(f"RSS per job, {at_first:,} to {total:,}", "KiB", _rss_per_job("first", "rest"), False),
     ]
 
 
@@ -130,6 +231,10 @@ def _has(run: Figures, metric: Metric) -> bool:
 
 
 def rows(ours: Sequence[Figures], upstream: Sequence[Figures], jobs: int, workers: int) -> list[Row]:
+    return rows_of(metrics(jobs, workers), ours, upstream)
+
+
+def rows_of(chosen: Sequence[Metric], ours: Sequence[Figures], upstream: Sequence[Figures]) -> list[Row]:
     return [
         Row(
             m,
@@ -138,8 +243,56 @@ def rows(ours: Sequence[Figures], upstream: Sequence[Figures], jobs: int, worker
             any(_has(run, m) and m.capped(run) for run in ours),
             any(_has(run, m) and m.capped(run) for run in upstream),
         )
-        for m in metrics(jobs, workers)
+        for m in chosen
     ]
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Per-round ratios of one metric (ours over upstream, the same round), around their median."""
+
+    ratios: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.ratios)
+
+    @property
+    def low(self) -> float:
+        """How far the lowest round's ratio is below the median, as a fraction of it (<= 0)."""
+        return min(self.ratios) / self.median - 1.0
+
+    @property
+    def high(self) -> float:
+        return max(self.ratios) / self.median - 1.0
+
+    def within(self, fraction: float) -> bool:
+        return -fraction <= self.low and self.high <= fraction
+
+
+def spread(metric: Metric, ours: Sequence[Figures], upstream: Sequence[Figures]) -> Spread | None:
+    """Round n of ours against round n of upstream; None unless some round has both."""
+    ratios = tuple(
+        metric.value(o) / metric.value(u)
+        for o, u in zip(ours, upstream, strict=False)
+        if _has(o, metric) and _has(u, metric) and metric.value(u)
+    )
+    return Spread(ratios) if ratios else None
+
+
+def format_spread(label: str, metric: Metric, ours: Sequence[Figures], upstream: Sequence[Figures]) -> str:
+    found = spread(metric, ours, upstream)
+    if found is None:
+        return f"{label}: no round with both"
+    values = ", ".join(
+        f"{metric.value(o):.1f}/{metric.value(u):.1f}" for o, u in zip(ours, upstream, strict=False)
+    )
+    ratios = ", ".join(f"{r:.2f}x" for r in found.ratios)
+    return (
+        f"{label} by round, ours/upstream {metric.unit}: {values}; ratios {ratios}; "
+        f"median {found.median:.2f}x, spread {found.low:+.0%} to {found.high:+.0%} of it "
+        f"({'within' if found.within(0.10) else 'outside'} +-10%)"
+    )
 
 
 def _fmt(value: float) -> str:

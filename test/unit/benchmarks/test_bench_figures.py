@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from mpioperator.testing.audit import count_writes, minimum_writes_per_job
-from test.benchmarks.report import Metric, Row, format_table, rows
+from mpioperator.testing.audit import WritesTail, count_writes, minimum_writes_per_job, read_writes
+from test.benchmarks.report import KIB, MIB, Figures, Metric, Row, format_table, rows, scale_metrics, spread
 from test.benchmarks.scenarios import percentile
 
 OPERATOR = "system:serviceaccount:mpi-operator:mpi-operator"
@@ -131,3 +132,67 @@ def test_a_paced_run_that_did_not_finish_every_job_is_not_compared() -> None:
 def test_runs_without_a_paced_scenario_show_its_rows_as_unmeasured() -> None:
     for row in _paced_rows({}, {}).values():
         assert row.ours != row.ours and not row.ours_capped
+
+
+def test_audit_tail_counts_only_lines_appended_since_its_last_read_and_waits_for_a_line_to_end(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "audit.log"
+    tail = WritesTail(log, OPERATOR)
+    assert tail.read().total() == 0
+    log.write_text(audit_line("create", "pods") + "\n" + audit_line("create", "services")[:20])
+    assert dict(tail.read().by_kind) == {("create", "pods"): 1}
+    with log.open("a") as f:
+        f.write(audit_line("create", "services")[20:] + "\n" + audit_line("delete", "pods", code=404) + "\n")
+    writes = tail.read()
+    assert dict(writes.by_kind) == {("create", "pods"): 1, ("create", "services"): 1, ("delete", "pods"): 1}
+    assert dict(writes.failed) == {("delete", "pods"): 1}
+    assert writes == read_writes(log, OPERATOR)
+
+
+def test_paced_cpu_spread_is_each_rounds_ratio_around_their_median() -> None:
+    cpu = metric(False, 1.0)
+    ours = [{"v": 9.0}, {"v": 10.0}, {"v": 12.0}]
+    upstream = [{"v": 10.0}, {"v": 10.0}, {"v": 10.0}]
+    found = spread(cpu, ours, upstream)
+    assert found is not None
+    assert found.ratios == (0.9, 1.0, 1.2)
+    assert found.median == 1.0
+    assert (round(found.low, 3), round(found.high, 3)) == (-0.1, 0.2)
+    assert not found.within(0.10)
+    two_rounds = spread(cpu, ours[:2], upstream[:2])
+    assert two_rounds is not None and two_rounds.within(0.10)
+
+
+def scale_figures(
+    *, base: float, rss: dict[str, float], cpu: dict[str, float], writes: dict[str, float]
+) -> Figures:
+    jobs = {"first": 1000.0, "restart": 1000.0, "rest": 3000.0}
+    figures: Figures = {"scale_base_rss_b": base}
+    for stage, n in jobs.items():
+        figures |= {
+            f"scale_{stage}_jobs": n,
+            f"scale_{stage}_rss_b": rss.get(stage, 0.0),
+            f"scale_{stage}_cpu_s": cpu[stage],
+            f"scale_{stage}_writes": writes[stage],
+        }
+    return figures
+
+
+def test_scale_growth_is_cost_per_job_added_and_memory_per_job_between_readings() -> None:
+    figures = scale_figures(
+        base=100 * MIB,
+        rss={"first": 100 * MIB + 1000 * 50 * KIB, "rest": 100 * MIB + 1000 * 50 * KIB + 4000 * 40 * KIB},
+        cpu={"first": 20.0, "restart": 30.0, "rest": 90.0},
+        writes={"first": 13_000.0, "restart": 13_500.0, "rest": 40_500.0},
+    )
+    chosen = {m.label: m for m in scale_metrics((1000, 1000, 3000), 4)}
+    values = {label: m.value(figures) for label, m in chosen.items() if "per job" in label}
+    assert values["CPU per job, first 1,000"] == 20.0
+    assert values["CPU per job, 1,000 to 5,000"] == 30.0
+    assert values["writes per job, first 1,000"] == 13.0
+    assert values["writes per job, 1,000 to 5,000"] == 13.5
+    assert values["RSS per job, 0 to 1,000"] == 50.0
+    assert values["RSS per job, 1,000 to 5,000"] == 40.0
+    assert chosen["RSS with 5,000 jobs / 25,000 pods"].target == 0.5
+    assert chosen["start-up to ready, 2,000 jobs / 10,000 pods"].target == 1.0
