@@ -16,6 +16,7 @@ from mpioperator.app import logsetup
 from mpioperator.app import options as opts
 from mpioperator.app.gc_tuning import tune_gc
 from mpioperator.app.leases import KubeLeaseClient
+from mpioperator.app.malloc_tuning import limit_arenas, release_free_memory
 from mpioperator.app.server import HealthServer
 from mpioperator.app.startup import StartupError, check_cluster, make_client
 from mpioperator.clock import RealClock
@@ -51,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     logsetup.configure(log_format=options.log_format, verbosity=options.verbosity)
     tune_gc()
+    limit_arenas()
     try:
         return asyncio.run(run(options))
     except StartupError as exc:
@@ -109,7 +111,12 @@ async def run(
         async def lead() -> None:
             metrics.is_leader.set(1)
             log.info("became leader", identity=identity)
-            await controller.run(options.threadiness, stop, drain_timeout=options.shutdown_timeout)
+            await controller.run(
+                options.threadiness,
+                stop,
+                drain_timeout=options.shutdown_timeout,
+                on_synced=release_free_memory,
+            )
 
         if options.leader_elect:
             leases = KubeLeaseClient(client)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -223,14 +224,22 @@ class MPIJobController:
     def _mpijob_cached(self, key: str) -> bool:
         return self.syncer.has_job(*split_key(key))
 
-    async def run(self, workers: int, stop: asyncio.Event, *, drain_timeout: float = 10.0) -> None:
+    async def run(
+        self,
+        workers: int,
+        stop: asyncio.Event,
+        *,
+        drain_timeout: float = 10.0,
+        on_synced: Callable[[], object] = lambda: None,
+    ) -> None:
         """Run the informers, the event sender and `workers` workers until `stop` is set, then drain.
 
         All of them are tasks of one task group. Cancelling `run` (what losing the Lease does) cancels
         every one at once: workers mid-sync, event handlers, watches, and the Events still queued, which
         are dropped. `run` ends only when all of them have ended and every API call they had sent has
         been answered, and from then on the controller's writer refuses to write: once a deposed
-        leader's `run` is over, it writes nothing more.
+        leader's `run` is over, it writes nothing more. `on_synced` is called once the caches have
+        synced, before any worker starts.
         """
         try:
             async with asyncio.TaskGroup() as group:
@@ -240,6 +249,7 @@ class MPIJobController:
                 if not await self.factory.wait_for_cache_sync(timeout=self._settings.cache_sync_timeout):
                     raise RuntimeError("failed to wait for caches to sync")
                 self._synced = True
+                on_synced()
                 log.info("caches synced; starting workers", workers=workers)
                 tasks = [
                     group.create_task(self._worker(i), name=f"mpijob-worker-{i}") for i in range(workers)
