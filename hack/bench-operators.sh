@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets everything up and runs the side-by-side benchmark against upstream's Go operator (issue 8):
 # the venv with the chart's dependency, the control plane, upstream's operator built from its Go module.
-# Usage: hack/bench-operators.sh [bench_operators flags, e.g. --rounds 2 --out bench-results]
-# Prints the table at the end; bench-results/ gets summary.txt, results.json and bench-operators.png.
+# Usage: hack/bench-operators.sh [bench_operators flags, e.g. --rounds 3 --out bench-results]
+# Prints the tables at the end; bench-results/ gets summary.txt, results.json and the charts
+# (bench-operators-raised.png, bench-operators-default.png, bench-scale.png).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
