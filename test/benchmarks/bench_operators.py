@@ -412,13 +412,12 @@ def _scale(args: argparse.Namespace, names: list[str], scaled: dict[str, Figures
     parts = [report.format_table(table, names=(names[0], names[1]))]
     for name in names:
         run = scaled[name]
-        for prefix in ("scale_latency",):
-            if run.get(f"{prefix}_missing"):
-                parts.append(
-                    f"never: {name}, had not created the launcher Job of {run[f'{prefix}_missing']:.0f} of "
-                    f"{run[f'{prefix}_samples']:.0f} MPIJobs arriving at scale "
-                    f"{scenarios.LATENCY_GIVE_UP_S:.0f}s after the last arrived"
-                )
+        if run.get("scale_latency_missing"):
+            parts.append(
+                f"never: {name}, had not created the launcher Job of {run['scale_latency_missing']:.0f} of "
+                f"{run['scale_latency_samples']:.0f} MPIJobs arriving at scale "
+                f"{scenarios.LATENCY_GIVE_UP_S:.0f}s after the last arrived"
+            )
     parts += _chart(table, args.out / "bench-scale.png", "scale: " + _scale_title(args))
     return parts
 

@@ -21,8 +21,6 @@ from pathlib import Path
 
 from mpioperator.kube.client import KubeClient
 from mpioperator.kube.protoapi import PROTOBUF
-from mpioperator.testing.install import OPERATOR_NAMESPACE
-from mpioperator.testing.rest import RestError
 from test.benchmarks.bench_pod_decoders import create_running_pods
 from test.benchmarks.contenders import Ours, Settings
 from test.benchmarks.scenarios import Bench
@@ -41,13 +39,7 @@ async def _fill(bench: Bench, pods: int) -> None:
 
 def _start_once(bench: Bench, encoding: str, workdir: Path) -> tuple[float, float]:
     """Seconds to ready and CPU seconds spent by then, from a free lock."""
-    try:
-        bench.cluster.rest.delete(
-            f"/apis/coordination.k8s.io/v1/namespaces/{OPERATOR_NAMESPACE}/leases/mpi-operator"
-        )
-    except RestError as exc:
-        if exc.status != 404:
-            raise
+    bench.free_lock()
     ours = Ours(Settings(), extra_args=(f"--kube-api-content-type={ENCODINGS[encoding]}",))
     started = time.monotonic()
     ours.start(bench.cluster, Path(tempfile.mkdtemp(prefix=f"{encoding}-", dir=workdir)))

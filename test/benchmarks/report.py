@@ -148,6 +148,16 @@ def _jobs_up_to(f: Figures, stage: str) -> float:
 KIB = 1024
 
 
+def _restart_metrics(prefix: str, size: str, jobs: int) -> list[Metric]:
+    """A restart's two figures (scale.restart's keys under `prefix`)."""
+    return [
+        Metric(f"start-up to ready, {size}", "s", lambda f: f[f"{prefix}_ready_s"], False, 1.0),
+        Metric(
+            f"start-up to a new job's launcher, {jobs:,} jobs", "s", lambda f: f[f"{prefix}_probe_s"], False
+        ),
+    ]
+
+
 def scale_metrics(stage_jobs: Sequence[int], workers: int) -> list[Metric]:
     """The scale scenario's figures; `stage_jobs` are the jobs each stage added, for the labels."""
     first, second, third = stage_jobs
@@ -169,20 +179,8 @@ def scale_metrics(stage_jobs: Sequence[int], workers: int) -> list[Metric]:
         Metric("RSS, ready, no jobs", "MiB", lambda f: f["scale_base_rss_b"] / MIB, False),
         Metric(f"RSS with {jobs(at_first)}", "MiB", lambda f: f["scale_first_rss_b"] / MIB, False),
         Metric(f"RSS with {jobs(total)}", "MiB", lambda f: f["scale_rest_rss_b"] / MIB, False, 0.5),
-        Metric(f"start-up to ready, {jobs(at_restart)}", "s", lambda f: f["startup_ready_s"], False, 1.0),
-        Metric(
-            f"start-up to a new job's launcher, {at_restart:,} jobs",
-            "s",
-            lambda f: f["startup_probe_s"],
-            False,
-        ),
-        Metric(f"start-up to ready, {jobs(total)}", "s", lambda f: f["scale_startup_ready_s"], False, 1.0),
-        Metric(
-            f"start-up to a new job's launcher, {total:,} jobs",
-            "s",
-            lambda f: f["scale_startup_probe_s"],
-            False,
-        ),
+        *_restart_metrics("startup", jobs(at_restart), at_restart),
+        *_restart_metrics("scale_startup", jobs(total), total),
         Metric(
             f"launcher Job p50, arrivals among {total:,}",
             "ms",

@@ -22,8 +22,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mpioperator.testing.audit import LEASES
-from mpioperator.testing.install import OPERATOR_NAMESPACE
-from mpioperator.testing.rest import RestError
 from test.benchmarks.contenders import Contender
 from test.benchmarks.scenarios import Bench, Figures, bench_job, latency, wait_alive, wait_quiet
 from test.benchmarks.timeline import Timeline
@@ -88,15 +86,7 @@ def restart(bench: Bench, contender: Contender, workdir: Path, *, prefix: str) -
     launcher Job, CPU and memory by then."""
     pods = pod_count(bench)
     contender.stop()
-    # A stopped upstream keeps its Lease until it expires; a restart after an upgrade or a crash-loop
-    # back-off would find it expired, so both start against a free lock.
-    try:
-        bench.cluster.rest.delete(
-            f"/apis/coordination.k8s.io/v1/namespaces/{OPERATOR_NAMESPACE}/leases/mpi-operator"
-        )
-    except RestError as exc:
-        if exc.status != 404:
-            raise
+    bench.free_lock()
     ns = bench.namespace(f"bench-{prefix.replace('_', '-')}")
     timeline = Timeline(bench.cluster.rest, ns, kinds=("jobs",)).start(expected_children=1)
     bench.submit(ns, [bench_job("probe", 1, "24h")])

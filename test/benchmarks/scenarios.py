@@ -23,6 +23,7 @@ from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.install import OPERATOR_ACCOUNT, OPERATOR_NAMESPACE, REPO, install_manifests
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.nodes import NodeShape
+from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import ProbeAborted, WaitTimeout, wait_for
 from test.benchmarks.contenders import Contender
 from test.benchmarks.timeline import Timeline
@@ -72,6 +73,17 @@ class Bench:
 
     def writes(self) -> Writes:
         return self._audit.read()
+
+    def free_lock(self) -> None:
+        """Delete the operator's Lease, as if a stopped operator's had expired: a restart after an
+        upgrade or a crash-loop back-off finds it so (a stopped upstream keeps its Lease until then)."""
+        try:
+            self.cluster.rest.delete(
+                f"/apis/coordination.k8s.io/v1/namespaces/{OPERATOR_NAMESPACE}/leases/mpi-operator"
+            )
+        except RestError as exc:
+            if exc.status != 404:
+                raise
 
     def submit(self, ns: str, bodies: list[dict[str, Any]]) -> dict[str, float]:
         """Create MPIJobs from a few threads at once; when each create was sent (monotonic)."""

@@ -41,16 +41,7 @@ def container(
     if waiting is not None:
         state = {"waiting": {"reason": waiting[0], "message": waiting[1]}}
     elif terminated is not None:
-        reason, code, message = terminated
-        state = {
-            "terminated": {
-                "reason": reason,
-                "exitCode": code,
-                "message": message,
-                "startedAt": now(),
-                "finishedAt": now(),
-            }
-        }
+        state = {"terminated": _terminated(*terminated)}
     else:
         state = {"running": {"startedAt": running_since or now()}}
     status: Obj = {
@@ -63,17 +54,12 @@ def container(
         "started": waiting is None and terminated is None,
     }
     if last_terminated is not None:
-        reason, code, message = last_terminated
-        status["lastState"] = {
-            "terminated": {
-                "reason": reason,
-                "exitCode": code,
-                "message": message,
-                "startedAt": now(),
-                "finishedAt": now(),
-            }
-        }
+        status["lastState"] = {"terminated": _terminated(*last_terminated)}
     return status
+
+
+def _terminated(reason: str, code: int, message: str) -> Obj:
+    return {"reason": reason, "exitCode": code, "message": message, "startedAt": now(), "finishedAt": now()}
 
 
 def pod_status(phase: str, *containers: Obj, ready: bool = False) -> Obj:
