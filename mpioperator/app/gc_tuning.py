@@ -20,3 +20,14 @@ def tune_gc() -> tuple[int, int, int]:
     before = gc.get_threshold()
     gc.set_threshold(*THRESHOLDS)
     return before
+
+
+def pause_collection() -> None:
+    """No collections until resume_collection: a new leader's first lists allocate the whole cache at once,
+    and every collection during them walks all of it so far without freeing any of it (measured on
+    2,000 MPIJobs and 10,000 pods: 0.1 s of the 1 s the lists take)."""
+    gc.disable()
+
+
+def resume_collection() -> None:
+    gc.enable()

@@ -14,7 +14,7 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from mpioperator import __version__
 from mpioperator.app import logsetup
 from mpioperator.app import options as opts
-from mpioperator.app.gc_tuning import tune_gc
+from mpioperator.app.gc_tuning import pause_collection, resume_collection, tune_gc
 from mpioperator.app.leases import KubeLeaseClient
 from mpioperator.app.malloc_tuning import limit_arenas, release_free_memory
 from mpioperator.app.server import HealthServer
@@ -111,12 +111,20 @@ async def run(
         async def lead() -> None:
             metrics.is_leader.set(1)
             log.info("became leader", identity=identity)
-            await controller.run(
-                options.threadiness,
-                stop,
-                drain_timeout=options.shutdown_timeout,
-                on_synced=release_free_memory,
-            )
+            pause_collection()
+            try:
+                await controller.run(
+                    options.threadiness,
+                    stop,
+                    drain_timeout=options.shutdown_timeout,
+                    on_synced=caches_synced,
+                )
+            finally:
+                resume_collection()
+
+        def caches_synced() -> None:
+            resume_collection()
+            release_free_memory()
 
         if options.leader_elect:
             leases = KubeLeaseClient(client)

@@ -25,7 +25,7 @@ from mpioperator.controller.events import EventRecorder
 from mpioperator.controller.fence import FencedWriter
 from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
 from mpioperator.controller.metrics import JobMetrics
-from mpioperator.controller.pod_cache import POD_PROJECTION, slim_pod
+from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION
 from mpioperator.controller.ports import Listers, Writer
 from mpioperator.controller.sync import JobSyncer, SyncSettings
 from mpioperator.controller.unexpected import FirstSeen
@@ -114,8 +114,7 @@ class MPIJobController:
                     res,
                     ns,
                     indexers={JOB_NAME_INDEX: job_name_index} if res is PODS else None,
-                    transform=slim_pod if res is PODS else None,
-                    projection=POD_PROJECTION if res is PODS else None,
+                    projection=POD_CACHE_PROJECTION if res is PODS else None,
                 )
                 for ns in scopes
             ]

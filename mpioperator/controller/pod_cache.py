@@ -20,6 +20,7 @@ from typing import Any
 from mpioperator.api.objects import Obj
 from mpioperator.controller.problems import STUCK_REASONS
 from mpioperator.kube.projection import KEEP, FieldSpec, Projection
+from mpioperator.kube.protodecode import format_seconds
 from mpioperator.kube.protoschema import POD
 
 # metadata fields read by listers, indexers, ownership checks, cleanup and event handlers.
@@ -150,3 +151,112 @@ def slim_pod(pod: Obj) -> Obj:
             slim_status[key] = containers
     slim["status"] = slim_status
     return slim
+
+
+# The slim pod straight from a protobuf Pod (upb, kube/protoupb.py), equal to slim_pod of its projection.
+# A healthy pod never builds its projection: its container statuses are checked for anything to keep
+# first, and only a container with something to report goes through _slim_container.
+
+
+def slim_pod_message(pod: Any) -> Obj:
+    """slim_pod(the JSON projection of `pod`), read from a protobuf Pod message."""
+    meta = pod.metadata
+    slim_meta: Obj = {}
+    for key in ("name", "namespace", "uid", "resourceVersion"):
+        value = getattr(meta, key)
+        if value:
+            slim_meta[key] = value
+    if meta.HasField("creationTimestamp"):
+        created = _time(meta.creationTimestamp)
+        if created is not None:
+            slim_meta["creationTimestamp"] = created
+    if meta.HasField("deletionTimestamp"):
+        slim_meta["deletionTimestamp"] = _time(meta.deletionTimestamp)
+    if meta.ownerReferences:
+        slim_meta["ownerReferences"] = [_owner_reference(ref) for ref in meta.ownerReferences]
+    if meta.labels:
+        slim_meta["labels"] = {sys.intern(pair.key): sys.intern(pair.value) for pair in meta.labels}
+    status = pod.status
+    slim_status: Obj = {}
+    if status.reason:
+        slim_status["reason"] = status.reason
+    if status.message:
+        slim_status["message"] = status.message
+    if status.phase:
+        slim_status["phase"] = sys.intern(status.phase)
+    if status.conditions:
+        slim_status["conditions"] = [_condition_message(c) for c in status.conditions]
+    for key in ("containerStatuses", "initContainerStatuses"):
+        containers = [
+            slim for slim in (_container_message(c) for c in getattr(status, key)) if slim is not None
+        ]
+        if containers:
+            slim_status[key] = containers
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": slim_meta, "status": slim_status}
+
+
+def _time(stamp: Any) -> str | None:
+    # A Time message with nothing in it is the zero time, which JSON shows as null.
+    return format_seconds(stamp.seconds) if stamp.ByteSize() else None
+
+
+def _owner_reference(ref: Any) -> Obj:
+    slim: Obj = {sys.intern(k): sys.intern(getattr(ref, k)) for k in ("apiVersion", "kind", "name", "uid")}
+    for key in ("controller", "blockOwnerDeletion"):
+        if ref.HasField(key):
+            slim[key] = getattr(ref, key)
+    return slim
+
+
+def _condition_message(condition: Any) -> Obj:
+    slim = {"type": sys.intern(condition.type), "status": sys.intern(condition.status)}
+    if condition.type == "PodScheduled" and condition.status == "False":
+        if condition.reason:
+            slim["reason"] = sys.intern(condition.reason)
+        if condition.message:
+            slim["message"] = _bounded(condition.message)
+    return slim
+
+
+def _container_message(container: Any) -> Obj | None:
+    state, last = container.state, container.lastState
+    if not (
+        container.restartCount
+        or state.HasField("waiting")
+        or state.HasField("terminated")
+        or last.HasField("terminated")
+    ):
+        return None  # healthy: _slim_container keeps nothing
+    ended_before = {"terminated": _terminated_message(last.terminated)} if last.HasField("terminated") else {}
+    projected: Obj = {
+        "restartCount": container.restartCount,
+        "state": _state_message(state),
+        "lastState": ended_before,
+    }
+    return _slim_container(projected) or None
+
+
+def _state_message(state: Any) -> Obj:
+    out: Obj = {}
+    if state.HasField("waiting"):
+        waiting = state.waiting
+        out["waiting"] = {k: getattr(waiting, k) for k in ("reason", "message") if getattr(waiting, k)}
+    if state.HasField("running"):
+        out["running"] = {"startedAt": _time(state.running.startedAt)}
+    if state.HasField("terminated"):
+        out["terminated"] = _terminated_message(state.terminated)
+    return out
+
+
+def _terminated_message(terminated: Any) -> Obj:
+    out: Obj = {"exitCode": terminated.exitCode}
+    for key in ("reason", "message"):
+        if getattr(terminated, key):
+            out[key] = getattr(terminated, key)
+    return out
+
+
+POD_CACHE_PROJECTION = Projection(
+    POD_FIELDS, "CachedPod", message=POD, finish=slim_pod, from_message=slim_pod_message
+)
+"""The pod informer's projection: slim pods out of both encodings, so the informer needs no transform."""

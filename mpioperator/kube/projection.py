@@ -15,7 +15,7 @@ A projection given its kind's protobuf message decodes the same fields from prot
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import GenericAlias
 from typing import Any, TypedDict
 
@@ -54,13 +54,36 @@ def _shape(spec: FieldSpec, name: str) -> Any:
     return _typed_dict(name, fields, total=False)
 
 
+# The watch events whose object is one of the projected kind (ERROR's is a Status, BOOKMARK's a stub).
+_OBJECT_EVENTS = frozenset(("ADDED", "MODIFIED", "DELETED"))
+
+
 class Projection:
     """Decoders for a list response and a watch line of objects shaped by `spec`. Given the protobuf
     `message` of the kind (`protoschema`), it also decodes the same fields from protobuf (`protobuf`),
-    and the client asks the server for protobuf."""
+    and the client asks the server for protobuf.
 
-    def __init__(self, spec: FieldSpec, name: str = "Projected", *, message: Message | None = None) -> None:
-        self.protobuf = ProtoProjection(message, spec, message.name) if message is not None else None
+    `finish` turns each decoded object into the form its cache keeps; `from_message` must then build that
+    same form from a protobuf message (`ProtoProjection`), so both encodings give equal objects.
+    """
+
+    def __init__(
+        self,
+        spec: FieldSpec,
+        name: str = "Projected",
+        *,
+        message: Message | None = None,
+        finish: Callable[[Obj], Obj] | None = None,
+        from_message: Callable[[Any], Obj] | None = None,
+    ) -> None:
+        if (finish is None) != (from_message is None):
+            raise ValueError("finish and from_message come together: both encodings must give one form")
+        self.protobuf = (
+            ProtoProjection(message, spec, message.name, from_message=from_message)
+            if message is not None
+            else None
+        )
+        self._finish = finish
         item = _shape(spec, name)
         self._list = msgspec.json.Decoder(
             _typed_dict(f"{name}List", {"metadata": Any, "items": _list_of(item) | None}, total=False)
@@ -74,7 +97,10 @@ class Projection:
         try:
             decoded: Obj = self._list.decode(body)
         except msgspec.DecodeError:
-            return _whole(body)
+            decoded = _whole(body)
+        finish = self._finish
+        if finish is not None and decoded.get("items"):
+            decoded["items"] = [finish(item) for item in decoded["items"]]
         return decoded
 
     def event(self, line: bytes) -> Obj:
@@ -82,9 +108,11 @@ class Projection:
         try:
             decoded: Obj = self._event.decode(line)
         except msgspec.DecodeError:
-            return _whole(line)
+            decoded = _whole(line)
         if decoded.get("type") == "ERROR":
             return _whole(line)
+        if self._finish is not None and decoded.get("type") in _OBJECT_EVENTS and decoded.get("object"):
+            decoded["object"] = self._finish(decoded["object"])
         return decoded
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from mpioperator.kube.protodecode import Obj, Plan
 from mpioperator.kube.protoschema import LIST_META, STATUS, Message
+from mpioperator.kube.protoupb import message_class, parse
 from mpioperator.kube.protowire import LEN, WireError, length_delimited, skip, varint
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -73,10 +74,31 @@ def decode_status(body: bytes) -> Obj:
 
 class ProtoProjection:
     """Decoders for a list body and a watch frame of `kind`, keeping the fields `spec` names (the same
-    FieldSpec as the JSON projection, and the same dicts out)."""
+    FieldSpec as the JSON projection, and the same dicts out).
 
-    def __init__(self, message: Message, spec: Mapping[str, Any], kind: str) -> None:
-        self._item = Plan(message, spec)
+    Given `from_message`, each object is instead parsed by upb (`protoupb`) and handed to it as a message,
+    and what it returns is the object: a caller that knows which few fields it reads builds its own form
+    straight from the message, several times faster than decoding the projection and then slimming it.
+    """
+
+    def __init__(
+        self,
+        message: Message,
+        spec: Mapping[str, Any],
+        kind: str,
+        *,
+        from_message: Callable[[Any], Obj] | None = None,
+    ) -> None:
+        self._decode_item: Callable[[bytes, int, int], Obj]
+        if from_message is None:
+            self._decode_item = Plan(message, spec).decode
+        else:
+            cls = message_class(message)
+
+            def decode_item(buf: bytes, start: int, stop: int) -> Obj:
+                return from_message(parse(cls, buf, start, stop))
+
+            self._decode_item = decode_item
         self._list_meta = Plan(LIST_META, None)
         self._kind = kind
 
@@ -86,7 +108,7 @@ class ProtoProjection:
             raise WireError(f"expected a {self._kind}List, got {kind!r}")
         meta: Obj = {}
         items: list[Obj] = []
-        item = self._item.decode
+        item = self._decode_item
         while pos < end:
             key, pos = varint(body, pos)
             if key == (2 << 3 | LEN):
@@ -131,7 +153,7 @@ class ProtoProjection:
             raise WireError("watch event without an object")
         kind, start, stop = unwrap(buf, raw[0], raw[1])
         if kind == self._kind:
-            return self._item.decode(buf, start, stop)
+            return self._decode_item(buf, start, stop)
         if kind == "Status":
             return {"kind": "Status", "apiVersion": "v1", **_STATUS.decode(buf, start, stop)}
         raise WireError(f"expected a {self._kind} or a Status, got {kind!r}")

@@ -212,6 +212,11 @@ def _time(buf: bytes, pos: int, end: int) -> str | None:
             seconds = signed64(seconds)
         else:
             pos = skip(buf, pos, tag & 7)
+    return format_seconds(seconds)
+
+
+def format_seconds(seconds: int) -> str:
+    """Seconds since the epoch as the server's JSON shows a meta/v1 Time: RFC 3339 in UTC, whole seconds."""
     text = _TIMES.get(seconds)
     if text is None:
         t = time.gmtime(seconds)
