@@ -412,6 +412,12 @@ def _scale(args: argparse.Namespace, names: list[str], scaled: dict[str, Figures
     parts = [report.format_table(table, names=(names[0], names[1]))]
     for name in names:
         run = scaled[name]
+        for prefix in ("startup", "scale_startup"):
+            if f"{prefix}_ready_min_s" in run:
+                parts.append(
+                    f"{name}: {prefix.replace('_', ' ')} to ready over {scale.READY_SAMPLES} restarts: "
+                    f"{run[f'{prefix}_ready_min_s']:.2f} to {run[f'{prefix}_ready_max_s']:.2f} s"
+                )
         if run.get("scale_latency_missing"):
             parts.append(
                 f"never: {name}, had not created the launcher Job of {run['scale_latency_missing']:.0f} of "

@@ -6,8 +6,12 @@ are measured the same way: CPU and memory from /proc, readiness from what each o
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import os
+import re
 import subprocess
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -25,6 +29,30 @@ from mpioperator.testing.wait import ProbeAborted, wait_for
 
 # Upstream serves /healthz on a fixed port (a constant in its server.go), so only one can run at a time.
 UPSTREAM_HEALTH_PORT = 8080
+
+
+def ours_ready_at(log: str) -> float:
+    """The epoch time of ours' ready line (JSON logs, "timestamp" in RFC 3339 UTC)."""
+    for line in log.splitlines():
+        if OURS_READY_LINE in line:
+            stamp = str(json.loads(line)["timestamp"])
+            return dt.datetime.fromisoformat(stamp).timestamp()
+    raise ValueError("no ready line in the operator's log")
+
+
+# klog's header: severity, MMDD, local time to the microsecond (no year, no zone).
+_KLOG_TIME = re.compile(r"^[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6})")
+
+
+def klog_ready_at(log: str, *, year: int) -> float:
+    """The epoch time of upstream's "Starting workers" line (klog, local time)."""
+    for line in log.splitlines():
+        if UPSTREAM_READY_LINE in line:
+            match = _KLOG_TIME.match(line)
+            if match:
+                month, day, hour, minute, second, micros = (int(g) for g in match.groups())
+                return dt.datetime(year, month, day, hour, minute, second, micros).timestamp()
+    raise ValueError("no ready line in upstream's log")
 
 
 @dataclass(frozen=True)
@@ -57,6 +85,7 @@ DEFAULT_QUEUE = QueueLimits(rate=10, burst=100)
 RAISED_QUEUE = QueueLimits(rate=100_000, burst=100_000)
 # What ours logs once it leads and its caches are synced (controller.run), as upstream's "Starting workers".
 OURS_READY_LINE = "caches synced; starting workers"
+UPSTREAM_READY_LINE = "Starting workers"
 
 
 @dataclass(frozen=True)
@@ -84,6 +113,11 @@ class Contender(Protocol):
 
     def wait_ready(self, timeout: float) -> None:
         """Leading, caches synced, workers started."""
+        ...
+
+    def ready_at(self) -> float:
+        """When (epoch seconds) the contender logged it was ready, by the log line's own timestamp: the
+        poll that saw the line only knows it to a tenth of a second."""
         ...
 
     def stats(self) -> ProcStats: ...
@@ -128,6 +162,10 @@ class Ours:
         if proc is None or not proc.running:
             raise ProbeAborted(f"mpioperator exited:\n{self.log_tail()}")
         return OURS_READY_LINE in proc.log_text()
+
+    def ready_at(self) -> float:
+        assert self._proc is not None
+        return ours_ready_at(self._proc.log_text())
 
     def stats(self) -> ProcStats:
         assert self._proc is not None and self._proc.pid is not None
@@ -197,10 +235,14 @@ class Upstream:
         if self._proc is None or not self._proc.running():
             raise ProbeAborted(f"upstream operator exited:\n{self.log_tail()}")
         # Logged right after WaitForCacheSync returns (pkg/controller/mpi_job_controller.go).
-        return self._log is not None and "Starting workers" in self._log.read_text(errors="replace")
+        return self._log is not None and UPSTREAM_READY_LINE in self._log.read_text(errors="replace")
 
     def wait_ready(self, timeout: float) -> None:
         wait_for(self._workers_started, timeout=timeout, what="upstream to start its workers")
+
+    def ready_at(self) -> float:
+        assert self._log is not None
+        return klog_ready_at(self._log.read_text(errors="replace"), year=time.localtime().tm_year)
 
     def stats(self) -> ProcStats:
         assert self._proc is not None and self._proc.pid is not None

@@ -151,7 +151,7 @@ KIB = 1024
 def _restart_metrics(prefix: str, size: str, jobs: int) -> list[Metric]:
     """A restart's two figures (scale.restart's keys under `prefix`)."""
     return [
-        Metric(f"start-up to ready, {size}", "s", lambda f: f[f"{prefix}_ready_s"], False, 1.0),
+        Metric(f"start-up to ready, {size} (median)", "s", lambda f: f[f"{prefix}_ready_s"], False, 1.0),
         Metric(
             f"start-up to a new job's launcher, {jobs:,} jobs", "s", lambda f: f[f"{prefix}_probe_s"], False
         ),

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
 import pytest
 
 from mpioperator.testing.audit import WritesTail, count_writes, minimum_writes_per_job, read_writes
+from test.benchmarks import contenders
 from test.benchmarks.report import KIB, MIB, Figures, Metric, Row, format_table, rows, scale_metrics, spread
 from test.benchmarks.scenarios import percentile
 
@@ -195,4 +197,25 @@ def test_scale_growth_is_cost_per_job_added_and_memory_per_job_between_readings(
     assert values["RSS per job, 0 to 1,000"] == 50.0
     assert values["RSS per job, 1,000 to 5,000"] == 40.0
     assert chosen["RSS with 5,000 jobs / 25,000 pods"].target == 0.5
-    assert chosen["start-up to ready, 2,000 jobs / 10,000 pods"].target == 1.0
+    assert chosen["start-up to ready, 2,000 jobs / 10,000 pods (median)"].target == 1.0
+
+
+def test_ready_is_timed_by_the_ready_lines_own_timestamp_in_either_log() -> None:
+    ours_log = "\n".join(
+        [
+            '{"event": "became leader", "timestamp": "2026-11-24T06:15:26.859648Z"}',
+            '{"workers": 8, "event": "caches synced; starting workers", "timestamp": "2026-11-24T06:15:28.122327Z"}',
+        ]
+    )
+    assert contenders.ours_ready_at(ours_log) == pytest.approx(
+        dt.datetime(2026, 11, 24, 6, 15, 28, 122327, tzinfo=dt.UTC).timestamp()
+    )
+    upstream_log = (
+        "I1124 06:21:28.000001   27172 mpi_job_controller.go:480] Waiting for informer caches to sync\n"
+        "I1124 06:21:28.882882   27172 mpi_job_controller.go:489] Starting workers\n"
+    )
+    assert contenders.klog_ready_at(upstream_log, year=2026) == pytest.approx(
+        dt.datetime(2026, 11, 24, 6, 21, 28, 882882).timestamp()
+    )
+    with pytest.raises(ValueError, match="no ready line"):
+        contenders.ours_ready_at(ours_log.splitlines()[0])

@@ -1,0 +1,142 @@
+"""Pods read from protobuf by upb straight into their slim form equal the slim form of their projection.
+
+The reference is the wire decoder (kube/protodecode.py), whose projection equals the JSON projection of
+bodies a real API server sent (test/unit/kube/test_kube_protobuf.py). Pods are generated as protobuf
+messages with any mix of the fields the cache reads, including the empty strings, zero times and unset
+pointers where protobuf and JSON differ.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION, POD_FIELDS, POD_PROJECTION, slim_pod
+from mpioperator.controller.problems import STUCK_REASONS
+from mpioperator.kube.projection import Projection
+from mpioperator.kube.protoapi import ProtoProjection, read_frames
+from mpioperator.kube.protodecode import Plan
+from mpioperator.kube.protoschema import POD
+from mpioperator.kube.protoupb import message_class
+from mpioperator.kube.protowire import WireError
+
+CAPTURED = Path(__file__).parents[1] / "kube" / "captured"
+PodMessage: Any = message_class(POD)
+REFERENCE = Plan(POD, POD_FIELDS)
+assert POD_CACHE_PROJECTION.protobuf is not None
+CACHED: ProtoProjection = POD_CACHE_PROJECTION.protobuf
+
+texts = st.sampled_from(["", "a", "ContainerCreating", "Évincé ✓", "x" * 1500, *STUCK_REASONS, "OOMKilled"])
+seconds = st.one_of(st.none(), st.just(0), st.integers(min_value=1, max_value=4_000_000_000))
+
+
+def set_time(parent: Any, name: str, value: int | None, *, empty: bool = False) -> None:
+    if empty:
+        getattr(parent, name).SetInParent()  # the zero time: an empty message
+    elif value is not None:
+        getattr(parent, name).seconds = value
+
+
+@st.composite
+def terminated(draw: st.DrawFn, parent: Any) -> None:
+    parent.SetInParent()
+    parent.exitCode = draw(st.sampled_from([0, 1, 2, 137, -1]))
+    for key in ("reason", "message"):
+        if draw(st.booleans()):
+            setattr(parent, key, draw(texts))
+
+
+@st.composite
+def pods(draw: st.DrawFn) -> bytes:
+    pod = PodMessage()
+    meta = pod.metadata
+    for key in ("name", "namespace", "uid", "resourceVersion", "generateName"):
+        if draw(st.booleans()):
+            setattr(meta, key, draw(texts))
+    set_time(meta, "creationTimestamp", draw(seconds), empty=draw(st.booleans()))
+    if draw(st.booleans()):
+        set_time(meta, "deletionTimestamp", draw(seconds), empty=draw(st.booleans()))
+    for _ in range(draw(st.integers(0, 2))):
+        ref = meta.ownerReferences.add(
+            apiVersion=draw(texts), kind=draw(texts), name=draw(texts), uid=draw(texts)
+        )
+        for key in ("controller", "blockOwnerDeletion"):
+            if draw(st.booleans()):
+                setattr(ref, key, draw(st.booleans()))
+    for _ in range(draw(st.integers(0, 3))):
+        meta.labels.add(key=draw(texts), value=draw(texts))
+    status = pod.status
+    for key in ("phase", "reason", "message", "hostIP"):
+        if draw(st.booleans()):
+            setattr(status, key, draw(texts))
+    for _ in range(draw(st.integers(0, 3))):
+        condition = status.conditions.add(
+            type=draw(st.sampled_from(["PodScheduled", "Ready", ""])),
+            status=draw(st.sampled_from(["True", "False", ""])),
+        )
+        for key in ("reason", "message"):
+            if draw(st.booleans()):
+                setattr(condition, key, draw(texts))
+    for statuses in (status.containerStatuses, status.initContainerStatuses):
+        for _ in range(draw(st.integers(0, 2))):
+            container = statuses.add(name=draw(texts), restartCount=draw(st.sampled_from([0, 0, 3])))
+            state = container.state
+            which = draw(st.sampled_from(["none", "waiting", "running", "terminated", "empty-running"]))
+            if which == "waiting":
+                state.waiting.SetInParent()
+                for key in ("reason", "message"):
+                    if draw(st.booleans()):
+                        setattr(state.waiting, key, draw(texts))
+            elif which == "running":
+                set_time(state.running, "startedAt", draw(seconds))
+                state.running.SetInParent()
+            elif which == "empty-running":
+                state.running.SetInParent()
+            elif which == "terminated":
+                draw(terminated(state.terminated))
+            if draw(st.booleans()):
+                draw(terminated(container.lastState.terminated))
+    data: bytes = pod.SerializeToString()
+    return data
+
+
+@settings(max_examples=400, deadline=None)
+@given(pods())
+def test_a_pod_from_upb_is_the_slim_pod_of_its_projection(data: bytes) -> None:
+    reference = slim_pod(REFERENCE.decode(data, 0, len(data)))
+    assert CACHED._decode_item(data, 0, len(data)) == reference
+
+
+def test_a_captured_pod_list_gives_the_same_cached_pods_from_protobuf_and_json() -> None:
+    from_proto = CACHED.list((CAPTURED / "pods.pb").read_bytes())
+    from_json = POD_CACHE_PROJECTION.list((CAPTURED / "pods.json").read_bytes())
+    assert from_proto == from_json
+    projected = POD_PROJECTION.list((CAPTURED / "pods.json").read_bytes())
+    assert from_json["items"] == [slim_pod(pod) for pod in projected["items"]]
+    assert len(from_proto["items"]) == 5
+
+
+def test_captured_watch_frames_give_the_same_cached_pods_as_json_lines() -> None:
+    frames = list(read_frames(io.BytesIO((CAPTURED / "watch.pb").read_bytes()).read))
+    from_proto = [CACHED.event(frame) for frame in frames]
+    lines = [line for line in (CAPTURED / "watch.json").read_bytes().splitlines() if line.strip()]
+    from_json = [POD_CACHE_PROJECTION.event(line) for line in lines]
+    assert from_proto == from_json
+    objects = [event["object"] for event in from_json if event["type"] != "BOOKMARK"]
+    assert objects and all(set(obj) == {"apiVersion", "kind", "metadata", "status"} for obj in objects)
+
+
+def test_a_truncated_pod_does_not_decode_so_the_resource_falls_back_to_json() -> None:
+    data = (CAPTURED / "pods.pb").read_bytes()
+    with pytest.raises(WireError):
+        CACHED.list(data[: len(data) - 7])
+
+
+def test_a_projection_that_finishes_json_must_build_the_same_form_from_protobuf() -> None:
+    with pytest.raises(ValueError, match="together"):
+        Projection({"metadata": None}, finish=slim_pod)
