@@ -83,7 +83,7 @@ class KubeClient:
         self._t = transport
         self._limiters = limiters or ClientLimiters(qps, burst)
         self._timeout = request_timeout
-        pool = transport.cfg.connection_pool_maxsize or 16
+        pool = transport.pool_size
         self._executor = ThreadPoolExecutor(
             max_workers=workers or max(2, pool // 4), thread_name_prefix="kube-call"
         )
@@ -104,15 +104,15 @@ class KubeClient:
         pool_size: int = 16,
         **opts: Any,
     ) -> KubeClient:
-        cfg = load_configuration(kubeconfig=path, context=context, pool_size=pool_size)
-        return cls(Transport(cfg, user_agent), **opts)
+        access = load_configuration(kubeconfig=path, context=context, pool_size=pool_size)
+        return cls(Transport(access, user_agent), **opts)
 
     @classmethod
     def in_cluster(
         cls, *, user_agent: str = DEFAULT_USER_AGENT, pool_size: int = 16, **opts: Any
     ) -> KubeClient:
-        cfg = load_configuration(in_cluster=True, pool_size=pool_size)
-        return cls(Transport(cfg, user_agent), **opts)
+        access = load_configuration(in_cluster=True, pool_size=pool_size)
+        return cls(Transport(access, user_agent), **opts)
 
     @classmethod
     def explicit(
@@ -125,8 +125,8 @@ class KubeClient:
         pool_size: int = 16,
         **opts: Any,
     ) -> KubeClient:
-        cfg = load_configuration(host=host, token=token, ca_file=ca_file, pool_size=pool_size)
-        return cls(Transport(cfg, user_agent), **opts)
+        access = load_configuration(host=host, token=token, ca_file=ca_file, pool_size=pool_size)
+        return cls(Transport(access, user_agent), **opts)
 
     @property
     def request_timeout(self) -> float:

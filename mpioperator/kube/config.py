@@ -1,25 +1,30 @@
-"""One explicit client Configuration per KubeClient, never the library's shared global default."""
+"""Where the operator's access to the cluster comes from: in-cluster, a kubeconfig, or explicit settings.
+
+Our own loader covers what operators run with (service-account tokens, kubeconfig tokens, token files,
+client certificates, basic auth). The official client, with its import cost of a tenth of a second or
+more at start-up, is imported only for kubeconfig users whose credentials come from a plugin (exec,
+auth-provider), which it knows how to run and refresh."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
-from kubernetes.config.config_exception import ConfigException
-
+from mpioperator.kube import kubeconfig as kubeconfigs
+from mpioperator.kube.access import ClusterAccess, bearer_token, bearer_token_file
 from mpioperator.kube.errors import KubeConfigError
 
 DEFAULT_KUBECONFIG = "~/.kube/config"
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
 def kubeconfig_path(
     explicit: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
 ) -> str:
     """The kubeconfig kubectl would read: --kubeconfig, else $KUBECONFIG (a list of files, merged), else
-    ~/.kube/config. Read at each call: the library's own default is fixed when it is imported."""
+    ~/.kube/config. Read at each call, so a changed environment is honoured."""
     if explicit:
         return str(explicit)
     env = os.environ if environ is None else environ
@@ -32,15 +37,14 @@ def context_namespace(
     """The namespace the kubeconfig's context (the current one unless named) sets, None if it sets none."""
     path = kubeconfig_path(kubeconfig)
     try:
-        contexts, current = k8s_config.list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
-    except (ConfigException, OSError, ValueError) as exc:
+        config = kubeconfigs.read(path)
+    except (OSError, ValueError) as exc:
         raise KubeConfigError(f"cannot read kubeconfig {path}: {exc}") from exc
-    chosen: Any = current
-    if context is not None:
-        chosen = next((c for c in contexts or () if c.get("name") == context), None)
-        if chosen is None:
-            raise KubeConfigError(f"context {context!r} not found in kubeconfig {path}")
-    namespace = ((chosen or {}).get("context") or {}).get("namespace")
+    try:
+        _, ctx = config.context(context)
+    except (LookupError, ValueError) as exc:
+        raise KubeConfigError(f"{exc} in kubeconfig {path}") from None
+    namespace = ctx.get("namespace")
     return str(namespace) if namespace else None
 
 
@@ -53,39 +57,83 @@ def load_configuration(
     token: str | None = None,
     ca_file: str | None = None,
     pool_size: int = 16,
-) -> k8s_client.Configuration:
+) -> ClusterAccess:
     """In-cluster, kubeconfig (default path when neither host nor path is given) or explicit settings.
 
-    Explicit host/token/CA override what was loaded, so a kubeconfig can be pointed at another server.
-    """
-    cfg = k8s_client.Configuration()
+    Explicit host/token/CA override what was loaded, so a kubeconfig can be pointed at another server."""
     if in_cluster:
-        k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        access = in_cluster_access(pool_size)
     elif kubeconfig is not None or host is None:
+        path = kubeconfig_path(kubeconfig)
         try:
-            k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=str(kubeconfig) if kubeconfig is not None else None,
-                context=context,
-                client_configuration=cfg,
-            )
-        except (ConfigException, OSError, ValueError) as exc:
-            where = kubeconfig if kubeconfig is not None else os.environ.get("KUBECONFIG", DEFAULT_KUBECONFIG)
-            raise KubeConfigError(f"cannot load kubeconfig {where}: {exc}") from exc
+            access = kubeconfig_access(path, context, pool_size)
+        except (OSError, ValueError, LookupError) as exc:
+            raise KubeConfigError(f"cannot load kubeconfig {path}: {exc}") from exc
+    else:
+        access = ClusterAccess(host=host.rstrip("/"), pool_size=pool_size)
     if host is not None:
-        cfg.host = host
+        access.host = host.rstrip("/")
     if token is not None:
-        # Replaces (not merely adds to) loaded credentials: the library prefers "BearerToken" over
-        # "authorization", and a kubeconfig's refresh hook would overwrite the token on every request.
-        cfg.api_key = {"BearerToken": f"Bearer {token}"}
-        cfg.api_key_prefix = {}
-        cfg.refresh_api_key_hook = None
+        access.credentials = bearer_token(token)
     if ca_file is not None:
-        cfg.ssl_ca_cert = ca_file
-    # Every open watch pins a connection; the default (cpu_count * 5) churns connections under load.
-    cfg.connection_pool_maxsize = pool_size
-    # Retries belong to the work queue and the reflector, which know what a retry means.
-    cfg.retries = False
-    cfg.client_go_retries = False
-    # Idle watches otherwise die silently behind proxies and load balancers.
-    cfg.keep_alive = True
-    return cfg
+        access.ca_file, access.ca_data = ca_file, None
+    return access
+
+
+def in_cluster_access(
+    pool_size: int, environ: Mapping[str, str] | None = None, account: Path = SERVICE_ACCOUNT
+) -> ClusterAccess:
+    env = os.environ if environ is None else environ
+    host, port = env.get("KUBERNETES_SERVICE_HOST"), env.get("KUBERNETES_SERVICE_PORT")
+    if not host or not port:
+        raise KubeConfigError("not in a cluster: KUBERNETES_SERVICE_HOST and _PORT are not set")
+    token = account / "token"
+    if not token.is_file():
+        raise KubeConfigError(f"not in a cluster: no service-account token at {token}")
+    server = f"[{host}]" if ":" in host else host
+    return ClusterAccess(
+        host=f"https://{server}:{port}",
+        ca_file=str(account / "ca.crt"),
+        credentials=bearer_token_file(token),
+        pool_size=pool_size,
+    )
+
+
+def kubeconfig_access(path: str, context: str | None, pool_size: int) -> ClusterAccess:
+    config = kubeconfigs.read(path)
+    if config.uses_plugin(context):
+        return _plugin_access(path, context, pool_size)
+    return kubeconfigs.access_for(config, context, pool_size)
+
+
+def _plugin_access(path: str, context: str | None, pool_size: int) -> ClusterAccess:
+    from kubernetes import client as k8s_client  # costly: imported for plugin users only
+    from kubernetes import config as k8s_config
+    from kubernetes.config.config_exception import ConfigException
+
+    cfg: Any = k8s_client.Configuration()
+    try:
+        k8s_config.load_kube_config(config_file=path, context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
+    except ConfigException as exc:
+        raise ValueError(str(exc)) from exc
+
+    def credentials() -> dict[str, str]:
+        # auth_settings runs the loader's refresh hook, which re-runs the plugin once its token expires.
+        settings: dict[str, dict[str, Any]] = dict(cfg.auth_settings())
+        return {
+            str(s["key"]): str(s["value"])
+            for s in settings.values()
+            if s.get("in") == "header" and s.get("value")
+        }
+
+    return ClusterAccess(
+        host=str(cfg.host).rstrip("/"),
+        ca_file=cfg.ssl_ca_cert,
+        verify=bool(cfg.verify_ssl),
+        tls_server_name=cfg.tls_server_name,
+        cert_file=cfg.cert_file,
+        key_file=cfg.key_file,
+        proxy=cfg.proxy,
+        credentials=credentials,
+        pool_size=pool_size,
+    )

@@ -1,13 +1,15 @@
-"""The blocking HTTP layer: the official client's configured connection pool (TLS, CA, client
-certificates), with our own request encoding and JSON handling (no generated models anywhere).
+"""The blocking HTTP layer: one urllib3 connection pool set up from a ClusterAccess (TLS, CA, client
+certificates, proxy), our own request encoding and JSON handling (no generated models anywhere).
 
-Requests go straight to the pool rather than through the client's REST layer: that layer re-encodes
-bodies with the standard library, rewrites some content types on its own and inspects every header on
-every call, which together cost more CPU than the request itself under a burst of writes."""
+Requests go straight to the pool: the official client's REST layer re-encodes bodies with the standard
+library, rewrites some content types on its own and inspects every header on every call, which together
+cost more CPU than the request itself under a burst of writes."""
 
 from __future__ import annotations
 
 import math
+import socket
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,10 +18,9 @@ from urllib.parse import urlencode, urlsplit
 
 import orjson
 import urllib3
-from kubernetes import client as k8s_client
-from kubernetes.client import rest as k8s_rest
 
 from mpioperator.kube import errors
+from mpioperator.kube.access import ClusterAccess
 from mpioperator.kube.protoapi import MAGIC, decode_status
 
 CONTENT_TYPES = {
@@ -37,47 +38,50 @@ class Answer:
     body: bytes
 
 
-# How long a token read from the configuration is reused. The client's refresh hook reloads the whole
-# kubeconfig (or re-reads the token file) on every call, which under load cost more CPU than the rest of
-# the request; tokens are rotated on a scale of minutes, not seconds.
+# How long credentials are reused. Reading them may mean reading a token file or running a plugin's
+# refresh, which under load would cost more CPU than the rest of the request; tokens are rotated on a
+# scale of minutes, not seconds.
 AUTH_REUSE_S = 10.0
+
+# Idle watches otherwise die silently behind proxies and load balancers: a connection idle for 30 s is
+# probed, and dropped after 9 unanswered probes 15 s apart.
+KEEPALIVE_IDLE_S, KEEPALIVE_INTERVAL_S, KEEPALIVE_PROBES = 30, 15, 9
 
 
 class Transport:
     def __init__(
         self,
-        cfg: k8s_client.Configuration,
+        access: ClusterAccess,
         user_agent: str,
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.cfg = cfg
+        self.access = access
         self.user_agent = user_agent
-        self._rest = k8s_rest.RESTClientObject(cfg)
+        self._manager = pool_manager(access)
         self._clock = clock
         self._auth: dict[str, str] = {}
         self._auth_read_at = -math.inf
-        self._point_at(cfg.host)
+        self._point_at(access.host)
+
+    @property
+    def pool_size(self) -> int:
+        return self.access.pool_size
 
     def override_host(self, host: str) -> None:
-        self.cfg.host = host
+        self.access.host = host
         self._point_at(host)
 
     def _point_at(self, host: str) -> None:
         self.host = host.rstrip("/")
         # A server URL may carry a path (an API proxy's prefix); the pool is per scheme, host and port.
         self._prefix = urlsplit(self.host).path
-        self._pool = self._rest.pool_manager.connection_from_url(self.host)
+        self._pool = self._manager.connection_from_url(self.host)
 
     def _auth_headers(self) -> dict[str, str]:
         now = self._clock()
         if now - self._auth_read_at >= AUTH_REUSE_S:
-            auth: dict[str, str] = {}
-            settings: dict[str, dict[str, Any]] = dict(self.cfg.auth_settings())  # type: ignore[arg-type]
-            for setting in settings.values():
-                if setting.get("in") == "header" and setting.get("value"):
-                    auth[str(setting["key"])] = str(setting["value"])
-            self._auth, self._auth_read_at = auth, now
+            self._auth, self._auth_read_at = self.access.credentials(), now
         return self._auth
 
     def _headers(self, content_type: str | None, accept: str | None = None) -> dict[str, str]:
@@ -131,7 +135,44 @@ class Transport:
         return Answer(response.status, dict(response.headers), data)
 
     def close(self) -> None:
-        self._rest.pool_manager.clear()
+        self._manager.clear()
+
+
+def pool_manager(access: ClusterAccess) -> urllib3.PoolManager:
+    args: dict[str, Any] = {
+        "cert_reqs": ssl.CERT_REQUIRED if access.verify else ssl.CERT_NONE,
+        "ca_certs": access.ca_file,
+        "ca_cert_data": access.ca_data,
+        "cert_file": access.cert_file,
+        "key_file": access.key_file,
+        "maxsize": access.pool_size,
+        # Retries belong to the work queue and the reflector, which know what a retry means.
+        "retries": False,
+        "socket_options": keepalive_socket_options(),
+    }
+    if access.tls_server_name:
+        args["server_hostname"] = access.tls_server_name
+    if not access.proxy:
+        return urllib3.PoolManager(**args)
+    if access.proxy.startswith("socks"):
+        from urllib3.contrib.socks import SOCKSProxyManager  # needs the optional PySocks
+
+        return SOCKSProxyManager(access.proxy, **args)
+    return urllib3.ProxyManager(access.proxy, **args)
+
+
+def keepalive_socket_options() -> list[tuple[int, int, int]]:
+    # urllib3 replaces its defaults (Nagle off) with the list it is given: start from them.
+    options = list(urllib3.connection.HTTPConnection.default_socket_options)
+    options.append((socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1))
+    for name, value in (
+        ("TCP_KEEPIDLE", KEEPALIVE_IDLE_S),
+        ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL_S),
+        ("TCP_KEEPCNT", KEEPALIVE_PROBES),
+    ):
+        if hasattr(socket, name):
+            options.append((socket.IPPROTO_TCP, getattr(socket, name), value))
+    return options
 
 
 def _query(query: dict[str, Any] | None) -> str:

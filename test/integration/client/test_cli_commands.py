@@ -257,9 +257,7 @@ def test_suspend_resume_and_delete(served: LocalCluster, ns: str) -> None:
 def test_a_kubeconfig_that_does_not_exist(served: LocalCluster, tmp_path: Path) -> None:
     missing = tmp_path / "nope"
     result = run_cli(served, "list", "--kubeconfig", str(missing))
-    assert_one_line_error(
-        result, f"cannot load kubeconfig {missing}: Invalid kube-config file. No configuration found."
-    )
+    assert_one_line_error(result, f"cannot load kubeconfig {missing}: file not found")
 
 
 def test_an_unknown_context(served: LocalCluster) -> None:

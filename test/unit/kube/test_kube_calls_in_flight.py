@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import threading
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -20,7 +19,7 @@ class HeldTransport:
     """Answers each request only once released; records what was sent."""
 
     def __init__(self) -> None:
-        self.cfg = SimpleNamespace(connection_pool_maxsize=4)
+        self.pool_size = 4
         self.sent: list[str] = []
         self.entered = threading.Event()
         self.release = threading.Event()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -50,7 +49,7 @@ class AnsweringTransport:
     """Answers every call at once with an empty list or object; records what reached the wire."""
 
     def __init__(self) -> None:
-        self.cfg = SimpleNamespace(connection_pool_maxsize=4)
+        self.pool_size = 4
         self.sent: list[str] = []
         self._lock = threading.Lock()
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 import pytest
@@ -38,15 +39,15 @@ def test_explicit_configuration_sends_the_bearer_token_and_user_agent() -> None:
     assert headers["authorization"] == "Bearer s3cret"
     assert headers["user-agent"] == "ua/1"
     assert headers["content-type"] == "application/json"
-    assert transport.cfg.ssl_ca_cert == "/tmp/ca.crt"
+    assert transport.access.ca_file == "/tmp/ca.crt"
 
 
-def test_configuration_sizes_the_pool_and_leaves_retries_to_callers() -> None:
-    cfg = load_configuration(host="https://h", pool_size=40)
-    assert cfg.connection_pool_maxsize == 40
-    assert cfg.retries is False
-    assert cfg.client_go_retries is False
-    assert cfg.keep_alive is True
+def test_the_pool_is_sized_as_asked_keeps_connections_alive_and_leaves_retries_to_callers() -> None:
+    transport = explicit_transport(pool_size=40)
+    pool = transport._pool
+    assert pool.pool is not None and pool.pool.maxsize == 40
+    assert pool.retries.total is False  # type: ignore[union-attr]
+    assert (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1) in pool.conn_kw["socket_options"]
 
 
 def test_default_user_agent_names_the_operator_and_its_version() -> None:

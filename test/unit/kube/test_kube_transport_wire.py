@@ -6,11 +6,13 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mpioperator.clock import FakeClock
+from mpioperator.kube.access import ClusterAccess, bearer_token_file
 from mpioperator.kube.config import load_configuration
 from mpioperator.kube.transport import AUTH_REUSE_S, CONTENT_TYPES, Transport, decode
 
@@ -105,14 +107,16 @@ def test_a_request_without_a_body_sends_no_content_type(server: tuple[str, Recor
     assert sent["body"] == b""
 
 
-async def test_a_rotated_token_is_picked_up_once_the_reuse_window_has_passed(
-    server: tuple[str, Recorded],
+async def test_a_rotated_token_file_is_read_again_once_the_reuse_window_has_passed(
+    server: tuple[str, Recorded], tmp_path: Path
 ) -> None:
     host, recorded = server
     clock = FakeClock()
-    transport = transport_for(host, clock)
+    token = tmp_path / "token"
+    token.write_text("t0\n")
+    transport = Transport(ClusterAccess(host, credentials=bearer_token_file(token)), "ua/1", clock=clock.now)
     transport.request("GET", "/api/v1/pods")
-    transport.cfg.api_key = {"BearerToken": "Bearer t1"}
+    token.write_text("t1\n")
     await clock.advance(AUTH_REUSE_S - 0.1)
     transport.request("GET", "/api/v1/pods")
     await clock.advance(0.1)

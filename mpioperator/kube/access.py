@@ -1,0 +1,53 @@
+"""How to reach one API server: where it is, how to trust it, who we are to it. Loaders (kube/config.py)
+fill it in; the transport builds its connection pool from it."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Auth headers for the next requests; the transport asks again at most every AUTH_REUSE_S.
+Credentials = Callable[[], dict[str, str]]
+
+
+def no_credentials() -> dict[str, str]:
+    return {}
+
+
+def bearer_token(token: str) -> Credentials:
+    headers = {"authorization": f"Bearer {token}"}
+    return lambda: headers
+
+
+def bearer_token_file(path: str | Path) -> Credentials:
+    """Re-read on every ask: projected service-account tokens and kubeconfig token files are rotated."""
+
+    def read() -> dict[str, str]:
+        token = Path(path).read_text().strip()
+        return {"authorization": f"Bearer {token}"} if token else {}
+
+    return read
+
+
+def basic_auth(username: str, password: str) -> Credentials:
+    encoded = base64.b64encode(f"{username}:{password}".encode()).decode()
+    headers = {"authorization": f"Basic {encoded}"}
+    return lambda: headers
+
+
+@dataclass(slots=True)
+class ClusterAccess:
+    host: str
+    ca_file: str | None = None
+    # PEM text, from a kubeconfig's certificate-authority-data.
+    ca_data: str | None = None
+    verify: bool = True
+    tls_server_name: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    proxy: str | None = None
+    credentials: Credentials = field(default=no_credentials)
+    # Every open watch pins a connection; a pool too small for them churns connections under load.
+    pool_size: int = 16
