@@ -13,18 +13,16 @@ from mpioperator.kube.resources import Resource
 
 
 class ListerWatcher(Protocol):
-    async def list(
+    def list_pages(
         self,
         res: Resource,
         namespace: str | None = None,
         *,
         label_selector: str | None = None,
         field_selector: str | None = None,
-        resource_version: str | None = None,
         limit: int | None = None,
-        continue_token: str | None = None,
         projection: Projection | None = None,
-    ) -> dict[str, Any]: ...
+    ) -> AsyncGenerator[dict[str, Any], None]: ...
 
     def watch(
         self,

@@ -150,24 +150,21 @@ class Reflector:
 
     async def _list(self) -> None:
         items: list[Obj] = []
-        continue_token: str | None = None
         resource_version = ""
-        while True:
-            body = await self._lw.list(
-                self.resource,
-                self.namespace,
-                label_selector=self._label_selector,
-                field_selector=self._field_selector,
-                limit=self._page_size,
-                continue_token=continue_token,
-                projection=self._projection,
-            )
-            items.extend(self._for_cache(item) for item in body.get("items") or ())
-            meta = body.get("metadata") or {}
-            resource_version = str(meta.get("resourceVersion") or "")
-            continue_token = meta.get("continue") or None
-            if not continue_token:
-                break
+        pages = self._lw.list_pages(
+            self.resource,
+            self.namespace,
+            label_selector=self._label_selector,
+            field_selector=self._field_selector,
+            limit=self._page_size,
+            projection=self._projection,
+        )
+        try:
+            async for body in pages:
+                items.extend(self._for_cache(item) for item in body.get("items") or ())
+                resource_version = str((body.get("metadata") or {}).get("resourceVersion") or "")
+        finally:
+            await pages.aclose()
         self.lists += 1
         self._store.replace(items, resource_version)
         self._last_rv = resource_version

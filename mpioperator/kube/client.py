@@ -21,6 +21,7 @@ from mpioperator import __version__
 from mpioperator.api.objects import Obj
 from mpioperator.kube.config import load_configuration
 from mpioperator.kube.negotiation import Negotiation
+from mpioperator.kube.pages import peek_continue
 from mpioperator.kube.projection import Projection
 from mpioperator.kube.ratelimit import ClientLimiters
 from mpioperator.kube.resources import PODS, Resource
@@ -218,19 +219,76 @@ class KubeClient:
             "limit": limit,
             "continue": continue_token,
         }
-        path = res.path(namespace)
+        answer = await self._fetch_page(res, namespace, query, projection)
+        return await self._page(res, namespace, query, projection, answer)
+
+    async def list_pages(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        projection: Projection | None = None,
+    ) -> AsyncGenerator[Obj, None]:
+        """Every page of a list, in order. The next page is asked for as soon as this one's continue
+        token is read, ahead of its items, so the server prepares it while this one is decoded."""
+
+        def query(token: str | None) -> dict[str, Any]:
+            return {
+                "labelSelector": label_selector,
+                "fieldSelector": field_selector,
+                "limit": limit,
+                "continue": token,
+            }
+
+        def fetch(token: str | None) -> asyncio.Task[Answer]:
+            return asyncio.ensure_future(self._fetch_page(res, namespace, query(token), projection))
+
+        token: str | None = None
+        pending: asyncio.Task[Answer] | None = fetch(None)
+        try:
+            while pending is not None:
+                answer, this_token = await pending, token
+                token = peek_continue(answer.body, protobuf=self._negotiation.is_protobuf(answer.headers))
+                pending = fetch(token) if token and 200 <= answer.status < 300 else None
+                if pending is not None:
+                    await asyncio.sleep(0)  # lets the fetch put its request on the wire before we decode
+                page = await self._page(res, namespace, query(this_token), projection, answer)
+                if pending is None and (token := (page.get("metadata") or {}).get("continue")):
+                    pending = fetch(token)  # not read ahead: the page's own metadata has it
+                yield page
+        finally:
+            if pending is not None:
+                # Abandoned by a caller that stopped early or failed: its outcome is nobody's to report.
+                pending.cancel()
+                pending.add_done_callback(lambda task: task.cancelled() or task.exception())
+
+    async def _fetch_page(
+        self, res: Resource, namespace: str | None, query: dict[str, Any], projection: Projection | None
+    ) -> Answer:
+        accept = self._negotiation.accept(res, projection)
+        return await self._send("list", res, "GET", res.path(namespace), query=query, accept=accept)
+
+    async def _page(
+        self,
+        res: Resource,
+        namespace: str | None,
+        query: dict[str, Any],
+        projection: Projection | None,
+        answer: Answer,
+    ) -> Obj:
         proto = self._negotiation.protobuf(res, projection)
         if proto is not None and projection is not None:
-            answer = await self._send(
-                "list", res, "GET", path, query=query, accept=self._negotiation.accept(res, projection)
-            )
             if not (200 <= answer.status < 300 and self._negotiation.is_protobuf(answer.headers)):
                 return stamp_list(res, decode(answer, projection.list))  # a JSON answer, or an error
             decoded = self._negotiation.decode_list(res, proto, answer.body)
             if decoded is not None:
                 return stamp_list(res, decoded)
-        listed = await self._call("list", res, "GET", path, query=query, projection=projection)
-        return stamp_list(res, listed)
+            # The protobuf did not decode: the same page again, as JSON (the negotiation now says so).
+            answer = await self._fetch_page(res, namespace, query, projection)
+        return stamp_list(res, decode(answer, projection.list) if projection is not None else decode(answer))
 
     async def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
         ns = namespace if namespace is not None else body.get("metadata", {}).get("namespace")

@@ -62,6 +62,7 @@ def unwrap(buf: bytes, pos: int, end: int) -> tuple[str, int, int]:
 
 
 _STATUS = Plan(STATUS, None)
+_LIST_META = Plan(LIST_META, None)
 
 
 def decode_status(body: bytes) -> Obj:
@@ -99,7 +100,7 @@ class ProtoProjection:
                 return from_message(parse(cls, buf, start, stop))
 
             self._decode_item = decode_item
-        self._list_meta = Plan(LIST_META, None)
+        self._list_meta = _LIST_META
         self._kind = kind
 
     def list(self, body: bytes) -> Obj:
@@ -186,3 +187,18 @@ def _read_exactly(read: Callable[[int], bytes], n: int, *, at_start: bool) -> by
         parts.append(chunk)
         got += len(chunk)
     return b"".join(parts)
+
+
+def list_continue(body: bytes) -> str | None:
+    """The continue token of a protobuf list page, read from its ListMeta without decoding any item;
+    None when there is none, or when the items come first (the server writes ListMeta first)."""
+    _, pos, end = unwrap(body, 0, len(body))
+    while pos < end:
+        key, pos = varint(body, pos)
+        if key == (1 << 3 | LEN):
+            start, stop = length_delimited(body, pos, end)
+            return _LIST_META.decode(body, start, stop).get("continue") or None
+        if key == (2 << 3 | LEN):
+            return None
+        pos = skip(body, pos, key & 7)
+    return None

@@ -38,8 +38,10 @@ class RecordedWatch:
     def __init__(self, lines: list[bytes]) -> None:
         self._lines = lines
 
-    async def list(self, res: Resource, namespace: str | None = None, **_: Any) -> Obj:
-        return {"metadata": {"resourceVersion": "1"}, "items": []}
+    async def list_pages(
+        self, res: Resource, namespace: str | None = None, **_: Any
+    ) -> AsyncGenerator[Obj, None]:
+        yield {"metadata": {"resourceVersion": "1"}, "items": []}
 
     async def watch(
         self, res: Resource, namespace: str | None = None, *, projection: Projection | None = None, **_: Any

@@ -33,7 +33,9 @@ class EndingWatches:
     async def update(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
         raise NotImplementedError
 
-    async def list(self, res: Resource, namespace: str | None = None, **options: Any) -> Obj:
+    def list_pages(
+        self, res: Resource, namespace: str | None = None, **options: Any
+    ) -> AsyncGenerator[Obj, None]:
         raise NotImplementedError
 
     async def watch(

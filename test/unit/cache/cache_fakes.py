@@ -79,7 +79,19 @@ class FakeSource:
         self.watch_calls: list[dict[str, Any]] = []
         self.streams: list[FakeStream] = []
 
-    async def list(self, res: Resource, namespace: str | None = None, **kwargs: Any) -> dict[str, Any]:
+    async def list_pages(
+        self, res: Resource, namespace: str | None = None, **kwargs: Any
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """Page after page, each asked for once the previous one is taken."""
+        token = None
+        while True:
+            page = await self._page(res, namespace, continue_token=token, **kwargs)
+            yield page
+            token = page["metadata"].get("continue")
+            if not token:
+                return
+
+    async def _page(self, res: Resource, namespace: str | None = None, **kwargs: Any) -> dict[str, Any]:
         self.list_calls.append({"namespace": namespace, **kwargs})
         await asyncio.sleep(0)
         if self.list_gate is not None:
