@@ -61,10 +61,17 @@ class Store:
         return self.update(obj)
 
     def update(self, obj: Obj) -> Obj | None:
-        key = object_key(obj)
+        return self._put(object_key(obj), obj)
+
+    def _put(self, key: str, obj: Obj) -> Obj | None:
         old = self._items.get(key)
         self._items[key] = obj
-        self._reindex(key, old, obj)
+        if old is None:
+            # A new key: nothing to take out of the indices (a first list is all new keys).
+            for name, func in self._indexers.items():
+                self._add_to_index(name, key, func(obj))
+        else:
+            self._reindex(key, old, obj)
         return old
 
     def delete(self, obj: Obj) -> Obj | None:
@@ -81,8 +88,9 @@ class Store:
         result = ReplaceResult()
         seen: set[str] = set()
         for obj in objs:
-            seen.add(object_key(obj))
-            result.changed.append((self.update(obj), obj))
+            key = object_key(obj)
+            seen.add(key)
+            result.changed.append((self._put(key, obj), obj))
         for key in [k for k in self._items if k not in seen]:
             old = self.delete_by_key(key)
             assert old is not None
