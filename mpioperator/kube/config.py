@@ -70,7 +70,7 @@ def load_configuration(
         except (OSError, ValueError, LookupError) as exc:
             raise KubeConfigError(f"cannot load kubeconfig {path}: {exc}") from exc
     else:
-        access = ClusterAccess(host=host.rstrip("/"), pool_size=pool_size)
+        access = ClusterAccess(host=host, pool_size=pool_size)  # normalised with the override below
     if host is not None:
         access.host = host.rstrip("/")
     if token is not None:
