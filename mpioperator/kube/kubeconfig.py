@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from mpioperator.kube.access import ClusterAccess, basic_auth, bearer_token, bearer_token_file
 
 SECTIONS = {"clusters": "cluster", "users": "user", "contexts": "context"}
@@ -53,6 +51,9 @@ class KubeConfig:
 def read(paths: str) -> KubeConfig:
     """Merge the files of a KUBECONFIG-style list; files that do not exist are skipped, as kubectl does,
     unless none exists."""
+    # yaml is imported only when a kubeconfig is read: an operator in a pod never reads one.
+    import yaml
+
     merged = KubeConfig()
     found = False
     names = [p for p in paths.split(os.pathsep) if p]

@@ -49,11 +49,13 @@ class OperatorProcess:
         service_account: tuple[str, str] = ("mpi-operator", "mpi-operator"),
         args: tuple[str, ...] = (),
         workdir: Path | None = None,
+        command: tuple[str, ...] | None = None,
     ) -> None:
         self.cluster = cluster
         self.name = name
         self.service_account = service_account
         self.args = args
+        self.command = list(command) if command else operator_command()
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix=f"{name}-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.health_port = free_port()
@@ -87,7 +89,7 @@ class OperatorProcess:
             self.kubeconfig, server=self.cluster.server, ca_file=self.cluster.ca_file, token=token
         )
         argv = [
-            *operator_command(),
+            *self.command,
             f"--kubeConfig={self.kubeconfig}",
             f"--health-port={self.health_port}",
             f"--monitoring-port={self.metrics_port}",

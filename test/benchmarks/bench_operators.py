@@ -65,7 +65,12 @@ def run_contender(contender: Contender, args: argparse.Namespace, root: Path) ->
                 f"{contender.name}: paced, {args.paced_jobs} x {args.workers}, {args.paced_in_flight} at a time"
             )
             figures, paced_writes = paced(
-                bench, contender, jobs=args.paced_jobs, workers=args.workers, in_flight=args.paced_in_flight
+                bench,
+                contender,
+                jobs=args.paced_jobs,
+                workers=args.workers,
+                in_flight=args.paced_in_flight,
+                warm_up=args.paced_warm_up,
             )
         log(f"{contender.name}: throughput, {args.jobs} x {args.workers}")
         burst, writes = scenarios.throughput(
@@ -153,6 +158,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--paced-in-flight", type=int, default=2, help="paced MPIJobs running at a time")
     parser.add_argument(
+        "--paced-warm-up", type=int, default=2, help="uncounted MPIJobs through the paced lanes first"
+    )
+    parser.add_argument(
         "--rounds", type=int, default=3, help="alternating rounds of both operators, queue limits raised"
     )
     parser.add_argument(
@@ -174,6 +182,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--qps", type=int, default=Settings.qps)
     parser.add_argument("--burst", type=int, default=Settings.burst)
     parser.add_argument("--threadiness", type=int, default=Settings.threadiness)
+    parser.add_argument(
+        "--operator-command",
+        type=lambda text: tuple(text.split()),
+        help="how to run ours (default: mpi-operator next to this Python); hack/bench-operators.sh passes a "
+        "venv with only the runtime dependencies, as the image has",
+    )
     parser.add_argument("--only", choices=["mpioperator", "upstream"], help="run one contender")
     parser.add_argument("--no-bare", action="store_true", help="skip the bare-client limit")
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
@@ -194,7 +208,7 @@ def make_contenders(
 ) -> list[Contender]:
     contenders: list[Contender] = []
     if args.only != "upstream":
-        contenders.append(Ours(settings, queue))
+        contenders.append(Ours(settings, queue, command=args.operator_command))
     if args.only != "mpioperator":
         contenders.append(Upstream(settings, binary, queue))
     return contenders

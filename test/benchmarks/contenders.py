@@ -133,11 +133,16 @@ class Ours:
     name = "mpioperator"
 
     def __init__(
-        self, settings: Settings, queue: QueueLimits = DEFAULT_QUEUE, extra_args: tuple[str, ...] = ()
+        self,
+        settings: Settings,
+        queue: QueueLimits = DEFAULT_QUEUE,
+        extra_args: tuple[str, ...] = (),
+        command: tuple[str, ...] | None = None,
     ) -> None:
         self.settings = settings
         self.queue = queue
         self.extra_args = extra_args
+        self.command = command
         self._proc: OperatorProcess | None = None
 
     def start(self, cluster: LocalCluster, workdir: Path) -> None:
@@ -149,7 +154,7 @@ class Ours:
             *self.queue.flags("--"),
             *self.extra_args,
         )
-        self._proc = OperatorProcess(cluster, args=args, workdir=workdir)
+        self._proc = OperatorProcess(cluster, args=args, workdir=workdir, command=self.command)
         self._proc.start()
 
     def wait_ready(self, timeout: float) -> None:

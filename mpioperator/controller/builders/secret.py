@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import base64
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-
 from mpioperator.api.names import secret_name
 from mpioperator.api.objects import Obj
 from mpioperator.api.ownership import child_metadata
@@ -18,6 +15,11 @@ SSH_AUTH_TYPE = "kubernetes.io/ssh-auth"
 
 def new_key_pair() -> tuple[bytes, bytes]:
     """(PEM "EC PRIVATE KEY" with the SEC1 DER, authorized_keys line with a newline)."""
+    # Imported here, not at the top: a new leader's time to ready includes every import, and no key is
+    # made before its caches are synced (decisions-local L18).
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     key = ec.generate_private_key(ec.SECP521R1())
     private = key.private_bytes(
         serialization.Encoding.PEM,
