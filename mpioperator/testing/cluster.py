@@ -59,6 +59,11 @@ SCHEDULER_PLUGINS = "scheduler-plugins"
 POD_GROUP_CRD = "podgroups.scheduling.x-k8s.io"
 
 
+# How many times a component that lost the race for its port is started on new ports.
+PORT_ATTEMPTS = 3
+PORT_TAKEN = "address already in use"
+
+
 class ClusterStartError(RuntimeError):
     pass
 
@@ -328,18 +333,27 @@ class LocalCluster:
         return proc
 
     def _start_etcd(self, bins: Binaries, layout: components.Layout) -> None:
-        self.etcd_port = free_port()
-        peer_port = free_port()
-        proc = self._spawn(
-            "etcd", components.etcd_argv(bins, layout, client_port=self.etcd_port, peer_port=peer_port)
-        )
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            self.etcd_port = free_port()
+            peer_port = free_port()
+            proc = self._spawn(
+                "etcd", components.etcd_argv(bins, layout, client_port=self.etcd_port, peer_port=peer_port)
+            )
 
-        def healthy() -> bool:
-            self.require_running(proc)
-            with urllib.request.urlopen(f"{self.etcd_url}/health", timeout=2) as response:
-                return bool(json.loads(response.read()).get("health") == "true")
+            def healthy(proc: ManagedProcess = proc) -> bool:
+                self.require_running(proc)
+                with urllib.request.urlopen(f"{self.etcd_url}/health", timeout=2) as response:
+                    return bool(json.loads(response.read()).get("health") == "true")
 
-        wait_for(healthy, timeout=30, what="etcd /health")
+            try:
+                wait_for(healthy, timeout=30, what="etcd /health")
+                return
+            except ComponentDied:
+                # A port free_port saw free can go to another socket (an outgoing connection takes its
+                # port from the same range) before etcd binds it; then etcd exits and new ports are tried.
+                if attempt == PORT_ATTEMPTS or PORT_TAKEN not in proc.tail():
+                    raise
+                shutil.rmtree(layout.etcd_data, ignore_errors=True)
 
     def _start_apiserver(self, bins: Binaries, layout: components.Layout, node_flags: list[str]) -> None:
         self.api_port = free_port()
