@@ -41,7 +41,7 @@ from mpioperator.testing.node.realnode import RealNode
 from mpioperator.testing.node.settings import NodeNetwork
 from mpioperator.testing.node.teardown import NodeState, sweep
 from mpioperator.testing.nodes import KWOK_TAINT, NodeShape, fake_node, node_ready
-from mpioperator.testing.ports import free_port
+from mpioperator.testing.ports import free_port, start_on_free_ports
 from mpioperator.testing.process import ManagedProcess, pid_alive
 from mpioperator.testing.rest import RestClient, RestError
 from mpioperator.testing.wait import ProbeAborted, wait_for
@@ -59,8 +59,7 @@ SCHEDULER_PLUGINS = "scheduler-plugins"
 POD_GROUP_CRD = "podgroups.scheduling.x-k8s.io"
 
 
-# How many times a component that lost the race for its port is started on new ports.
-PORT_ATTEMPTS = 3
+# How a component that lost the race for its picked port says so as it exits.
 PORT_TAKEN = "address already in use"
 
 
@@ -333,27 +332,25 @@ class LocalCluster:
         return proc
 
     def _start_etcd(self, bins: Binaries, layout: components.Layout) -> None:
-        for attempt in range(1, PORT_ATTEMPTS + 1):
+        def start_once() -> None:
             self.etcd_port = free_port()
             peer_port = free_port()
             proc = self._spawn(
                 "etcd", components.etcd_argv(bins, layout, client_port=self.etcd_port, peer_port=peer_port)
             )
 
-            def healthy(proc: ManagedProcess = proc) -> bool:
+            def healthy() -> bool:
                 self.require_running(proc)
                 with urllib.request.urlopen(f"{self.etcd_url}/health", timeout=2) as response:
                     return bool(json.loads(response.read()).get("health") == "true")
 
             try:
                 wait_for(healthy, timeout=30, what="etcd /health")
-                return
             except ComponentDied:
-                # A port free_port saw free can go to another socket (an outgoing connection takes its
-                # port from the same range) before etcd binds it; then etcd exits and new ports are tried.
-                if attempt == PORT_ATTEMPTS or PORT_TAKEN not in proc.tail():
-                    raise
-                shutil.rmtree(layout.etcd_data, ignore_errors=True)
+                shutil.rmtree(layout.etcd_data, ignore_errors=True)  # the next etcd starts from nothing
+                raise
+
+        start_on_free_ports(start_once, lost_race=lambda exc: PORT_TAKEN in str(exc))
 
     def _start_apiserver(self, bins: Binaries, layout: components.Layout, node_flags: list[str]) -> None:
         self.api_port = free_port()

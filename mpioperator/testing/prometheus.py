@@ -22,7 +22,7 @@ import yaml
 
 from mpioperator.testing.binaries import BinariesUnavailable, find_built_tool, run_build_script
 from mpioperator.testing.cluster import LocalCluster, wait_crd_established
-from mpioperator.testing.ports import free_port
+from mpioperator.testing.ports import free_port, start_on_free_ports
 from mpioperator.testing.process import ManagedProcess
 from mpioperator.testing.wait import ProbeAborted, WaitTimeout, wait_for
 
@@ -113,30 +113,33 @@ class LocalPrometheus:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         config = self.work_dir / "prometheus.yml"
         config.write_text(yaml.safe_dump(scrape_config(self.targets, self.rule_files), sort_keys=False))
-        for attempt in range(3):  # free_port() can lose a race with another process
-            self.port = free_port()
-            argv = [
-                str(binary),
-                f"--config.file={config}",
-                f"--storage.tsdb.path={self.work_dir / 'data'}",
-                f"--web.listen-address=127.0.0.1:{self.port}",
-                "--log.level=warn",
-            ]
-            process = ManagedProcess("prometheus", argv, self.work_dir / "prometheus.log")
-            process.start()
-            self._process = process
-            try:
-                wait_for(self._ready, timeout=timeout, what=f"prometheus on {self.url} ready")
-                return self
-            except WaitTimeout:
-                tail = process.tail()
-                self.stop()
-                raise RuntimeError(f"prometheus not ready within {timeout} s:\n{tail}") from None
-            except ProbeAborted:
-                process.stop()
-                if attempt == 2:
-                    raise RuntimeError(f"prometheus exited at start:\n{process.tail()}") from None
-        raise AssertionError("unreachable")
+        try:
+            return start_on_free_ports(lambda: self._start_once(binary, config, timeout))
+        except ProbeAborted as exc:
+            raise RuntimeError(f"prometheus exited at start:\n{exc}") from None
+
+    def _start_once(self, binary: Path, config: Path, timeout: float) -> LocalPrometheus:
+        self.port = free_port()
+        argv = [
+            str(binary),
+            f"--config.file={config}",
+            f"--storage.tsdb.path={self.work_dir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{self.port}",
+            "--log.level=warn",
+        ]
+        process = ManagedProcess("prometheus", argv, self.work_dir / "prometheus.log")
+        process.start()
+        self._process = process
+        try:
+            wait_for(self._ready, timeout=timeout, what=f"prometheus on {self.url} ready")
+            return self
+        except WaitTimeout:
+            tail = process.tail()
+            self.stop()
+            raise RuntimeError(f"prometheus not ready within {timeout} s:\n{tail}") from None
+        except ProbeAborted:
+            process.stop()
+            raise ProbeAborted(process.tail()) from None
 
     def _ready(self) -> bool:
         if self._process is None or not self._process.running():

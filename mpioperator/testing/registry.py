@@ -15,7 +15,7 @@ import urllib.request
 from pathlib import Path
 
 from mpioperator.testing.binaries import find_built_tool
-from mpioperator.testing.ports import free_port
+from mpioperator.testing.ports import free_port, start_on_free_ports
 from mpioperator.testing.process import ManagedProcess
 from mpioperator.testing.wait import ProbeAborted, WaitTimeout, wait_for
 
@@ -73,33 +73,32 @@ class LocalRegistry:
             self._work_dir = Path(tempfile.mkdtemp(prefix="mpioperator-registry-"))
             self._own_work_dir = True
         self._work_dir.mkdir(parents=True, exist_ok=True)
-        # free_port() can lose a race with another process; a registry that dies at once gets a new port.
-        for attempt in range(3):
-            self._port = free_port()
-            config = self._work_dir / "config.yml"
-            config.write_text(json.dumps(registry_config(self.storage, self._port), indent=1))
-            env = {**os.environ, "OTEL_TRACES_EXPORTER": "none"}
-            process = ManagedProcess(
-                "registry", [str(binary), "serve", str(config)], self._work_dir / "registry.log", env
-            )
-            process.start()
-            self._process = process
-            try:
-                wait_for(
-                    self._answers, timeout=timeout, what=f"registry on {self.address} answering GET /v2/"
-                )
-                return
-            except WaitTimeout:
-                process.stop()
-                self._process = None
-                raise RuntimeError(
-                    f"the registry did not answer within {timeout} s:\n{process.tail()}"
-                ) from None
-            except ProbeAborted:
-                process.stop()
-                self._process = None
-                if attempt == 2:
-                    raise RuntimeError(f"the registry exited at start:\n{process.tail()}") from None
+        try:
+            start_on_free_ports(lambda: self._start_once(binary, timeout))
+        except ProbeAborted as exc:
+            raise RuntimeError(f"the registry exited at start:\n{exc}") from None
+
+    def _start_once(self, binary: Path, timeout: float) -> None:
+        assert self._work_dir is not None
+        self._port = free_port()
+        config = self._work_dir / "config.yml"
+        config.write_text(json.dumps(registry_config(self.storage, self._port), indent=1))
+        env = {**os.environ, "OTEL_TRACES_EXPORTER": "none"}
+        process = ManagedProcess(
+            "registry", [str(binary), "serve", str(config)], self._work_dir / "registry.log", env
+        )
+        process.start()
+        self._process = process
+        try:
+            wait_for(self._answers, timeout=timeout, what=f"registry on {self.address} answering GET /v2/")
+        except WaitTimeout:
+            process.stop()
+            self._process = None
+            raise RuntimeError(f"the registry did not answer within {timeout} s:\n{process.tail()}") from None
+        except ProbeAborted:
+            process.stop()
+            self._process = None
+            raise ProbeAborted(process.tail()) from None
 
     def _answers(self) -> bool:
         process = self._process
