@@ -37,7 +37,7 @@ from test.benchmarks.contenders import (
     Upstream,
     build_upstream,
 )
-from test.benchmarks.paced import PACED_JOB_TIMEOUT_S, paced
+from test.benchmarks.paced import CLEAN_UP_S, PACED_JOB_TIMEOUT_S, paced
 from test.benchmarks.scenarios import Bench, Figures
 
 
@@ -389,6 +389,11 @@ def _comparison(
                 parts.append(
                     f"> : {name}, round {n}, finished {run['paced_succeeded']:.0f} of {run['paced_jobs']:.0f} paced "
                     f"MPIJobs; a lane stopped at a job not Succeeded within {PACED_JOB_TIMEOUT_S:.0f}s"
+                )
+            if run.get("paced_workers_left", 0):
+                parts.append(
+                    f"> : {name}, round {n}, still had {run['paced_workers_left']:.0f} paced workers to delete "
+                    f"{CLEAN_UP_S:.0f}s after its last paced MPIJob Succeeded; its paced costs are partial"
                 )
             if run.get("latency_missing"):
                 parts.append(

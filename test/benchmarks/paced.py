@@ -21,6 +21,7 @@ from test.benchmarks.timeline import Timeline
 
 MPIJOBS_PATH = "/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs"
 PACED_JOB_TIMEOUT_S = 120.0
+CLEAN_UP_S = 300.0
 
 
 def paced(
@@ -45,9 +46,7 @@ def paced(
         timeline = Timeline(bench.cluster.rest, ns).start(expected_children=workers + 4)
         finished = _lanes(bench, contender, ns, timeline, "pw", warm_up, workers, in_flight, job_timeout)
         if finished == warm_up:
-            wait_alive(
-                "warm-up jobs' workers cleaned up", lambda: worker_pods(bench, ns) == 0, contender, 120
-            )
+            _workers_left_after_clean_up(bench, contender, ns)
         timeline.stop()
     ns = bench.namespace("bench-paced")
     timeline = Timeline(bench.cluster.rest, ns).start(expected_children=workers + 4)
@@ -56,8 +55,7 @@ def paced(
     started = time.monotonic()
     finished = _lanes(bench, contender, ns, timeline, "pc", jobs, workers, in_flight, job_timeout)
     elapsed = time.monotonic() - started
-    if finished == jobs:
-        wait_alive("paced jobs' workers cleaned up", lambda: worker_pods(bench, ns) == 0, contender, 120)
+    left = _workers_left_after_clean_up(bench, contender, ns) if finished == jobs else 0
     writes = wait_quiet(bench).minus(writes_before)
     after = contender.stats()
     timeline.stop()
@@ -67,7 +65,23 @@ def paced(
         "paced_s": elapsed,
         "paced_cpu_s": after.cpu_seconds - before.cpu_seconds,
         "paced_writes": float(writes.total(excluding=LEASES)),
+        "paced_workers_left": float(left),
     }, writes
+
+
+def _workers_left_after_clean_up(bench: Bench, contender: Contender, ns: str) -> int:
+    """Waits for the finished jobs' workers to be deleted; how many were still there at the deadline.
+
+    Upstream with its default queue limits can be minutes behind by the end of the paced run (every
+    event waits for a token at 10/s); its costs are then reported as partial, not the whole run lost.
+    """
+    try:
+        wait_alive(
+            "paced jobs' workers cleaned up", lambda: worker_pods(bench, ns) == 0, contender, CLEAN_UP_S
+        )
+    except WaitTimeout:
+        return worker_pods(bench, ns)
+    return 0
 
 
 def _lanes(

@@ -85,7 +85,7 @@ def metrics(jobs: int, workers: int) -> list[Metric]:
     unfinished = _cut_off("succeeded_jobs", jobs)
 
     def paced_cut(f: Figures) -> bool:
-        return f["paced_succeeded"] < f["paced_jobs"]
+        return f["paced_succeeded"] < f["paced_jobs"] or f.get("paced_workers_left", 0) > 0
 
     return [
         Metric(

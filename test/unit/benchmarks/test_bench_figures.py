@@ -131,6 +131,20 @@ def test_a_paced_run_that_did_not_finish_every_job_is_not_compared() -> None:
         assert row.verdict == ""
 
 
+def test_a_paced_run_whose_workers_were_not_all_cleaned_up_is_not_compared() -> None:
+    ours = {"paced_jobs": 20.0, "paced_succeeded": 20.0, "paced_writes": 540.0, "paced_cpu_s": 1.2}
+    upstream = {
+        "paced_jobs": 20.0,
+        "paced_succeeded": 20.0,
+        "paced_writes": 400.0,
+        "paced_cpu_s": 0.5,
+        "paced_workers_left": 37.0,
+    }
+    for row in _paced_rows(ours, upstream).values():
+        assert row.upstream_capped
+        assert row.verdict == ""
+
+
 def test_runs_without_a_paced_scenario_show_its_rows_as_unmeasured() -> None:
     for row in _paced_rows({}, {}).values():
         assert row.ours != row.ours and not row.ours_capped
