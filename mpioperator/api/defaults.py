@@ -7,11 +7,10 @@ cleanPodPolicy defaults to Running, as the API doc and user docs say, not upstre
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from mpioperator.api import constants as api
-from mpioperator.api.objects import Obj
+from mpioperator.api.objects import Obj, json_copy
 
 DEFAULT_CLEAN_POD_POLICY = api.CLEAN_POD_POLICY_RUNNING
 DEFAULT_LAUNCHER_REPLICAS = 1
@@ -20,7 +19,7 @@ DEFAULT_WORKER_REPLICAS = 0
 
 
 def set_defaults(job: Obj) -> Obj:
-    out = copy.deepcopy(job)
+    out = json_copy(job)
     spec = _child(out, "spec")
     run_policy = _child(spec, "runPolicy")
     if run_policy.get("cleanPodPolicy") is None:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import copy
 from collections import OrderedDict
 
 import structlog
 
 from mpioperator.api import accessors, names
 from mpioperator.api import constants as api
-from mpioperator.api.objects import Obj
+from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller.builders import configmap, launcher_job, secret, service, worker_pod
 from mpioperator.controller.errors import SyncError
@@ -141,9 +140,9 @@ class ChildReconciler:
             raise self._refuse(job, cached)
         if all(same(get_path(cached, p), get_path(desired, p)) for p in differs):
             return cached
-        updated = copy.deepcopy(cached)
+        updated = json_copy(cached)
         for p in differs:
-            set_path(updated, p, copy.deepcopy(get_path(desired, p)))
+            set_path(updated, p, json_copy(get_path(desired, p)))
         try:
             return await self._w.update(res, updated, ns)
         except errors.ApiError as exc:
@@ -298,7 +297,7 @@ class ChildReconciler:
         launcher_suspended = bool(launcher.get("spec", {}).get("suspend"))
         try:
             if not suspended and launcher_suspended and may_resume:
-                resumed = copy.deepcopy(launcher)
+                resumed = json_copy(launcher)
                 if resumed.get("status", {}).get("startTime"):
                     del resumed["status"]["startTime"]
                     resumed = await self._w.update_status(JOBS, resumed, ns)
@@ -318,7 +317,7 @@ class ChildReconciler:
                 updated: Obj = await self._w.update(JOBS, resumed, ns)
                 return updated
             if suspended and not launcher_suspended:
-                paused = copy.deepcopy(launcher)
+                paused = json_copy(launcher)
                 paused["spec"]["suspend"] = True
                 updated = await self._w.update(JOBS, paused, ns)
                 return updated
@@ -357,7 +356,7 @@ class ChildReconciler:
             return
         if not launcher_done(launcher):
             if not launcher.get("spec", {}).get("suspend"):
-                stopped = copy.deepcopy(launcher)
+                stopped = json_copy(launcher)
                 stopped["spec"]["suspend"] = True
                 try:
                     await self._w.update(JOBS, stopped, job["metadata"]["namespace"])

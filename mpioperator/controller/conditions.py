@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 from typing import Any
 
 from mpioperator.api import constants as api
-from mpioperator.api.objects import Obj
+from mpioperator.api.objects import Obj, json_copy
 
 TRUE = "True"
 FALSE = "False"
@@ -61,7 +60,7 @@ def _filter_out(conditions: list[Obj], new_type: str) -> list[Obj]:
             continue
         if new_type == api.COND_RUNNING and kind == api.COND_RESTARTING:
             continue
-        cond = copy.deepcopy(cond)
+        cond = json_copy(cond)
         if new_type in (api.COND_FAILED, api.COND_SUCCEEDED) and kind in (api.COND_RUNNING, api.COND_FAILED):
             cond["status"] = FALSE
         kept.append(cond)

@@ -8,11 +8,11 @@ problem changes; the listed pods' restart counts follow the pods.
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from mpioperator.api.objects import json_copy
 from mpioperator.controller.conditions import TRUE, find, new_condition
 from mpioperator.controller.problems import PodProblem, category, describe
 
@@ -87,7 +87,7 @@ def assess(status: Obj, problems: list[PodProblem], now: dt.datetime) -> Health:
 
 def apply(status: Obj, health: Health) -> None:
     """Write the assessment into `status` in place: the condition replaced (or removed) where it stands."""
-    conditions = [copy.deepcopy(c) for c in status.get("conditions") or ()]
+    conditions = [json_copy(c) for c in status.get("conditions") or ()]
     kept = [c for c in conditions if c.get("type") != COND_PODS_STUCK]
     if health.condition is None:
         if len(kept) != len(conditions):

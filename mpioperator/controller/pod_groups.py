@@ -6,13 +6,11 @@ calls on the backend's resource, with the same ownership rule as every other chi
 
 from __future__ import annotations
 
-import copy
-
 import structlog
 
 from mpioperator.api import constants as api
 from mpioperator.api.names import pod_group_name
-from mpioperator.api.objects import Obj
+from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller.children import not_managed_message, refused
 from mpioperator.controller.errors import SyncError
@@ -89,8 +87,8 @@ class PodGroupReconciler:
         if self._backend.pod_group_spec_equal(cached, desired):
             return cached
         # A copy: upstream writes into the cached object, which hides a failed update from later syncs.
-        updated = copy.deepcopy(cached)
-        updated["spec"] = copy.deepcopy(desired["spec"])
+        updated = json_copy(cached)
+        updated["spec"] = json_copy(desired["spec"])
         try:
             result: Obj = await self._w.update(res, updated, ns)
             return result

@@ -7,11 +7,11 @@ failure (409, 429, 5xx, a timeout, a dropped connection) may, and keeps the usua
 
 from __future__ import annotations
 
-import copy
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from mpioperator.api.objects import json_copy
 from mpioperator.controller.conditions import TRUE, find, new_condition
 from mpioperator.kube import errors
 
@@ -72,7 +72,7 @@ def rejected_condition(status: Obj, rejection: ChildRejected, now: Any) -> tuple
 
 def put_condition(status: Obj, condition: Obj | None, cond_type: str) -> None:
     """Replace the `cond_type` condition in place (moved to the end when new), or remove it for None."""
-    conditions = [copy.deepcopy(c) for c in status.get("conditions") or ()]
+    conditions = [json_copy(c) for c in status.get("conditions") or ()]
     current = next((c for c in conditions if c.get("type") == cond_type), None)
     if condition is None:
         if current is not None:

@@ -9,13 +9,12 @@ fails the job like an eviction does (`deadline_missed`).
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 from dataclasses import dataclass, field
 
 from mpioperator.api import accessors
 from mpioperator.api import constants as api
-from mpioperator.api.objects import Obj
+from mpioperator.api.objects import Obj, json_copy
 from mpioperator.controller.conditions import (
     FALSE,
     TRUE,
@@ -86,7 +85,7 @@ def compute_status(
     deadline_missed: str = "",
 ) -> StatusResult:
     ns, name = job["metadata"].get("namespace", ""), job["metadata"]["name"]
-    status = copy.deepcopy(job.get("status") or {})
+    status = json_copy(job.get("status") or {})
     result = StatusResult(status)
     events = result.events
     suspended = accessors.suspended(job)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 from collections import OrderedDict
 
 import structlog
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from mpioperator.api.objects import Obj
+from mpioperator.api.objects import Obj, json_copy
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.ports import Writer
 from mpioperator.kube import errors
@@ -65,7 +64,7 @@ async def write_if_changed(
     """
     if (cached.get("status") or {}) == status:
         return False
-    target = copy.deepcopy(cached)
+    target = json_copy(cached)
     target["status"] = status
     meta = cached["metadata"]
     try:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import copy
-
 from mpioperator.api import accessors, extensions
 from mpioperator.api import constants as api
 from mpioperator.api.names import config_map_name, launcher_name
-from mpioperator.api.objects import Obj
+from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import child_metadata, controller_ref
 from mpioperator.controller.builders.launcher_command import mark_debug, set_launcher_command
 from mpioperator.controller.builders.podspec import (
@@ -48,7 +46,7 @@ def implementation_env(job: Obj) -> list[tuple[str, str | None]]:
 def launcher_pod_template(job: Obj, decorate: Decorator | None = None) -> tuple[Obj, bool]:
     """The launcher's pod template, and whether the user's template restartPolicy was overridden."""
     replica = job["spec"]["mpiReplicaSpecs"][api.LAUNCHER]
-    template = copy.deepcopy(replica.get("template") or {})
+    template = json_copy(replica.get("template") or {})
     source_meta = template.get("metadata") or {}
     labels = dict(source_meta.get("labels") or {})
     labels.update(role_labels(job, api.ROLE_LAUNCHER))
@@ -138,4 +136,4 @@ def merge_scheduling_directives(existing: Obj, desired: Obj) -> None:
         if want_spec.get(key) is None:
             spec.pop(key, None)
         else:
-            spec[key] = copy.deepcopy(want_spec[key])
+            spec[key] = json_copy(want_spec[key])

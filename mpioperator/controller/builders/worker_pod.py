@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import copy
-
 from mpioperator.api import accessors
 from mpioperator.api import constants as api
 from mpioperator.api.names import worker_name
-from mpioperator.api.objects import Obj
+from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import controller_ref
 from mpioperator.controller.builders import worker_template
 from mpioperator.controller.builders.podspec import (
@@ -25,7 +23,7 @@ SSHD_COMMAND = ["/usr/sbin/sshd", "-De"]
 
 def new_worker(job: Obj, index: int, decorate: Decorator | None = None) -> Obj:
     replica = job["spec"]["mpiReplicaSpecs"][api.WORKER]
-    template = copy.deepcopy(replica.get("template") or {})
+    template = json_copy(replica.get("template") or {})
     source_meta = template.get("metadata") or {}
     name = worker_name(job, index)
     labels = dict(source_meta.get("labels") or {})
