@@ -87,6 +87,8 @@ class LeaderElector:
         self._observed: LeaderRecord | None = None
         self._observed_at = 0.0
         self._last_renew = 0.0
+        # The Lease as our last successful write returned it: a leader renews by updating it directly.
+        self._written: dict[str, Any] | None = None
 
     def healthz(self) -> str | None:
         """Watchdog for /healthz: a leader that has not renewed for too long is unhealthy."""
@@ -172,14 +174,15 @@ class LeaderElector:
 
     async def _attempt(self) -> bool:
         now = self.clock.now()
+        if await self._renew_optimistically(now):
+            return True
         lease = await self.client.get(self.namespace, self.name)
         if lease is None:
             record = next_record(
                 None, self.identity, lease_duration=self.lease_duration, wall_now=self.clock.utcnow()
             )
             created = await self.client.create(new_lease(self.name, self.namespace, record))
-            self._observe(record_from_lease(created), now)
-            self._last_renew = now
+            self._wrote(created, now)
             return True
         current = record_from_lease(lease)
         self._observe(current, now)
@@ -188,10 +191,34 @@ class LeaderElector:
         record = next_record(
             current, self.identity, lease_duration=self.lease_duration, wall_now=self.clock.utcnow()
         )
-        updated = await self.client.update({**lease, "spec": lease_spec(record)})
-        self._observe(record_from_lease(updated), now)
-        self._last_renew = now
+        self._wrote(await self.client.update({**lease, "spec": lease_spec(record)}), now)
         return True
+
+    async def _renew_optimistically(self, now: float) -> bool:
+        """client-go's fast path: a leader whose observed lease is still valid updates the Lease it last
+        wrote without reading it first, one request per renewal instead of two. The update carries that
+        object's resourceVersion, so if anyone else has written the Lease since, it fails with a Conflict
+        and the attempt goes on by reading the Lease, as a standby's does."""
+        written = self._written
+        if not self.is_leader or written is None or self._observed is None:
+            return False
+        if now >= self._observed_at + self._observed.lease_duration_seconds:
+            return False
+        record = next_record(
+            self._observed, self.identity, lease_duration=self.lease_duration, wall_now=self.clock.utcnow()
+        )
+        try:
+            updated = await self.client.update({**written, "spec": lease_spec(record)})
+        except Exception:  # a Conflict included; the slow path reads the Lease, decides and reports
+            self._written = None
+            return False
+        self._wrote(updated, now)
+        return True
+
+    def _wrote(self, lease: dict[str, Any], now: float) -> None:
+        self._written = lease
+        self._observe(record_from_lease(lease), now)
+        self._last_renew = now
 
     def _observe(self, record: LeaderRecord, now: float) -> None:
         if record != self._observed:

@@ -24,9 +24,12 @@ class MemoryLeases:
         self.lease: dict[str, Any] | None = None
         self.version = 0
         self.fail_writes = False
+        self.reads = 0
+        self.updates = 0
         self._watchers: list[asyncio.Queue[None]] = []
 
     async def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        self.reads += 1
         return copy.deepcopy(self.lease)
 
     async def create(self, lease: dict[str, Any]) -> dict[str, Any]:
@@ -35,6 +38,7 @@ class MemoryLeases:
         return self._store(lease)
 
     async def update(self, lease: dict[str, Any]) -> dict[str, Any]:
+        self.updates += 1
         if self.fail_writes:
             raise ConnectionError("apiserver unreachable")
         assert self.lease is not None
@@ -186,3 +190,33 @@ async def test_a_leader_that_cannot_renew_within_the_deadline_loses_leadership()
     with pytest.raises(LeadershipLost):
         await task
     assert not leading(e)
+
+
+async def test_a_leader_renews_with_one_update_and_no_read() -> None:
+    clock, leases = FakeClock(), MemoryLeases()
+    e = elector(leases, clock)
+    task = asyncio.ensure_future(e.run(forever))
+    await settle()
+    reads, updates, version = leases.reads, leases.updates, leases.version
+    await clock.advance(RETRY)
+    await clock.advance(RETRY)
+    assert (leases.reads - reads, leases.updates - updates) == (0, 2)
+    assert leases.version == version + 2 and leases.holder == "me" and leading(e)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_leader_whose_lease_was_written_by_another_reads_it_before_deciding() -> None:
+    clock, leases = FakeClock(), MemoryLeases()
+    e = elector(leases, clock)
+    task = asyncio.ensure_future(e.run(forever))
+    await settle()
+    leases.hold("other", clock)  # a write we did not make: our next optimistic update is stale
+    reads = leases.reads
+    await clock.advance(RETRY)
+    # The stale update conflicted, the Lease was read, and it is another's: we do not overwrite it.
+    assert leases.reads == reads + 1 and leases.holder == "other"
+    await clock.advance(RETRY)  # still another's, and the renew deadline has passed
+    with pytest.raises(LeadershipLost):
+        await task
+    assert leases.holder == "other"
