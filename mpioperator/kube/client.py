@@ -378,13 +378,14 @@ class KubeClient:
             timeout = (connect_timeout, read_timeout)
             return self._t.open("GET", path, query=query, timeout=timeout, accept=accept)
 
-        return self._watch(request, res, projection)
+        return self._watch(request, res, projection, read_timeout)
 
     async def _watch(
         self,
         request: Callable[[], urllib3.BaseHTTPResponse],
         res: Resource,
         projection: Projection | None,
+        inactivity: float,
     ) -> AsyncGenerator[Obj, None]:
         # No token: a watch is one long request, and client-go does not throttle watches either. What keeps
         # a failing watch from spinning is its caller's back-off (the reflector's, the lease watch's).
@@ -399,9 +400,11 @@ class KubeClient:
         # aclosing: closing this generator must close the stream (and free its thread) now, not at GC.
         proto = self._negotiation.protobuf(res, projection)
         if proto is not None and self._negotiation.is_protobuf(response.headers):
-            stream = stream_frames(response, stamp_kind(res), self._negotiation.frame_decoder(res, proto))
+            decode = self._negotiation.frame_decoder(res, proto)
+            stream = stream_frames(response, stamp_kind(res), decode, inactivity=inactivity)
         else:
-            stream = stream_events(response, stamp_kind(res), projection.event if projection else None)
+            loads = projection.event if projection else None
+            stream = stream_events(response, stamp_kind(res), loads, inactivity=inactivity)
         async with contextlib.aclosing(stream) as events:
             async for event in events:
                 yield event

@@ -22,6 +22,7 @@ import orjson
 import urllib3
 
 from mpioperator.kube import errors
+from mpioperator.kube.loop_stream import Frames, Lines, loop_socket, read_on_loop
 from mpioperator.kube.protoapi import read_frames
 from mpioperator.kube.transport import error_of
 
@@ -116,11 +117,20 @@ def stream_events(
     loads: Callable[[bytes], dict[str, Any]] | None = None,
     *,
     buffer: int = BUFFERED_LINES,
+    inactivity: float | None = None,
 ) -> AsyncGenerator[dict[str, Any], None]:
-    """Events of one watch response; ends when the server closes the stream. Always closes `response`."""
-    return _stream(
-        response, lambda line: parse_event(line, stamp, loads), buffer, lambda: _lines(response, False)
-    )
+    """Events of one watch response; ends when the server closes the stream. Always closes `response`.
+
+    Given the `inactivity` deadline, a chunked answer is read on the event loop (kube/loop_stream.py);
+    otherwise on a reader thread, whose socket keeps the deadline the request was opened with."""
+
+    def convert(line: bytes) -> dict[str, Any]:
+        return parse_event(line, stamp, loads)
+
+    sock = loop_socket(response) if inactivity is not None else None
+    if sock is not None and inactivity is not None and isinstance(response, urllib3.HTTPResponse):
+        return read_on_loop(response, sock, Lines(), convert, inactivity=inactivity, buffer=buffer)
+    return _stream(response, convert, buffer, lambda: _lines(response, False))
 
 
 def stream_frames(
@@ -129,11 +139,17 @@ def stream_frames(
     loads: Callable[[bytes], dict[str, Any]],
     *,
     buffer: int = BUFFERED_LINES,
+    inactivity: float | None = None,
 ) -> AsyncGenerator[dict[str, Any], None]:
     """Events of one protobuf watch response, each frame decoded by `loads`; as `stream_events`."""
-    return _stream(
-        response, lambda frame: parse_event(frame, stamp, loads), buffer, lambda: read_frames(response.read)
-    )
+
+    def convert(frame: bytes) -> dict[str, Any]:
+        return parse_event(frame, stamp, loads)
+
+    sock = loop_socket(response) if inactivity is not None else None
+    if sock is not None and inactivity is not None and isinstance(response, urllib3.HTTPResponse):
+        return read_on_loop(response, sock, Frames(), convert, inactivity=inactivity, buffer=buffer)
+    return _stream(response, convert, buffer, lambda: read_frames(response.read))
 
 
 def stream_lines(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import os
 import threading
 import time
 
@@ -29,6 +30,17 @@ def config_map(name: str, data: dict[str, str] | None = None) -> Obj:
 
 def watch_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("kube-watch-")]
+
+
+def open_sockets() -> set[str]:
+    """This process's open sockets ('socket:[inode]'): a watch's connection is one of them while it lives."""
+    found = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith("socket:"):
+                found.add(target)
+    return found
 
 
 async def current_rv(client: KubeClient, ns: str) -> str:
@@ -155,45 +167,47 @@ async def test_a_silent_watch_raises_watch_inactive_after_the_inactivity_timeout
             raise AssertionError(f"unexpected event {event}")
 
     started = time.monotonic()
+    before = open_sockets()
     with pytest.raises(errors.WatchInactive):
         await watch_quiet()
     # Well before the server's own 60 s deadline.
     assert time.monotonic() - started < 30
     await async_wait_for(lambda: asyncio.sleep(0, not watch_threads()), timeout=5, what="watch threads gone")
+    assert not open_sockets() - before
 
 
-async def test_closing_a_watch_early_ends_its_reader_thread(
+async def test_closing_a_watch_early_closes_its_connection_at_once(
     client: KubeClient, apiserver_cluster: LocalCluster, make_namespace: NamespaceFactory
 ) -> None:
     ns = make_namespace(apiserver_cluster)
     rv = await current_rv(client, ns)
     await client.create(CONFIG_MAPS, config_map("one"), ns)
-    before = set(watch_threads())
 
     events = client.watch(CONFIG_MAPS, ns, resource_version=rv, timeout_seconds=300)
     first = await anext(events)
     assert first["type"] == "ADDED"
-    assert set(watch_threads()) - before
-    # The reader is now blocked on a quiet connection; aclose must interrupt it, not wait 300 s.
+    during = open_sockets()  # the watch's connection among them, new or taken from the pool
+    # The connection is quiet now; aclose must close it, not wait for the server's 300 s.
     await events.aclose()
-    assert set(watch_threads()) - before == set()
+    assert len(during - open_sockets()) == 1
+    assert not watch_threads()
 
 
-async def test_breaking_out_of_a_watch_loop_ends_its_reader_thread(
+async def test_breaking_out_of_a_watch_loop_closes_its_connection(
     client: KubeClient, apiserver_cluster: LocalCluster, make_namespace: NamespaceFactory
 ) -> None:
     ns = make_namespace(apiserver_cluster)
     rv = await current_rv(client, ns)
     await client.create(CONFIG_MAPS, config_map("one"), ns)
-    before = set(watch_threads())
 
     async for _ in client.watch(CONFIG_MAPS, ns, resource_version=rv, timeout_seconds=300):
+        during = open_sockets()
         break
     # A bare break leaves closing to the loop's async-generator finaliser, which runs it as a task.
     await async_wait_for(
-        lambda: asyncio.sleep(0, not set(watch_threads()) - before),
+        lambda: asyncio.sleep(0, len(during - open_sockets()) == 1),
         timeout=10,
-        what="the reader thread to end",
+        what="the watch's connection to close",
     )
 
 
