@@ -7,6 +7,7 @@ cost more CPU than the request itself under a burst of writes."""
 
 from __future__ import annotations
 
+import functools
 import math
 import socket
 import ssl
@@ -21,6 +22,7 @@ import urllib3
 
 from mpioperator.kube import errors
 from mpioperator.kube.access import ClusterAccess
+from mpioperator.kube.http1 import Http1Pool, HttpError
 from mpioperator.kube.protoapi import MAGIC, decode_status
 
 CONTENT_TYPES = {
@@ -62,6 +64,7 @@ class Transport:
         self._clock = clock
         self._auth: dict[str, str] = {}
         self._auth_read_at = -math.inf
+        self._unary: Http1Pool | None = None
         self._point_at(access.host)
 
     @property
@@ -77,6 +80,9 @@ class Transport:
         # A server URL may carry a path (an API proxy's prefix); the pool is per scheme, host and port.
         self._prefix = urlsplit(self.host).path
         self._pool = self._manager.connection_from_url(self.host)
+        if self._unary is not None:
+            self._unary.close()
+        self._unary = unary_pool(self.access, self.host)
 
     def _auth_headers(self) -> dict[str, str]:
         now = self._clock()
@@ -124,7 +130,46 @@ class Transport:
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise errors.ApiError(0, "", f"{type(exc).__name__}: {exc}") from exc
 
-    def request(self, method: str, path: str, **kwargs: Any) -> Answer:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        timeout: float | tuple[float, float | None] | None = None,
+        accept: str | None = None,
+    ) -> Answer:
+        """A whole answer; on our own HTTP/1.1 pool unless the cluster is reached through a proxy."""
+        if self._unary is None:
+            return self._request_urllib3(
+                method,
+                path,
+                query=query,
+                body=body,
+                content_type=content_type,
+                timeout=timeout,
+                accept=accept,
+            )
+        if body is not None and content_type is None:
+            content_type = "application/json"
+        if content_type == CONTENT_TYPES["json"] and not isinstance(body, list):
+            raise ValueError("a JSON patch body must be a list of operations")
+        encoded = _encode(body)
+        try:
+            reply = self._unary.request(
+                method,
+                f"{self._prefix}{path}{_query(query)}",
+                self._headers(content_type, accept),
+                encoded.encode() if isinstance(encoded, str) else encoded,
+                _seconds(timeout),
+            )
+        except HttpError as exc:
+            raise errors.ApiError(0, "", str(exc)) from exc
+        return Answer(reply.status, reply.headers, reply.body)
+
+    def _request_urllib3(self, method: str, path: str, **kwargs: Any) -> Answer:
         response = self.open(method, path, **kwargs)
         try:
             data = response.data
@@ -136,6 +181,40 @@ class Transport:
 
     def close(self) -> None:
         self._manager.clear()
+        if self._unary is not None:
+            self._unary.close()
+
+
+def unary_pool(access: ClusterAccess, host: str) -> Http1Pool | None:
+    """Our own pool for whole answers from `host`, with the TLS settings urllib3 would use; None where the
+    cluster is reached through a proxy, which urllib3 speaks and we do not."""
+    if access.proxy:
+        return None
+    url = urlsplit(host)
+    tls: Callable[[], ssl.SSLContext] | None = None
+    if url.scheme == "https":
+        tls = functools.partial(tls_context, access)
+    default_port = 443 if url.scheme == "https" else 80
+    return Http1Pool(
+        url.hostname or "localhost",
+        url.port or default_port,
+        tls=tls,
+        server_hostname=access.tls_server_name or None,
+        socket_options=keepalive_socket_options(),
+        maxsize=access.pool_size,
+    )
+
+
+def tls_context(access: ClusterAccess) -> ssl.SSLContext:
+    """TLS as the kubeconfig says: its CA (or the system's), its client certificate, or no verification."""
+    context = ssl.create_default_context(cafile=access.ca_file, cadata=access.ca_data)
+    if not access.verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if access.cert_file:
+        context.load_cert_chain(access.cert_file, access.key_file)
+    context.set_alpn_protocols(["http/1.1"])
+    return context
 
 
 def pool_manager(access: ClusterAccess) -> urllib3.PoolManager:
@@ -185,6 +264,12 @@ def _encode(body: Any) -> bytes | str | None:
     if body is None or isinstance(body, (bytes, str)):
         return body
     return orjson.dumps(body)
+
+
+def _seconds(timeout: float | tuple[float, float | None] | None) -> float | None:
+    if isinstance(timeout, tuple):
+        return timeout[1] if timeout[1] is not None else timeout[0]
+    return timeout
 
 
 def _timeout(timeout: float | tuple[float, float | None] | None) -> urllib3.Timeout | None:

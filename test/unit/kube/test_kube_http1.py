@@ -1,0 +1,181 @@
+"""Our HTTP/1.1 client for whole answers, against a scripted local server: bodies by length, chunked
+and to the end, connections kept alive, closed by the server between requests, or failing."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from mpioperator.kube.http1 import Http1Pool, HttpError
+
+Answerer = Callable[[socket.socket, bytes], bool]
+
+
+class ScriptedServer:
+    """Reads each request head (and a Content-Length body) and lets `answer` write the reply; `answer`
+    returns False to close the connection afterwards. Counts the connections it accepted."""
+
+    def __init__(self, answer: Answerer) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self.connections = 0
+        self.requests: list[bytes] = []
+        self.closed = threading.Semaphore(0)  # released as each connection is closed
+        self._answer = answer
+        self._threads: list[threading.Thread] = []
+        accept = threading.Thread(target=self._accept, daemon=True)
+        accept.start()
+        self._threads.append(accept)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            self._converse(conn)
+        finally:
+            conn.close()
+            self.closed.release()
+
+    def _converse(self, conn: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            data = b""
+            while True:
+                while b"\r\n\r\n" not in data:
+                    more = conn.recv(65536)
+                    if not more:
+                        return
+                    data += more
+                head, _, data = data.partition(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value)
+                while len(data) < length:
+                    data += conn.recv(65536)
+                request, data = head + b"\r\n\r\n" + data[:length], data[length:]
+                self.requests.append(request)
+                if not self._answer(conn, request):
+                    return
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+@contextlib.contextmanager
+def serving(answer: Answerer) -> Iterator[tuple[ScriptedServer, Http1Pool]]:
+    server = ScriptedServer(answer)
+    pool = Http1Pool("127.0.0.1", server.port, tls=None, maxsize=4)
+    try:
+        yield server, pool
+    finally:
+        pool.close()
+        server.close()
+
+
+def by_length(body: bytes, *extra: bytes) -> bytes:
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + b"".join(e + b"\r\n" for e in extra)
+    return head + b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def test_a_request_goes_out_with_host_headers_and_body_and_its_answer_comes_back_whole() -> None:
+    def answer(conn: socket.socket, request: bytes) -> bool:
+        conn.sendall(by_length(b'{"ok":true}', b"Audit-Id: 1", b"Warning: a", b"Warning: b"))
+        return True
+
+    with serving(answer) as (server, pool):
+        reply = pool.request("PUT", "/api/v1/x?y=1", {"Accept": "application/json"}, b'{"a":1}', 5.0)
+    assert (reply.status, reply.body) == (200, b'{"ok":true}')
+    assert reply.headers["Content-Type"] == "application/json"
+    assert reply.headers["Warning"] == "a, b"
+    sent = server.requests[0]
+    assert sent.startswith(b"PUT /api/v1/x?y=1 HTTP/1.1\r\n")
+    assert b"\r\nHost: 127.0.0.1:%d\r\n" % server.port in sent
+    assert b"\r\nContent-Length: 7\r\n" in sent and sent.endswith(b'\r\n\r\n{"a":1}')
+
+
+def test_a_chunked_answer_is_read_to_its_last_chunk_and_the_connection_kept() -> None:
+    def answer(conn: socket.socket, request: bytes) -> bool:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        conn.sendall(b"4\r\nabcd\r\n")
+        conn.sendall(b"3\r\nefg\r\n0\r\n\r\n")
+        return True
+
+    with serving(answer) as (server, pool):
+        bodies = [pool.request("GET", "/", {}, None, 5.0).body for _ in range(3)]
+    assert bodies == [b"abcdefg"] * 3
+    assert server.connections == 1
+
+
+def test_a_connection_the_server_closed_while_idle_is_replaced_before_the_next_request() -> None:
+    def answer(conn: socket.socket, request: bytes) -> bool:
+        conn.sendall(by_length(b"{}"))
+        return False  # keep-alive announced, yet the connection is closed after the answer
+
+    with serving(answer) as (server, pool):
+        for _ in range(3):
+            assert pool.request("GET", "/", {}, None, 5.0).status == 200
+            assert server.closed.acquire(timeout=5)  # closed now, while the pool holds it idle
+    assert server.connections == 3
+
+
+def test_connection_close_and_a_body_without_length_end_the_connection() -> None:
+    def answer(conn: socket.socket, request: bytes) -> bool:
+        conn.sendall(b"HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\n\r\nto the end")
+        return False
+
+    with serving(answer) as (server, pool):
+        replies = [pool.request("GET", "/", {}, None, 5.0) for _ in range(2)]
+    assert [(r.status, r.body) for r in replies] == [(500, b"to the end")] * 2
+    assert server.connections == 2
+
+
+def test_an_answer_cut_short_or_never_sent_is_an_error_not_a_hang() -> None:
+    def cut(conn: socket.socket, request: bytes) -> bool:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this")
+        return False
+
+    with serving(cut) as (_, pool), pytest.raises(HttpError, match="9 of 100"):
+        pool.request("GET", "/", {}, None, 5.0)
+
+    with (
+        serving(lambda conn, request: False) as (_, pool),
+        pytest.raises(HttpError, match="without an answer"),
+    ):
+        pool.request("GET", "/", {}, None, 5.0)
+
+
+def test_a_server_that_does_not_answer_in_time_is_a_timeout() -> None:
+    release = threading.Event()
+
+    def silent(conn: socket.socket, request: bytes) -> bool:
+        release.wait(10)
+        return False
+
+    with serving(silent) as (_, pool):
+        try:
+            with pytest.raises(HttpError, match="timed out"):
+                pool.request("GET", "/", {}, None, 0.3)
+        finally:
+            release.set()
+
+
+def test_nothing_listening_is_an_error() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+    pool = Http1Pool("127.0.0.1", port, tls=None)
+    with pytest.raises(HttpError, match="ConnectionRefusedError"):
+        pool.request("GET", "/", {}, None, 2.0)
