@@ -57,10 +57,11 @@ class _Connection:
         if self.ahead:
             return True
         try:
-            readable, _, _ = select.select([self.sock], [], [], 0)
+            poller = select.poll()  # not select.select, which refuses descriptors past 1023
+            poller.register(self.sock, select.POLLIN)
+            return bool(poller.poll(0))
         except (OSError, ValueError):
             return True
-        return bool(readable)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
