@@ -157,7 +157,7 @@ async def read_on_loop(
                     raise StreamBroken("the connection closed before the end of the body")
                 last_byte = loop.time()
                 take(data)
-        except (StreamBroken, OSError, ValueError) as exc:
+        except Exception as exc:  # on the loop's callback: whatever it is, the consumer hears of it
             failure.append(errors.ApiError(0, "", f"watch stream broken: {type(exc).__name__}: {exc}"))
         if ended or failure or len(ready) >= buffer:
             pause()
@@ -205,7 +205,7 @@ async def read_on_loop(
         while True:
             if ready:
                 item = ready.popleft()
-                if not reading and not ended and not failure and len(ready) < buffer // 2:
+                if not reading and not ended and not failure and len(ready) <= buffer // 2:
                     pull()  # the consumer caught up: read again
                     resume()
                 yield convert(item)

@@ -134,11 +134,12 @@ async def test_events_written_in_any_pieces_arrive_in_order_until_the_last_chunk
     assert response.closed
 
 
-async def test_a_consumer_behind_by_more_than_the_buffer_still_gets_every_event_in_order() -> None:
+@pytest.mark.parametrize("buffer", [1, 4])
+async def test_a_consumer_behind_by_more_than_the_buffer_still_gets_every_event_in_order(buffer: int) -> None:
     wire = chunked(*(event_line(i) for i in range(300)))
     with served(lambda conn: conn.sendall(wire)) as response:
         seen = []
-        async for event in events(response, buffer=4):
+        async for event in events(response, buffer=buffer):
             seen.append(event["object"]["i"])
             await asyncio.sleep(0)
     assert seen == list(range(300))
