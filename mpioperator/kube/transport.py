@@ -113,11 +113,7 @@ class Transport:
     ) -> urllib3.BaseHTTPResponse:
         """Send a request and return the unread response (a stream, for watches). The answer is JSON
         unless `accept` asks for more."""
-        if body is not None and content_type is None:
-            content_type = "application/json"
-        if content_type == CONTENT_TYPES["json"] and not isinstance(body, list):
-            # Caught here, with the caller's mistake named, rather than as the server's 400.
-            raise ValueError("a JSON patch body must be a list of operations")
+        content_type = _content_type(body, content_type)
         try:
             return self._pool.urlopen(
                 method,
@@ -152,10 +148,7 @@ class Transport:
                 timeout=timeout,
                 accept=accept,
             )
-        if body is not None and content_type is None:
-            content_type = "application/json"
-        if content_type == CONTENT_TYPES["json"] and not isinstance(body, list):
-            raise ValueError("a JSON patch body must be a list of operations")
+        content_type = _content_type(body, content_type)
         encoded = _encode(body)
         try:
             reply = self._unary.request(
@@ -252,6 +245,15 @@ def keepalive_socket_options() -> list[tuple[int, int, int]]:
         if hasattr(socket, name):
             options.append((socket.IPPROTO_TCP, getattr(socket, name), value))
     return options
+
+
+def _content_type(body: Any, content_type: str | None) -> str | None:
+    if body is not None and content_type is None:
+        content_type = "application/json"
+    if content_type == CONTENT_TYPES["json"] and not isinstance(body, list):
+        # Caught here, with the caller's mistake named, rather than as the server's 400.
+        raise ValueError("a JSON patch body must be a list of operations")
+    return content_type
 
 
 def _query(query: dict[str, Any] | None) -> str:
