@@ -127,10 +127,7 @@ def stream_events(
     def convert(line: bytes) -> dict[str, Any]:
         return parse_event(line, stamp, loads)
 
-    sock = loop_socket(response) if inactivity is not None else None
-    if sock is not None and inactivity is not None and isinstance(response, urllib3.HTTPResponse):
-        return read_on_loop(response, sock, Lines(), convert, inactivity=inactivity, buffer=buffer)
-    return _stream(response, convert, buffer, lambda: _lines(response, False))
+    return _on_loop_or_thread(response, convert, buffer, inactivity, Lines(), lambda: _lines(response, False))
 
 
 def stream_frames(
@@ -146,10 +143,24 @@ def stream_frames(
     def convert(frame: bytes) -> dict[str, Any]:
         return parse_event(frame, stamp, loads)
 
+    return _on_loop_or_thread(
+        response, convert, buffer, inactivity, Frames(), lambda: read_frames(response.read)
+    )
+
+
+def _on_loop_or_thread(
+    response: urllib3.BaseHTTPResponse,
+    convert: Callable[[bytes], T],
+    buffer: int,
+    inactivity: float | None,
+    splitter: Frames | Lines,
+    chunks: Callable[[], Iterable[bytes]],
+) -> AsyncGenerator[T, None]:
+    """On the loop when the answer allows it and a deadline is given; else on a reader thread."""
     sock = loop_socket(response) if inactivity is not None else None
     if sock is not None and inactivity is not None and isinstance(response, urllib3.HTTPResponse):
-        return read_on_loop(response, sock, Frames(), convert, inactivity=inactivity, buffer=buffer)
-    return _stream(response, convert, buffer, lambda: read_frames(response.read))
+        return read_on_loop(response, sock, splitter, convert, inactivity=inactivity, buffer=buffer)
+    return _stream(response, convert, buffer, chunks)
 
 
 def stream_lines(
