@@ -22,7 +22,7 @@ import orjson
 import urllib3
 
 from mpioperator.kube import errors
-from mpioperator.kube.loop_stream import Frames, Lines, loop_socket, read_on_loop
+from mpioperator.kube.loop_stream import Frames, Lines, Splitter, loop_socket, read_on_loop
 from mpioperator.kube.protoapi import read_frames
 from mpioperator.kube.transport import error_of
 
@@ -153,7 +153,7 @@ def _on_loop_or_thread(
     convert: Callable[[bytes], T],
     buffer: int,
     inactivity: float | None,
-    splitter: Frames | Lines,
+    splitter: Splitter,
     chunks: Callable[[], Iterable[bytes]],
 ) -> AsyncGenerator[T, None]:
     """On the loop when the answer allows it and a deadline is given; else on a reader thread."""
