@@ -8,7 +8,9 @@ urllib3 pool, and an operator sends 27 such requests per MPIJob. Watches and fol
 and any connection through a proxy still go through urllib3 (kube/transport.py).
 
 What it implements is what the API server speaks: Content-Length and chunked bodies, keep-alive, a
-connection closed by the server between requests. It never retries: that belongs to the work queue.
+connection closed by the server between requests. It retries in one case only, as Go's transport does: a
+GET or HEAD on a kept-alive connection that the server closed as the request went out, before a byte of the
+answer, is sent once more on a new connection. Every other failure is the work queue's to retry.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from mpioperator.kube.chunked import Dechunker, StreamBroken
 READ_SIZE = 256 * 1024
 MAX_HEAD = 64 * 1024
 NO_BODY = frozenset((204, 304))
+# Methods that change nothing on the server, so sending one again cannot do anything twice.
+REPLAYABLE = frozenset(("GET", "HEAD"))
 
 
 class HttpError(Exception):
@@ -39,18 +43,26 @@ class Reply:
     body: bytes
 
 
+class ClosedWithoutAnswer(HttpError):
+    """The server closed the connection before the first byte of an answer."""
+
+
 class _Connection:
-    __slots__ = ("ahead", "sock")
+    __slots__ = ("ahead", "heard", "reused", "sock")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.ahead = b""  # bytes read past the end of the last answer (none from a well-behaved server)
+        self.reused = False  # it carried an earlier request
+        self.heard = False  # a byte of the current answer has arrived
 
     def recv(self) -> bytes:
         if self.ahead:
             data, self.ahead = self.ahead, b""
-            return data
-        return self.sock.recv(READ_SIZE)
+        else:
+            data = self.sock.recv(READ_SIZE)
+        self.heard = self.heard or bool(data)
+        return data
 
     def dropped(self) -> bool:
         """An idle connection that has something to read was closed by the server (or sent garbage)."""
@@ -104,15 +116,28 @@ class Http1Pool:
         body: bytes | None,
         timeout: float | None,
     ) -> Reply:
+        wire = self._encode(method, target, headers, body)
         conn = self._take(timeout)
         try:
+            return self._exchange(conn, wire, method, timeout)
+        except HttpError as exc:
+            if not (conn.reused and method in REPLAYABLE and _closed_unanswered(conn, exc)):
+                raise
+        # The server's idle timeout closed the connection as the request went out (the `dropped` check
+        # before it cannot see a close still in flight): nothing was answered, so nothing was done.
+        return self._exchange(self._connect_new(timeout), wire, method, timeout)
+
+    def _exchange(self, conn: _Connection, wire: bytes, method: str, timeout: float | None) -> Reply:
+        conn.heard = False
+        try:
             conn.sock.settimeout(timeout)
-            conn.sock.sendall(self._encode(method, target, headers, body))
+            conn.sock.sendall(wire)
             reply, reusable = _read_reply(conn, method)
         except (OSError, StreamBroken, HttpError, ValueError) as exc:
             conn.close()
             raise HttpError(f"{type(exc).__name__}: {exc}") from exc
         if reusable and len(self._idle) < self._maxsize:
+            conn.reused = True
             self._idle.append(conn)
         else:
             conn.close()
@@ -131,6 +156,9 @@ class Http1Pool:
             if not conn.dropped():
                 return conn
             conn.close()
+        return self._connect_new(timeout)
+
+    def _connect_new(self, timeout: float | None) -> _Connection:
         try:
             sock = self._connect(self._address, timeout)
         except OSError as exc:
@@ -185,7 +213,8 @@ def _read_head(conn: _Connection) -> tuple[int, str, dict[str, str], bytes]:
             raise HttpError("response head too long")
         more = conn.recv()
         if not more:
-            raise HttpError("the server closed the connection without an answer")
+            error = ClosedWithoutAnswer if not data else HttpError
+            raise error("the server closed the connection without an answer")
         data += more
     lines = data[:end].decode("latin-1").split("\r\n")
     version, _, rest = lines[0].partition(" ")
@@ -231,3 +260,11 @@ def _read_to_end(conn: _Connection, data: bytes) -> bytes:
     while more := conn.recv():
         parts.append(more)
     return b"".join(parts)
+
+
+def _closed_unanswered(conn: _Connection, error: HttpError) -> bool:
+    """Whether `error` is the server closing or resetting the connection before any answer: not a
+    timeout, nor an answer cut short."""
+    cause = error.__cause__
+    closed = isinstance(cause, (ClosedWithoutAnswer, ConnectionError, ssl.SSLEOFError))
+    return closed and not conn.heard

@@ -179,3 +179,44 @@ def test_nothing_listening_is_an_error() -> None:
     pool = Http1Pool("127.0.0.1", port, tls=None)
     with pytest.raises(HttpError, match="ConnectionRefusedError"):
         pool.request("GET", "/", {}, None, 2.0)
+
+
+def closing_at_each_second_request() -> Answerer:
+    """Answers a connection's first request and closes it unanswered at the second: a server whose idle
+    timeout fires just as the client sends on the kept-alive connection."""
+    answered: list[socket.socket] = []
+
+    def answer(conn: socket.socket, request: bytes) -> bool:
+        if any(seen is conn for seen in answered):
+            return False
+        answered.append(conn)
+        conn.sendall(by_length(b"{}"))
+        return True
+
+    return answer
+
+
+def test_a_get_on_a_kept_alive_connection_closed_unanswered_is_sent_once_more_on_a_new_one() -> None:
+    with serving(closing_at_each_second_request()) as (server, pool):
+        assert pool.request("GET", "/first", {}, None, 5.0).status == 200
+        assert pool.request("GET", "/second", {}, None, 5.0).status == 200
+    assert [r.split(b" ")[1] for r in server.requests] == [b"/first", b"/second", b"/second"]
+    assert server.connections == 2
+
+
+def test_a_post_on_a_kept_alive_connection_closed_unanswered_is_an_error_not_sent_again() -> None:
+    with serving(closing_at_each_second_request()) as (server, pool):
+        assert pool.request("GET", "/first", {}, None, 5.0).status == 200
+        with pytest.raises(HttpError, match="without an answer"):
+            pool.request("POST", "/create", {}, b"{}", 5.0)
+    assert [r.split(b" ")[1] for r in server.requests] == [b"/first", b"/create"]
+    assert server.connections == 1
+
+
+def test_a_get_on_a_new_connection_closed_unanswered_is_an_error_not_sent_again() -> None:
+    with (
+        serving(lambda conn, request: False) as (server, pool),
+        pytest.raises(HttpError, match="without an answer"),
+    ):
+        pool.request("GET", "/", {}, None, 5.0)
+    assert len(server.requests) == 1
