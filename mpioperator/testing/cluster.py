@@ -15,7 +15,6 @@ pods whose ``spec.schedulerName`` is ``cluster.gang_scheduler_name``.
 from __future__ import annotations
 
 import atexit
-import base64
 import json
 import os
 import shutil
@@ -27,9 +26,9 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from mpioperator.testing import components, pki, volcano
+from mpioperator.testing import components, etcd, pki, volcano
 from mpioperator.testing.binaries import (
     Binaries,
     find_binaries,
@@ -40,7 +39,14 @@ from mpioperator.testing.binaries import (
 from mpioperator.testing.node.realnode import RealNode
 from mpioperator.testing.node.settings import NodeNetwork
 from mpioperator.testing.node.teardown import NodeState, sweep
-from mpioperator.testing.nodes import KWOK_TAINT, NodeShape, fake_node, node_ready
+from mpioperator.testing.nodes import (
+    KWOK_TAINT,
+    NodeShape,
+    create_ready_nodes,
+    delete_nodes,
+    fake_node,
+    node_is_ready,
+)
 from mpioperator.testing.ports import free_port, start_on_free_ports
 from mpioperator.testing.process import ManagedProcess, pid_alive
 from mpioperator.testing.rest import RestClient, RestError
@@ -262,57 +268,31 @@ class LocalCluster:
         self._wait_apiserver_ready(proc)
 
     def etcd_revision(self) -> int:
-        reply = self._etcd_call("/v3/kv/range", {"key": base64.b64encode(b"/").decode(), "limit": 1})
-        return int(reply["header"]["revision"])
+        return etcd.revision(self.etcd_url)
 
     def compact_etcd(self) -> int:
         """Compact etcd to its current revision, so watches from any older resourceVersion expire."""
-        revision = self.etcd_revision()
-        self._etcd_call("/v3/kv/compaction", {"revision": str(revision), "physical": True})
-        return revision
+        return etcd.compact(self.etcd_url)
 
     def add_nodes(
         self, count: int, shape: NodeShape | None = None, *, prefix: str = "kwok-node"
     ) -> list[str]:
         """Create `count` kwok-managed nodes and wait until each is Ready."""
-        names = []
+        nodes = []
         for _ in range(count):
-            name = f"{prefix}-{self._node_count}"
+            node = fake_node(f"{prefix}-{self._node_count}", shape or self._node_shape)
             self._node_count += 1
-            node = fake_node(name, shape or self._node_shape)
             if self.tier == "real":
                 node["spec"]["taints"] = [dict(KWOK_TAINT)]
-            self.rest.create("/api/v1/nodes", node)
-            names.append(name)
-        for name in names:
-            self._wait_node_ready(name)
-        return names
+            nodes.append(node)
+        return create_ready_nodes(self.rest, nodes)
 
     def remove_nodes(self, names: Sequence[str], timeout: float = 60.0) -> None:
         """Delete nodes and wait until they are gone; kcm's pod GC then removes pods bound to them."""
-        for name in names:
-            try:
-                self.rest.delete(f"/api/v1/nodes/{name}")
-            except RestError as err:
-                if err.status != 404:
-                    raise
-
-        def gone() -> list[str]:
-            present = {n["metadata"]["name"] for n in self.rest.get("/api/v1/nodes")["items"]}
-            return [name for name in names if name in present]
-
-        wait_for(gone, timeout=timeout, what=f"nodes {', '.join(names)} deleted", done=lambda left: not left)
+        delete_nodes(self.rest, names, timeout)
 
     def node_is_ready(self, name: str) -> bool:
-        try:
-            return node_ready(self.rest.get(f"/api/v1/nodes/{name}"))
-        except RestError as err:
-            if err.status == 404:
-                return False
-            raise
-
-    def _wait_node_ready(self, name: str) -> None:
-        wait_for(lambda: self.node_is_ready(name), timeout=60, what=f"node {name} to become Ready")
+        return node_is_ready(self.rest, name)
 
     # -- start-up steps ----------------------------------------------------------------------------
 
@@ -441,17 +421,6 @@ class LocalCluster:
     def require_running(self, proc: ManagedProcess) -> None:
         if not proc.running():
             raise ComponentDied(f"{proc.name} exited with {proc.returncode()}:\n{proc.tail()}")
-
-    def _etcd_call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        request = urllib.request.Request(
-            self.etcd_url + path,
-            data=json.dumps(body).encode(),
-            method="POST",
-            headers={"Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=10) as response:
-            reply: dict[str, Any] = json.loads(response.read())
-            return reply
 
 
 def _sweep_abandoned_workdirs() -> None:

@@ -1,11 +1,15 @@
-"""Fake nodes that kwok manages: plain Node objects with chosen capacity."""
+"""Fake nodes that kwok manages: plain Node objects with chosen capacity, created and deleted on a cluster."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from mpioperator.testing.components import KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE
+from mpioperator.testing.rest import RestClient, RestError
+from mpioperator.testing.wait import wait_for
 
 # On a cluster with a real node, kwok nodes carry this taint, so pods run for real unless they ask for kwok.
 KWOK_TAINT = {"key": KWOK_NODE_ANNOTATION, "value": KWOK_NODE_ANNOTATION_VALUE, "effect": "NoSchedule"}
@@ -48,3 +52,40 @@ def fake_node(name: str, shape: NodeShape | None = None) -> dict[str, Any]:
 def node_ready(node: dict[str, Any]) -> bool:
     conditions = node.get("status", {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def node_is_ready(rest: RestClient, name: str) -> bool:
+    try:
+        return node_ready(rest.get(f"/api/v1/nodes/{name}"))
+    except RestError as err:
+        if err.status == 404:
+            return False
+        raise
+
+
+def create_ready_nodes(rest: RestClient, nodes: Sequence[dict[str, Any]], timeout: float = 60.0) -> list[str]:
+    """Create the nodes, then wait until each is Ready (kwok marks them); their names."""
+    names = []
+    for node in nodes:
+        rest.create("/api/v1/nodes", node)
+        names.append(node["metadata"]["name"])
+    for name in names:
+        wait_for(partial(node_is_ready, rest, name), timeout=timeout, what=f"node {name} to become Ready")
+    return names
+
+
+def delete_nodes(rest: RestClient, names: Sequence[str], timeout: float = 60.0) -> None:
+    """Delete the nodes and wait until they are gone."""
+    for name in names:
+        try:
+            rest.delete(f"/api/v1/nodes/{name}")
+        except RestError as err:
+            if err.status != 404:
+                raise
+
+    def left() -> list[str]:
+        present = {n["metadata"]["name"] for n in rest.get("/api/v1/nodes")["items"]}
+        return [name for name in names if name in present]
+
+    what = f"nodes {', '.join(names)} deleted"
+    wait_for(left, timeout=timeout, what=what, done=lambda remaining: not remaining)
