@@ -26,7 +26,7 @@ EVERYTHING: dict[str, Any] = {
     "watchNamespaces": list(WATCHED),
     "gangScheduling": "volcano",
     "threadiness": 8,
-    "kubeApi": {"qps": 7.5, "burst": 1000000},
+    "kubeApi": {"qps": 7.5, "burst": 1000000, "contentType": "application/json"},
     "controllerQueue": {"rateLimit": 20, "burst": 200},
     "clusterDomain": "cluster.local",
     "logFormat": "console",
@@ -100,6 +100,7 @@ def test_chart_lints_clean_in_strict_mode(helm: Helm) -> None:
         ({"replicas": -1}, "/replicas"),
         ({"watchNamespaces": ["Team_A"]}, "/watchNamespaces/0"),
         ({"kubeApi": {"qps": 0}}, "/kubeApi/qps"),
+        ({"kubeApi": {"contentType": "application/yaml"}}, "/kubeApi/contentType"),
         ({"metrics": {"serviceMonitor": {"interval": "often"}}}, "/metrics/serviceMonitor/interval"),
         (
             {"replicas": 2, "leaderElection": {"enabled": False}},
@@ -151,6 +152,7 @@ def test_every_option_reaches_the_operator_as_a_flag_it_parses_back_to_the_value
     parsed = opts.parse(container["args"], environ={})
     assert parsed.namespaces == WATCHED
     assert (parsed.threadiness, parsed.kube_api_qps, parsed.kube_api_burst) == (8, 7.5, 1000000)
+    assert parsed.kube_api_content_type == "application/json"
     assert (parsed.controller_queue_rate_limit, parsed.controller_queue_burst) == (20, 200)
     assert parsed.gang_scheduling == "volcano"
     assert parsed.cluster_domain == "cluster.local"
