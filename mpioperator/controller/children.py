@@ -190,6 +190,15 @@ class ChildReconciler:
         desired = secret.new_ssh_secret(job)
         return await self._upsert(job, SECRETS, cached, desired, ["data"], "creating SSH auth secret")
 
+    def none_shared_cached(self, job: Obj) -> bool:
+        """Whether the cache has none of the job's Service, ConfigMap and generated SSH Secret."""
+        ns = job["metadata"]["namespace"]
+        return (
+            self._l.services.get(ns, names.service_name(job)) is None
+            and self._l.config_maps.get(ns, names.config_map_name(job)) is None
+            and self._l.secrets.get(ns, names.secret_name(job)) is None
+        )
+
     def existing_workers(self, job: Obj) -> list[Obj | None]:
         """The cached worker pod of each index the spec asks for, None where there is none."""
         ns = job["metadata"]["namespace"]

@@ -11,6 +11,7 @@ job's pods (report.py).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime as dt
 from collections.abc import Callable
@@ -261,11 +262,7 @@ class JobSyncer:
             if held_for is not None:
                 return _Children(launcher, self._cached_workers(job, done, suspended), held_for=held_for)
             if not done:
-                await self._children.service(job)
-                await self._children.config_map(job)
-                waits_for_secret = await self._conveniences.ssh_secret(
-                    job, job["status"], now, self._children
-                )
+                waits_for_secret = await self._shared_children(job, now)
                 if not suspended and not waits_for_secret:
                     if self._pod_groups.enabled:
                         # Before the workers, so their scheduler finds the gang already defined (§3.9).
@@ -300,6 +297,29 @@ class JobSyncer:
             raise
         self._holds.release(uid)
         return _Children(launcher, workers, waits_for_user_secret=waits_for_secret)
+
+    async def _shared_children(self, job: Obj, now: dt.datetime) -> bool:
+        """The Service, ConfigMap and SSH Secret; True when the job waits for the user's own Secret.
+
+        A new job's three are created together: none needs another, and its first sync then waits one
+        round trip for them instead of three (issue 22). Once any of them exists they are seen to one
+        after another, as upstream does, so an object in the way that is not ours stops the sync before
+        the next is touched. A failure among the three made together is raised as upstream would have
+        met it first."""
+        if not self._children.none_shared_cached(job):
+            await self._children.service(job)
+            await self._children.config_map(job)
+            return await self._conveniences.ssh_secret(job, job["status"], now, self._children)
+        outcomes = await asyncio.gather(
+            self._children.service(job),
+            self._children.config_map(job),
+            self._conveniences.ssh_secret(job, job["status"], now, self._children),
+            return_exceptions=True,
+        )
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return outcomes[2] is True
 
     def _cached_workers(self, job: Obj, done: bool, suspended: bool) -> list[Obj]:
         """The workers upstream's status step counts when none were made this sync: none when the launcher

@@ -138,13 +138,13 @@ _LISTS |= {"Secret": "secrets", "Service": "services"}
 class Scene:
     """The caches hold `job` and `children`; `sync()` runs one reconcile of the job's key."""
 
-    def __init__(self, job: Obj, *children: Obj) -> None:
+    def __init__(self, job: Obj, *children: Obj, writer: RecordingWriter | None = None) -> None:
         self.job = job
         kinds: dict[str, list[Obj]] = {attr: [] for attr in _LISTS.values()}
         for obj in (job, *children):
             kinds[_LISTS[obj["kind"]]].append(obj)
         self.listers = Listers(**{attr: MemoryLister(objects) for attr, objects in kinds.items()})
-        self.writer = RecordingWriter()
+        self.writer = writer or RecordingWriter()
         self.recorder = RecordingRecorder()
         self.clock = FakeClock()
         self.syncer = JobSyncer(

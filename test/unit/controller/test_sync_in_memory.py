@@ -7,16 +7,21 @@ needs the server (conflicts, caches catching up, garbage collection, admission).
 
 from __future__ import annotations
 
+import asyncio
 import copy
 
 import pytest
 
 from mpioperator.api.objects import Obj
 from mpioperator.controller.errors import SyncError
+from mpioperator.kube import errors
+from mpioperator.kube.resources import Resource
+from mpioperator.testing.wait import async_wait_for
 from test.unit.controller.sync_fixtures import (
     CREATED,
     NOW,
     SHARED_CREATES,
+    RecordingWriter,
     Scene,
     job,
     launcher,
@@ -51,6 +56,61 @@ async def test_new_job_creates_service_configmap_secret_workers_launcher_then_wr
     assert status["replicaStatuses"] == {"Launcher": {}, "Worker": {}}
     assert scene.writer.body("create", "jobs", "pi-launcher")["spec"].get("suspend") is None
     assert scene.recorder.events == [CREATED]
+
+
+class HeldCreates(RecordingWriter):
+    """Holds every create until released, and remembers which were asked for meanwhile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+
+    async def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
+        self._record("create", res, body["metadata"]["name"], body)
+        await self.release.wait()
+        return await super().create(res, body, namespace)
+
+    def _record(self, verb: str, res: Resource, name: str, body: Obj | None) -> None:
+        # super().create records the call again once released: the first record stands.
+        if not any(c.name == name and c.verb == verb for c in self.log):
+            super()._record(verb, res, name, body)
+
+
+async def test_a_new_jobs_service_configmap_and_secret_are_asked_for_together() -> None:
+    writer = HeldCreates()
+    scene = Scene(job(workers=2), writer=writer)
+    syncing = asyncio.create_task(scene.sync())
+
+    async def three_asked() -> bool:
+        return len(writer.calls) == 3
+
+    await async_wait_for(three_asked, timeout=5, what="the shared children's creates", interval=0.001)
+    assert writer.calls == SHARED_CREATES  # all three on the wire, none answered yet, in upstream's order
+    writer.release.set()
+    await syncing
+    assert writer.calls[3:] == [
+        ("create", "pods", "pi-worker-0"),
+        ("create", "pods", "pi-worker-1"),
+        ("create", "jobs", "pi-launcher"),
+        ("update_status", "mpijobs", "pi"),
+    ]
+
+
+async def test_a_failure_among_a_new_jobs_shared_children_is_raised_after_all_three_were_asked() -> None:
+    class RefusesTheConfigMap(RecordingWriter):
+        async def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
+            if res.plural == "configmaps":
+                self._record("create", res, body["metadata"]["name"], body)
+                raise errors.ApiError(500, "InternalError", "etcd is slow")
+            return await super().create(res, body, namespace)
+
+    scene = Scene(job(workers=1), writer=RefusesTheConfigMap())
+
+    with pytest.raises(SyncError, match="etcd is slow"):
+        await scene.sync()
+
+    # No worker or launcher follows; Created is written before the sync fails, as for any failed child.
+    assert scene.writer.calls == [*SHARED_CREATES, ("update_status", "mpijobs", "pi")]
 
 
 async def test_converged_running_job_makes_no_write() -> None:
