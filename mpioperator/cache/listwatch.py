@@ -21,6 +21,7 @@ class ListerWatcher(Protocol):
         label_selector: str | None = None,
         field_selector: str | None = None,
         limit: int | None = None,
+        resource_version: str | None = None,
         projection: Projection | None = None,
     ) -> AsyncGenerator[dict[str, Any], None]: ...
 

@@ -1,11 +1,11 @@
 """List then watch one resource into a ReflectorStore, keeping it equal to the server's state.
 
 Policy (client-go's reflector, with the choices noted):
-- Lists ask for the most recent state (resourceVersion unset, i.e. ""), paginated. client-go's first list
-  uses "0", which the watch cache may answer with data older than what we saw before (a list can go
-  back in time after an apiserver restart). Since ConsistentListFromCache (on by default from 1.31) a
-  consistent list is served from the watch cache too, so "" costs about the same and is always fresh.
-  It also makes a relist after 410 Expired correct without client-go's "last RV unavailable" flag.
+- The first list asks for resourceVersion "0", as client-go's does: the API server answers it from its
+  watch cache in one piece, without paging. A paged list with resourceVersion unset is read page by page
+  from etcd; with 25,000 pods in a busy cluster it made start-up 3x upstream's (decisions-local L21).
+  Every relist (after 410 Expired) asks for the most recent state (unset, paginated): "0" may be
+  answered with data older than what the watch already delivered.
 - Watches start from the last seen resourceVersion with bookmarks allowed and a random server-side
   timeout in [300, 600) s, so a fleet of reflectors does not reconnect in lockstep. The client's
   inactivity deadline abandons a connection that went silent (a dead peer the socket never reports).
@@ -151,16 +151,19 @@ class Reflector:
     async def _list(self) -> None:
         items: list[Obj] = []
         resource_version = ""
+        started, count = self._clock.now(), 0
         pages = self._lw.list_pages(
             self.resource,
             self.namespace,
             label_selector=self._label_selector,
             field_selector=self._field_selector,
             limit=self._page_size,
+            resource_version=self._list_resource_version(),
             projection=self._projection,
         )
         try:
             async for body in pages:
+                count += 1
                 items.extend(self._for_cache(item) for item in body.get("items") or ())
                 resource_version = str((body.get("metadata") or {}).get("resourceVersion") or "")
         finally:
@@ -168,6 +171,15 @@ class Reflector:
         self.lists += 1
         self._store.replace(items, resource_version)
         self._last_rv = resource_version
+        # What a slow start-up is asked about first: which list took the time, in how many pages.
+        self._log.info(
+            "listed", objects=len(items), pages=count, seconds=round(self._clock.now() - started, 3)
+        )
+
+    def _list_resource_version(self) -> str | None:
+        """ "0" for the first list, served whole from the API server's watch cache; unset ("", the most
+        recent state) for a relist, which must never go back behind what the watch already showed."""
+        return "0" if self._last_rv is None else None
 
     async def _watch(self) -> None:
         assert self._last_rv is not None

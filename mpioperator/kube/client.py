@@ -230,15 +230,18 @@ class KubeClient:
         label_selector: str | None = None,
         field_selector: str | None = None,
         limit: int | None = None,
+        resource_version: str | None = None,
         projection: Projection | None = None,
     ) -> AsyncGenerator[Obj, None]:
         """Every page of a list, in order. The next page is asked for as soon as this one's continue
-        token is read, ahead of its items, so the server prepares it while this one is decoded."""
+        token is read, ahead of its items, so the server prepares it while this one is decoded.
+        `resource_version` goes with the first page only: a continue token carries its own."""
 
         def query(token: str | None) -> dict[str, Any]:
             return {
                 "labelSelector": label_selector,
                 "fieldSelector": field_selector,
+                "resourceVersion": None if token else resource_version,
                 "limit": limit,
                 "continue": token,
             }

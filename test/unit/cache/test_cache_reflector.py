@@ -52,7 +52,7 @@ async def test_lists_every_page_then_watches_from_the_list_resource_version(harn
     reflector, source, store, _ = harness
     stream = await source.watch_number(1)
     assert [c.get("continue_token") for c in source.list_calls] == [None, "2", "4"]
-    assert all(c["limit"] == 2 and c.get("resource_version") is None for c in source.list_calls)
+    assert all(c["limit"] == 2 for c in source.list_calls)
     assert store.ops == [("replace", (["c0", "c1", "c2", "c3", "c4"], "10"))]
     assert all(i["kind"] == "ConfigMap" and i["apiVersion"] == "v1" for i in store.items)
     assert stream.kwargs["resource_version"] == "10"
@@ -140,6 +140,18 @@ async def test_expired_watch_relists_and_replaces_the_store(harness: Harness) ->
     assert store.ops[-1] == ("replace", (["c9"], "30"))
     assert second.kwargs["resource_version"] == "30"
     assert reflector.lists == 2
+
+
+async def test_the_first_list_is_served_from_the_watch_cache_and_a_relist_asks_for_the_latest(
+    harness: Harness,
+) -> None:
+    _, source, _, _ = harness
+    stream = await source.watch_number(1)
+    first = len(source.list_calls)
+    stream.fail(Expired(410, "Expired", "too old resource version"))
+    await source.watch_number(2)
+    assert {c.get("resource_version") for c in source.list_calls[:first]} == {"0"}
+    assert {c.get("resource_version") for c in source.list_calls[first:]} == {None}
 
 
 async def test_an_error_event_with_410_relists_too(harness: Harness) -> None:

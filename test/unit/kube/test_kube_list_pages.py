@@ -65,6 +65,7 @@ class PagedTransport:
 
     def __init__(self, *, fail_last: bool = False) -> None:
         self.tokens: list[str | None] = []
+        self.versions: list[str | None] = []
         self.asked_for_second = threading.Event()
         self.release_second = threading.Event()
         self._fail_last = fail_last
@@ -72,6 +73,7 @@ class PagedTransport:
     def request(self, method: str, path: str, *, query: dict[str, Any], **_: Any) -> Answer:
         token = query.get("continue")
         self.tokens.append(token)
+        self.versions.append(query.get("resourceVersion"))
         if token == "p2":
             self.asked_for_second.set()
             self.release_second.wait(10)
@@ -140,4 +142,15 @@ async def test_a_caller_that_stops_early_leaves_no_request_behind() -> None:
     transport.release_second.set()
     await client.settled()
     assert transport.tokens == [None, "p2"]
+    await client.close()
+
+
+async def test_a_resource_version_goes_with_the_first_page_only() -> None:
+    # The API server refuses a continue token sent with a resourceVersion: the token carries its own.
+    transport = PagedTransport()
+    transport.release_second.set()
+    client = KubeClient(transport, qps=1000, burst=1000)  # type: ignore[arg-type]
+    pages = [names(p) async for p in client.list_pages(CONFIG_MAPS, "ns", limit=2, resource_version="0")]
+    assert pages == [["a", "b"], ["c", "d"], ["e"]]
+    assert transport.versions == ["0", None, None]
     await client.close()
