@@ -135,7 +135,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="auto: console on a TTY",
     )
-    _flag(parser, "shutdown-timeout", type=float, default=10.0, help="seconds to drain the queue on SIGTERM")
+    _flag(
+        parser,
+        "shutdown-timeout",
+        type=float,
+        default=10.0,
+        help="seconds to let the syncs in flight finish on SIGTERM",
+    )
     # klog flags upstream Deployments pass; -v sets verbosity, the rest are accepted for compatibility.
     _flag(parser, "v", type=int, default=0, help="log verbosity (4: per-object debug)")
     for name in ("logtostderr", "alsologtostderr"):

@@ -173,6 +173,7 @@ class MPIJobController:
                     on_add=self._on_child, on_update=self._on_child_update, on_delete=self._on_child
                 )
         self._synced = False
+        self._stopping = False
         self._unexpected = FirstSeen()
 
     def queue_idle(self) -> bool:
@@ -231,7 +232,8 @@ class MPIJobController:
         drain_timeout: float = 10.0,
         on_synced: Callable[[], object] = lambda: None,
     ) -> None:
-        """Run the informers, the event sender and `workers` workers until `stop` is set, then drain.
+        """Run the informers, the event sender and `workers` workers until `stop` is set, then let the
+        syncs in flight finish (at most `drain_timeout` seconds); keys still queued are left.
 
         All of them are tasks of one task group. Cancelling `run` (what losing the Lease does) cancels
         every one at once: workers mid-sync, event handlers, watches, and the Events still queued, which
@@ -254,7 +256,11 @@ class MPIJobController:
                     group.create_task(self._worker(i), name=f"mpijob-worker-{i}") for i in range(workers)
                 ]
                 await stop.wait()
-                log.info("draining the work queue", timeout=drain_timeout)
+                # A stop finishes the syncs in flight and leaves the queued keys: whoever leads next lists
+                # every job and syncs it anyway, and working through thousands of queued keys would keep
+                # the Lease past the pod's grace period (a SIGKILL, then a takeover one lease later).
+                self._stopping = True
+                log.info("finishing the syncs in flight", timeout=drain_timeout)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.queue.shut_down_with_drain(), drain_timeout)
                 for task in tasks:
@@ -279,6 +285,8 @@ class MPIJobController:
             if shutdown or key is None:
                 return
             try:
+                if self._stopping:
+                    return
                 await self._process(key)
             finally:
                 self.queue.done(key)
