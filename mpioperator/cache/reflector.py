@@ -2,10 +2,10 @@
 
 Policy (client-go's reflector, with the choices noted):
 - The first list asks for resourceVersion "0", as client-go's does: the API server answers it from its
-  watch cache in one piece, without paging. A paged list with resourceVersion unset is read page by page
-  from etcd; with 25,000 pods in a busy cluster it made start-up 3x upstream's (decisions-local L21).
-  Every relist (after 410 Expired) asks for the most recent state (unset, paginated): "0" may be
-  answered with data older than what the watch already delivered.
+  watch cache in one piece, one request instead of one per page of `limit` (25,300 pods: 50). It starts
+  up a little sooner on a busy cluster (decisions-local L21). Every relist (after 410 Expired) asks
+  for the most recent state (unset, paginated): "0" may be answered with data older than what the
+  watch already delivered.
 - Watches start from the last seen resourceVersion with bookmarks allowed and a random server-side
   timeout in [300, 600) s, so a fleet of reflectors does not reconnect in lockstep. The client's
   inactivity deadline abandons a connection that went silent (a dead peer the socket never reports).
