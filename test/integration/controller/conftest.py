@@ -41,6 +41,10 @@ def mpijob_crd(apiserver_cluster: LocalCluster) -> LocalCluster:
     return apiserver_cluster
 
 
+# The calls that write: what CountingWriter counts.
+WRITES = ("create", "update", "update_status", "patch", "delete")
+
+
 @dataclass
 class CountingWriter:
     """Passes API calls through to the client and counts the writes, to prove a sync was a no-op."""
@@ -52,7 +56,7 @@ class CountingWriter:
 
     def __getattr__(self, name: str) -> Any:
         target = getattr(self.client, name)
-        if name not in ("create", "update", "update_status", "patch", "delete"):
+        if name not in WRITES:
             return target
 
         async def counted(res: Any, *args: Any, **kwargs: Any) -> Any:
@@ -73,6 +77,9 @@ class Harness:
     writer: CountingWriter
     metrics: JobMetrics
     registry: CollectorRegistry
+    # What stops the controller, and its run: a test may stop it before the block ends.
+    stop: asyncio.Event
+    run: asyncio.Future[None]
 
 
 @contextlib.asynccontextmanager
@@ -105,7 +112,7 @@ async def running_controller(
     task = asyncio.ensure_future(controller.run(1, stop, drain_timeout=5))
     try:
         await asyncio.wait_for(_synced(controller, task), 60)
-        yield Harness(cluster, namespace, controller, writer, metrics, registry)
+        yield Harness(cluster, namespace, controller, writer, metrics, registry, stop, task)
     finally:
         stop.set()
         await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 30)

@@ -75,7 +75,7 @@ async def informers_only(cluster: LocalCluster, namespace: str) -> AsyncIterator
 
     try:
         await async_wait_for(synced, timeout=60, what="informer caches synced")
-        yield Harness(cluster, namespace, controller, writer, metrics, registry)
+        yield Harness(cluster, namespace, controller, writer, metrics, registry, stop, task)
     finally:
         stop.set()
         await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 30)
