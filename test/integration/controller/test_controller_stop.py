@@ -52,8 +52,9 @@ async def test_a_stop_finishes_the_sync_in_flight_and_leaves_the_queued_jobs(
         finally:
             writer.release.set()
         await asyncio.wait_for(harness.run, 60)
-    writes = writer.writes
-    (synced,) = {found.group(0) for _, _, name in writes if (found := re.match(r"job-\d+", name))}
+    named = [re.match(r"job-\d+", name) for _, _, name in writer.writes]
+    assert all(named), writer.writes  # every write names its job
+    (synced,) = {found.group(0) for found in named if found}
     children = [p["metadata"]["name"] for p in mpijob_crd.rest.get(f"/api/v1/namespaces/{ns}/pods")["items"]]
     # The job in flight was synced to the end (its worker exists); no queued job was touched.
     assert children == [f"{synced}-worker-0"]
