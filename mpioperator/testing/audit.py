@@ -201,10 +201,37 @@ def read_records(log: Path, user: str) -> list[AuditRecord]:
     return sorted(records, key=lambda r: r.received)
 
 
-def successful_creates(records: Iterable[AuditRecord], resource: str) -> Counter[tuple[str, str]]:
-    """How many times each (namespace, name) of `resource` was created (answered 2xx)."""
-    created = (r for r in records if r.verb == "create" and r.resource == resource and r.succeeded)
-    return Counter((r.namespace, r.name) for r in created)
+_ABSENT, _PRESENT, _MAYBE = "absent", "present", "maybe"
+
+
+def committed_creates(records: Iterable[AuditRecord], resource: str) -> Counter[tuple[str, str]]:
+    """How many times each (namespace, name) of `resource` was created, records in the order received.
+
+    A create answered 2xx counts. So does one answered 5xx that committed all the same, which an API server
+    shutting down does: its handler times out (504) while the write reaches etcd. Such a create counts once
+    the next write to that name shows the object was there (a delete, update or patch that succeeded, or a
+    create refused with 409). A 5xx create sent while an earlier create of the name stands cannot have
+    committed, so it never counts; nor does one whose next write found nothing (404).
+    """
+    state: dict[tuple[str, str], str] = {}
+    counts: Counter[tuple[str, str]] = Counter()
+    for r in records:
+        if r.resource != resource:
+            continue
+        key = (r.namespace, r.name)
+        was = state.get(key, _ABSENT)
+        if r.verb == "create" and r.succeeded:
+            counts[key] += 1
+            state[key] = _PRESENT
+        elif r.verb == "create" and r.code >= 500:
+            state[key] = _PRESENT if was == _PRESENT else _MAYBE
+        elif r.code == 404:
+            state[key] = _ABSENT
+        elif r.succeeded or (r.verb == "create" and r.code == 409):
+            if was == _MAYBE:
+                counts[key] += 1
+            state[key] = _ABSENT if r.verb == "delete" and r.succeeded else _PRESENT
+    return counts
 
 
 def minimum_writes_per_job(workers: int) -> int:

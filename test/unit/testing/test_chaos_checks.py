@@ -8,7 +8,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mpioperator.testing.audit import AuditRecord, audit_policy, parse_record, successful_creates
+from mpioperator.testing.audit import AuditRecord, audit_policy, committed_creates, parse_record
 from mpioperator.testing.chaos_plan import (
     CLEAN_NONE,
     DELETE,
@@ -205,7 +205,31 @@ def test_worker_creates_count_duplicates_and_missing_per_planned_run() -> None:
 
 def test_only_successful_creates_are_counted() -> None:
     records = [write(0, "A", "p"), write(1, "A", "p", code=409), write(2, "A", "q")]
-    assert successful_creates(records, "pods") == Counter({("jobs", "p"): 1, ("jobs", "q"): 1})
+    assert committed_creates(records, "pods") == Counter({("jobs", "p"): 1, ("jobs", "q"): 1})
+
+
+def delete(seconds: float, name: str, code: int = 200) -> AuditRecord:
+    return AuditRecord(at(seconds), at(seconds + 0.01), "op", "A", "delete", "pods", "jobs", name, code)
+
+
+def test_a_create_answered_504_counts_once_a_later_write_finds_the_object() -> None:
+    # The API server's handler timed out while it shut down, but the pod reached etcd: deleted later.
+    deleted = [write(0, "A", "p"), delete(1, "p"), write(2, "A", "p", code=504), delete(9, "p")]
+    refused = [write(0, "A", "p", code=504), write(3, "A", "p", code=409)]
+    assert committed_creates(deleted, "pods") == Counter({("jobs", "p"): 2})
+    assert committed_creates(refused, "pods") == Counter({("jobs", "p"): 1})
+
+
+def test_a_create_answered_504_does_not_count_when_nothing_shows_it_committed() -> None:
+    created_again = [write(0, "A", "p", code=504), write(3, "A", "p")]
+    not_found = [write(0, "A", "p", code=504), delete(3, "p", code=404)]
+    never_touched = [write(0, "A", "p", code=504)]
+    # The name was taken when the 504 create came, so the delete after it removed the first pod.
+    name_taken = [write(0, "A", "p"), write(1, "A", "p", code=504), delete(2, "p")]
+    assert committed_creates(created_again, "pods") == Counter({("jobs", "p"): 1})
+    assert committed_creates(not_found, "pods") == Counter()
+    assert committed_creates(never_touched, "pods") == Counter()
+    assert committed_creates(name_taken, "pods") == Counter({("jobs", "p"): 1})
 
 
 def test_children_whose_owner_is_gone_are_orphans() -> None:
