@@ -220,7 +220,8 @@ def test_two_replicas_survive_leader_kills_an_apiserver_restart_and_a_compaction
     mismatches = job_mismatches(plan, jobs, pods_of(objects))
     left_over = orphans(objects, jobs.values())
     records = read_records(audit_log, OPERATOR_USER)
-    duplicates, missing = worker_create_problems(plan, NAMESPACE, committed_creates(records, "pods"))
+    creates = committed_creates(records, "pods")
+    duplicates, missing = worker_create_problems(plan, NAMESPACE, creates)
     violations = writes_without_lease(records, OPERATOR_NAMESPACE, LEASE_NAME)
     renewals = lease_writes(records, OPERATOR_NAMESPACE, LEASE_NAME)
     held = tenures(renewals)
@@ -234,7 +235,7 @@ def test_two_replicas_survive_leader_kills_an_apiserver_restart_and_a_compaction
         "jobs": f"{len(plan.jobs)} x {plan.workers} workers",
         "jobs by outcome": dict(Counter(outcome(jobs.get(j.name)) for j in plan.jobs)),
         "jobs not as expected": len(mismatches),
-        "worker pod creates": sum(committed_creates(records, "pods").values()),
+        "worker pod creates": sum(creates.values()),
         "worker pods created more than planned (duplicates)": len(duplicates),
         "worker pods created less than planned": len(missing),
         "orphans": len(left_over),

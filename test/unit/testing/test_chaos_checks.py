@@ -40,10 +40,10 @@ def lease(
     )
 
 
-def write(seconds: float, credential: str, name: str = "pi-worker-0", code: int = 201) -> AuditRecord:
-    return AuditRecord(
-        at(seconds), at(seconds + 0.01), "op", credential, "create", "pods", "jobs", name, code
-    )
+def write(
+    seconds: float, credential: str, name: str = "pi-worker-0", code: int = 201, verb: str = "create"
+) -> AuditRecord:
+    return AuditRecord(at(seconds), at(seconds + 0.01), "op", credential, verb, "pods", "jobs", name, code)
 
 
 def why(records: list[AuditRecord]) -> list[str]:
@@ -209,7 +209,7 @@ def test_only_successful_creates_are_counted() -> None:
 
 
 def delete(seconds: float, name: str, code: int = 200) -> AuditRecord:
-    return AuditRecord(at(seconds), at(seconds + 0.01), "op", "A", "delete", "pods", "jobs", name, code)
+    return write(seconds, "A", name, code, verb="delete")
 
 
 def test_a_create_answered_504_counts_once_a_later_write_finds_the_object() -> None:
