@@ -7,6 +7,9 @@
 # (bench-operators-raised.png, bench-operators-default.png, bench-scale.png).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+component=bench-operators
+# shellcheck source=lib.sh
+source "$root/hack/lib.sh"
 cd "$root"
 
 bash hack/setup.sh --no-control-plane

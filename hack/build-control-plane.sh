@@ -51,7 +51,7 @@ log "cold build into $out (k8s $K8S_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERS
 [ -x "$out/etcd" ] || run_step etcd "$out" build_etcd
 [ -x "$out/kwok" ] || run_step kwok "$out" build_kwok
 "$out/kube-apiserver" --version >&2
-"$out/etcd" --version | head -1 >&2
+first_line "$out/etcd" --version
 "$out/kwok" --version >&2 || true
 touch "$out/.complete"
 log "done"

@@ -5,6 +5,9 @@
 #        hack/build-images.sh verify [openmpi|mpich|intel ...]           -> runs pi in chroots of the images
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+component=build-images
+# shellcheck source=lib.sh
+source "$root/hack/lib.sh"
 
 [ "$(id -u)" = 0 ] || { echo "error: building images needs root (debootstrap, chroot, mount namespaces)" >&2; exit 1; }
 bash "$root/hack/install-node-packages.sh" debootstrap gcc libc6-dev util-linux iproute2

@@ -65,7 +65,7 @@ log "cold build into $out (kubelet $K8S_VERSION, CoreDNS $COREDNS_VERSION, go$go
 [ -x "$out/coredns" ] || run_step coredns "$out" build_coredns
 [ -x "$out/kubelet" ] || run_step kubelet "$out" build_kubelet
 "$out/kubelet" --version >&2
-"$out/coredns" -version | head -1 >&2
+first_line "$out/coredns" -version
 touch "$out/.complete"
 log "done"
 echo "$out"

@@ -44,7 +44,7 @@ install_prometheus() {
 log "cold build of $module $module_version (Prometheus $PROMETHEUS_VERSION, go$go_ver) into $out; several minutes on 2 cores"
 run_step prometheus "$out" install_prometheus
 have_all || die "go install finished but prometheus or promtool is missing in $out (log: $out/build-prometheus.log)"
-"$out/prometheus" --version | head -1 >&2
+first_line "$out/prometheus" --version
 touch "$out/.complete"
 log "done"
 echo "$out/prometheus"

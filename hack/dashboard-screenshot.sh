@@ -6,6 +6,9 @@
 # Usage: hack/dashboard-screenshot.sh [out.png]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+component=dashboard-screenshot
+# shellcheck source=lib.sh
+source "$root/hack/lib.sh"
 cd "$root"
 out=$(realpath -m "${1:-docs/dashboard.png}")
 

@@ -6,6 +6,9 @@
 # On a terminal everything stays up until Ctrl+C; otherwise (or with DEMO_EXIT=1) it tears down at the end.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+component=demo
+# shellcheck source=lib.sh
+source "$root/hack/lib.sh"
 cd "$root"
 
 bash hack/setup.sh

@@ -3,8 +3,10 @@
 # otherwise fails with one line naming what to install.
 # Usage: hack/install-node-packages.sh PACKAGE...
 set -euo pipefail
+component=install-node-packages
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
-die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 missing=()
 for package in "$@"; do

@@ -5,8 +5,37 @@
 # shellcheck source=versions.env
 source "$(dirname "${BASH_SOURCE[0]}")/versions.env"
 
-log() { printf '[%s %4ss] %s\n' "$component" "$SECONDS" "$*" >&2; }
+log() { printf '[%s %4ss] %s\n' "$component" "${SECONDS}" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Every script that sources this file names the step that failed, so nobody is left with a bare exit code
+# (errexit alone ends a script silently). errtrace hands the trap to functions; a subshell's failure is
+# reported by the line in the script that ran it, so each failure is told once per script. Steps with a
+# log of their own (run_step) say where it is themselves.
+on_error() {
+  local status=$1 line=$2 command=$3
+  [ "${BASH_SUBSHELL}" = 0 ] || return "$status"
+  local where="${BASH_SOURCE[1]:-$0}" callers="" i
+  # A failure inside a function also names the lines that called it, up to the script.
+  for ((i = 1; i < ${#FUNCNAME[@]} - 1; i++)); do
+    callers+=" <- ${FUNCNAME[i]} called at ${BASH_SOURCE[i + 1]#"$PWD"/}:${BASH_LINENO[i]}"
+  done
+  printf 'error: [%s] failed (exit %s) at %s:%s: %s%s\n' "$component" "$status" "${where#"$PWD"/}" "$line" "$command" "$callers" >&2
+  printf 'error: [%s] its output, and the log of any build step it ran, are above this line\n' "$component" >&2
+  exit "$status"
+}
+err_trap='on_error $? $LINENO "$BASH_COMMAND"'
+set -o errtrace
+trap "$err_trap" ERR
+
+# first_line COMMAND...: prints the first line of COMMAND's output to stderr. The whole output is read
+# before it is cut: `COMMAND | head -1` under pipefail fails whenever COMMAND writes its second line after
+# head has closed the pipe (SIGPIPE, exit 141), which depends on scheduling.
+first_line() {
+  local text
+  text=$("$@" 2>&1)
+  printf '%s\n' "${text%%$'\n'*}" >&2
+}
 
 cache_root=${MPIOPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mpioperator}
 
@@ -37,7 +66,16 @@ build_lock() {
 }
 
 # Periodic progress so a long cold build never looks hung; kept off stdout, which callers capture.
-progress() { while sleep 60; do log "still building $1 ..."; done; }
+# Its sleep is killed with it: an orphaned sleep would hold the caller's stderr open for up to a minute.
+progress() {
+  local sleeper
+  trap 'kill "$sleeper" 2>/dev/null; exit 0' TERM
+  while :; do
+    sleep 60 & sleeper=$!
+    wait "$sleeper"
+    log "still building $1 ..."
+  done
+}
 
 # run_step WHAT LOGDIR COMMAND...: runs COMMAND in a subshell with errexit on, its output in
 # LOGDIR/build-WHAT.log, whose tail is shown when it fails. The subshell must not be part of an `if`,
@@ -47,10 +85,13 @@ run_step() {
   log "building $what"
   progress "$what" >/dev/null &
   local ticker=$! status
+  # The trap is lifted while the step runs: its failure is reported below, with the log's tail.
+  trap - ERR
   set +e
   ( set -e; "$@" ) >"$logdir/build-$what.log" 2>&1
   status=$?
   set -e
+  trap "$err_trap" ERR
   kill "$ticker" 2>/dev/null || true
   if [ "$status" != 0 ]; then
     tail -30 "$logdir/build-$what.log" >&2

@@ -5,5 +5,8 @@
 # Usage: hack/local-cluster.sh [--tier full|apiserver|real] [--nodes N] [--node-gpus N] ...   (--help)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+component=local-cluster
+# shellcheck source=lib.sh
+source "$root/hack/lib.sh"
 bash "$root/hack/setup.sh" >&2
 exec "$root/.venv/bin/python" -m mpioperator.testing.cli "$@"

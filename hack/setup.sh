@@ -4,10 +4,11 @@
 # Usage: hack/setup.sh [--no-control-plane]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+component=setup
+# shellcheck source=lib.sh
+source "$root/hack/lib.sh"
 cd "$root"
 py=${PYTHON:-python3}
-
-die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 command -v "$py" >/dev/null 2>&1 || die "Python 3.11+ is required: apt-get install python3 python3-venv"
 "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \

@@ -5,6 +5,9 @@
 # Extra arguments go to pytest, e.g. `hack/test.sh -m unit` or `hack/test.sh -k hostfile`.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+component=test
+# shellcheck source=lib.sh
+source "$root/hack/lib.sh"
 cd "$root"
 started=$SECONDS
 
