@@ -45,7 +45,7 @@ LEASE_NAME = "mpi-operator"
 def install_deployment(
     cluster: LocalCluster, overlay: Path = STANDALONE_OVERLAY, *, namespace: str = OPERATOR_NAMESPACE
 ) -> None:
-    """The operator exactly as README tells users to install it, its Deployment running (a real node only).
+    """The operator as docs/install.md tells users to install it, its Deployment running (a real node only).
 
     The kubeflow overlay expects its namespace to exist, as upstream's does; standalone brings its own.
     """
