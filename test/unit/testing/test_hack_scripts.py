@@ -32,7 +32,7 @@ def early_closing_pipes(script: str) -> list[tuple[int, str]]:
 
 
 def project_scripts() -> list[Path]:
-    return sorted((ROOT / "hack").glob("*.sh")) + [ROOT / ".ci" / "run"]
+    return [*sorted((ROOT / "hack").glob("*.sh")), ROOT / ".ci" / "run"]
 
 
 def test_no_project_script_pipes_into_a_reader_that_closes_early() -> None:
