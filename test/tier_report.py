@@ -160,6 +160,8 @@ def pytest_terminal_summary(
     terminalreporter: pytest.TerminalReporter, config: pytest.Config
 ) -> Generator[None]:
     result = yield
+    if config.option.collectonly:
+        return result
     terminalreporter.write_sep("=", "tests per tier")
     for tier, count in tier_counts(config, terminalreporter.stats).items():
         terminalreporter.write_line(count.line(tier))

@@ -44,16 +44,17 @@ def run(pytester: pytest.Pytester, *args: str, **files: str) -> pytest.RunResult
     pytester.makeconftest(CONFTEST)
     pytester.makeini(INI)
     pytester.makepyfile(**files)
-    return pytester.runpytest("-p", "no:asyncio", "-p", "no:cacheprovider", *args)
+    return pytester.runpytest("-p", "no:cacheprovider", *args)
 
 
-@pytest.fixture
-def outside_ci(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The runs below happen in this process: whether this suite itself runs under CI must not matter."""
+@pytest.fixture(autouse=True)
+def isolated_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runs below happen in this process: whether this suite itself runs under CI must not matter.
+    Installed plugins stay out of them; only the one under test is loaded."""
     monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
 
 
-@pytest.mark.usefixtures("outside_ci")
 @pytest.mark.parametrize(
     ("args", "ci"), [(("--require-all-tiers",), None), ((), "true")], ids=["option", "CI=true"]
 )
@@ -86,7 +87,6 @@ def test_a_skip_fails_the_run_naming_tier_and_reason_when_all_tiers_are_required
     )
 
 
-@pytest.mark.usefixtures("outside_ci")
 def test_a_test_that_skips_in_its_body_fails_too_when_all_tiers_are_required(
     pytester: pytest.Pytester,
 ) -> None:
@@ -98,7 +98,6 @@ def test_a_test_that_skips_in_its_body_fails_too_when_all_tiers_are_required(
     )
 
 
-@pytest.mark.usefixtures("outside_ci")
 def test_a_file_skipped_as_a_whole_fails_its_collection_when_all_tiers_are_required(
     pytester: pytest.Pytester,
 ) -> None:
@@ -108,7 +107,6 @@ def test_a_file_skipped_as_a_whole_fails_its_collection_when_all_tiers_are_requi
     result.stdout.fnmatch_lines(["ERROR test_whole.py - unknown tier did not run: could not import*"])
 
 
-@pytest.mark.usefixtures("outside_ci")
 def test_without_ci_or_the_option_a_test_that_cannot_run_stays_a_skip(pytester: pytest.Pytester) -> None:
     result = run(pytester, test_tiers=CANNOT_RUN_HERE)
     assert result.ret == pytest.ExitCode.OK
@@ -152,7 +150,6 @@ def test_passes_then_its_teardown_fails(breaks_on_teardown):
 """
 
 
-@pytest.mark.usefixtures("outside_ci")
 def test_the_last_lines_count_each_tiers_tests_and_skip_reasons_before_pytests_closing_line(
     pytester: pytest.Pytester,
 ) -> None:
@@ -172,14 +169,11 @@ def test_the_last_lines_count_each_tiers_tests_and_skip_reasons_before_pytests_c
     assert re.fullmatch(r"=+ 1 failed, 4 passed, 3 skipped, 1 error in [0-9.]+s =+", lines[-1])
 
 
-@pytest.mark.usefixtures("outside_ci")
 def test_tests_deselected_by_marker_or_keyword_are_not_skips_and_do_not_fail_the_run(
     pytester: pytest.Pytester,
 ) -> None:
     by_marker = run(pytester, "--require-all-tiers", "-m", "unit", test_tiers=CANNOT_RUN_HERE)
-    by_keyword = pytester.runpytest(
-        "-p", "no:asyncio", "-p", "no:cacheprovider", "--require-all-tiers", "-k", "anywhere"
-    )
+    by_keyword = pytester.runpytest("-p", "no:cacheprovider", "--require-all-tiers", "-k", "anywhere")
     for result in (by_marker, by_keyword):
         assert result.ret == pytest.ExitCode.OK
         result.assert_outcomes(passed=1, deselected=3)
