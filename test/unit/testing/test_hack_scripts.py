@@ -32,7 +32,7 @@ def early_closing_pipes(script: str) -> list[tuple[int, str]]:
 
 
 def project_scripts() -> list[Path]:
-    return sorted((ROOT / "hack").glob("*.sh")) + [ROOT / ".ci" / "run"]
+    return [*sorted((ROOT / "hack").glob("*.sh")), ROOT / ".ci" / "run"]
 
 
 def test_no_project_script_pipes_into_a_reader_that_closes_early() -> None:
@@ -63,7 +63,9 @@ def test_the_pipe_check_finds_each_early_closing_reader(line: str) -> None:
 
 
 def test_the_pipe_check_leaves_readers_that_read_everything_alone() -> None:
-    script = "set -euo pipefail\nls | sort | uniq -c\ngrep -q x file\n# a | head -1 in a comment\nps | grep -v x\n"
+    script = (
+        "set -euo pipefail\nls | sort | uniq -c\ngrep -q x file\n# a | head -1 in a comment\nps | grep -v x\n"
+    )
     assert early_closing_pipes(script) == []
 
 
@@ -88,7 +90,10 @@ def test_a_failure_inside_a_function_is_told_once(tmp_path: Path) -> None:
 
 
 def test_a_build_step_that_fails_shows_its_log_and_where_it_is(tmp_path: Path) -> None:
-    result = run_bash(tmp_path, 'broken() { echo "compiling"; echo "cc: fatal" >&2; return 3; }\nrun_step thing "$PWD" broken')
+    result = run_bash(
+        tmp_path,
+        'broken() { echo "compiling"; echo "cc: fatal" >&2; return 3; }\nrun_step thing "$PWD" broken',
+    )
     assert result.returncode == 1
     assert "cc: fatal" in result.stderr
     assert f"error: building thing failed (full log: {tmp_path}/build-thing.log)" in result.stderr
