@@ -248,5 +248,7 @@ async def test_ttl_delete_leaves_a_job_re_created_under_the_same_name_alone(scen
     writes, result = await sync_as_new_leader(scene, "x", stale_jobs=[stale])
 
     assert writes == [("delete", "mpijobs", "x")]
-    assert (scene.get("mpijobs", "x") or {})["metadata"]["uid"] == new_uid
+    found = scene.get("mpijobs", "x")
+    assert found is not None, "the re-created job was deleted"
+    assert found["metadata"]["uid"] == new_uid
     assert result.requeue_after is None
