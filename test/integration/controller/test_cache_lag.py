@@ -16,7 +16,7 @@ object as it was before the test changed it on the server.
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Collection, Mapping
 from typing import Any
 
 import pytest
@@ -76,7 +76,7 @@ class Lagging:
             return self._stale[name]
         return None if name in self._unseen else self._inner.get(namespace, name)
 
-    def select(self, namespace: str, labels: Any) -> list[Obj]:
+    def select(self, namespace: str, labels: Mapping[str, str]) -> list[Obj]:
         return [o for o in self._inner.select(namespace, labels) if self._seen(o)]
 
     def owned_by(self, uid: str) -> list[Obj]:
