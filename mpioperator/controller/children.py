@@ -181,14 +181,27 @@ class ChildReconciler:
         )
 
     async def ssh_secret(self, job: Obj) -> Obj:
+        """The job's generated SSH Secret. An existing one of ours keeps its keys unless some are missing
+        (upstream compares key names, never values, D5 #6): workers already running hold the public key
+        as their authorized_keys, so new keys would lock the launcher out."""
         ns = job["metadata"]["namespace"]
-        cached = self._l.secrets.get(ns, names.secret_name(job))
-        if cached is not None and not is_controlled_by(cached, job):
-            raise self._refuse(job, cached)
-        if cached is not None and secret.has_expected_keys(cached):
-            return cached  # D5 #6: no key generation for a secret that is already right
-        desired = secret.new_ssh_secret(job)
-        return await self._upsert(job, SECRETS, cached, desired, ["data"], "creating SSH auth secret")
+        name = names.secret_name(job)
+        what = "creating SSH auth secret"
+        found = self._l.secrets.get(ns, name)
+        if found is None:
+            try:
+                created: Obj = await self._w.create(SECRETS, secret.new_ssh_secret(job), ns)
+                return created
+            except errors.AlreadyExists:
+                # Our cache lags the server (a new leader's): the Secret there is what the pods use.
+                found = await self._read(SECRETS, name, ns, what)
+            except errors.ApiError as exc:
+                raise refused(exc, SECRETS.kind, name, "created", what) from exc
+        if not is_controlled_by(found, job):
+            raise self._refuse(job, found)
+        if secret.has_expected_keys(found):
+            return found  # no key generation for a Secret that is already right
+        return await self._upsert(job, SECRETS, found, secret.new_ssh_secret(job), ["data"], what)
 
     def none_shared_cached(self, job: Obj) -> bool:
         """Whether the cache has none of the job's Service, ConfigMap and generated SSH Secret."""

@@ -360,7 +360,9 @@ class JobSyncer:
         if remaining > 0:
             return SyncResult(requeue_after=remaining)
         meta = job["metadata"]
-        with contextlib.suppress(errors.NotFound):
+        # Gone already (404), or a new job of that name that the uid precondition protects (409): either
+        # way the job this TTL was for no longer exists, and nothing is left to retry.
+        with contextlib.suppress(errors.NotFound, errors.Conflict):
             await self._w.delete(
                 MPIJOBS,
                 meta["name"],

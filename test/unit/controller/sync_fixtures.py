@@ -147,17 +147,22 @@ class Scene:
         self.writer = writer or RecordingWriter()
         self.recorder = RecordingRecorder()
         self.clock = FakeClock()
+        self.registry = CollectorRegistry()
         self.syncer = JobSyncer(
             self.listers,
             self.writer,
             self.recorder,
-            JobMetrics(CollectorRegistry()),
+            JobMetrics(self.registry),
             utcnow=self.clock.utcnow,
         )
 
     async def sync(self, key: str | None = None) -> SyncResult:
         meta = self.job["metadata"]
         return await self.syncer.sync(key or f"{meta['namespace']}/{meta['name']}")
+
+    def counter(self, name: str) -> float:
+        """A counter of the job metrics, as /metrics shows it (`<name>_total`)."""
+        return self.registry.get_sample_value(f"{name}_total") or 0.0
 
     def written_status(self) -> Obj:
         status: Obj = self.writer.body("update_status", "mpijobs", self.job["metadata"]["name"])["status"]
