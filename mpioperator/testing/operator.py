@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import os
 import sys
 import tempfile
@@ -167,3 +169,20 @@ class OperatorProcess:
 
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def syncs_started_after(self, key: str, moment: dt.datetime) -> int:
+        """How many syncs of the MPIJob `key` (`namespace/name`) began after `moment` (aware) and have
+        ended without error. Read from the log, where each sync names its key and duration at -v=4:
+        the per-key evidence that the operator has looked at a job again."""
+        count = 0
+        for line in self.log_text().splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(record, dict) or record.get("event") != "synced" or record.get("job") != key:
+                continue
+            ended = dt.datetime.fromisoformat(str(record["timestamp"]))
+            if ended - dt.timedelta(seconds=float(record["seconds"])) > moment:
+                count += 1
+        return count

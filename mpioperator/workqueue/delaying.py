@@ -30,6 +30,11 @@ class DelayingQueue(Queue[T]):
         """Items whose delay has not passed yet."""
         return len(self._ready_at)
 
+    def delay_left(self, item: T) -> float | None:
+        """Seconds until `item` is ready, or None when it is not waiting."""
+        ready_at = self._ready_at.get(item)
+        return None if ready_at is None else max(0.0, ready_at - self._clock.now())
+
     def add_after(self, item: T, delay: float, *, retry: bool = True) -> None:
         """Add `item` once `delay` seconds have passed; an earlier pending deadline for it wins.
 

@@ -34,6 +34,8 @@ def _run_operator(
             "--threadiness=4",
             "--kube-api-qps=100",
             "--kube-api-burst=200",
+            # Per-object debug: each sync logs its key, which tests read as the sign a job was synced.
+            "--v=4",
             *extra_args,
         ),
         workdir=tmp_path_factory.mktemp("operator"),

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import functools
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -101,21 +102,47 @@ def test_workers_scale_up_and_down_while_running(installed_cluster: LocalCluster
     assert hostfile == f"elastic-worker-0.elastic.{ns}.svc slots=1\n"
 
 
-@pytest.mark.parametrize(
-    ("policy", "workers_left"),
-    [("Running", 0), ("All", 0), ("None", 2)],
-)
-def test_clean_pod_policy_decides_which_workers_stay(
-    installed_cluster: LocalCluster, ns: str, policy: str, workers_left: int
+@pytest.mark.parametrize("policy", ["Running", "All"])
+def test_clean_pod_policy_running_or_all_removes_the_workers_of_a_finished_job(
+    installed_cluster: LocalCluster, ns: str, policy: str
 ) -> None:
     name = f"clean-{policy.lower()}"
     job = Job(installed_cluster, ns, name).submit(
         mpijob(name, workers=2, launcher_runs_for="2s", run_policy={"cleanPodPolicy": policy})
     )
     job.wait_condition("Succeeded")
-    wait_for(
-        lambda: len(job.pods("worker")) == workers_left, timeout=TIMEOUT, what=f"{workers_left} workers left"
+    wait_for(lambda: job.pods("worker") == [], timeout=TIMEOUT, what="the workers removed")
+
+
+def _running_workers(job: Job) -> list[tuple[str, str]]:
+    return sorted(
+        (p["metadata"]["name"], p["metadata"]["uid"])
+        for p in job.pods("worker")
+        if p.get("status", {}).get("phase") == "Running"
     )
+
+
+def test_clean_pod_policy_none_leaves_the_workers_of_a_finished_job_running(
+    installed_cluster: LocalCluster, ns: str, operator: OperatorProcess
+) -> None:
+    """As upstream: a finished job under None is left alone, its workers as they were (upstream-behaviour
+    §2.5 step 8). Only a sync of the finished job could remove them, so the test waits for one."""
+    job = Job(installed_cluster, ns, "clean-none").submit(
+        mpijob("clean-none", workers=2, launcher_runs_for="5s", run_policy={"cleanPodPolicy": "None"})
+    )
+    running = wait_for(
+        lambda: _running_workers(job), timeout=TIMEOUT, what="2 workers Running", done=lambda w: len(w) == 2
+    )
+    job.wait_condition("Succeeded")
+    touched = datetime.now(UTC)
+    job.patch({"metadata": {"labels": {"touched": "yes"}}})
+    wait_for(
+        functools.partial(operator.syncs_started_after, f"{ns}/clean-none", touched),
+        timeout=TIMEOUT,
+        what="a sync of the finished job after the touch",
+    )
+    assert [name for name, _ in running] == ["clean-none-worker-0", "clean-none-worker-1"]
+    assert _running_workers(job) == running, "the same workers, still Running and not being deleted"
 
 
 def test_default_clean_pod_policy_is_running(installed_cluster: LocalCluster, ns: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -44,6 +44,7 @@ def pair(
                 "--threadiness=4",
                 "--kube-api-qps=100",
                 "--kube-api-burst=200",
+                "--v=4",  # each sync logs its key: a standby that synced anything would show it
             ),
             workdir=tmp_path / f"replica-{i}",
         ).start()
@@ -121,7 +122,7 @@ def test_exactly_one_replica_reconciles(
     assert not follower.leading()
     assert follower.ready(), "a standby reports ready: it can take over"
     assert '"synced"' not in follower.log_text() and "caches synced" not in follower.log_text()
-    assert "caches synced" in leader.log_text()
+    assert '"synced"' in leader.log_text() and "caches synced" in leader.log_text()
 
 
 def test_killed_leader_is_replaced_and_fifty_running_jobs_finish_without_duplicates(
@@ -143,10 +144,10 @@ def test_killed_leader_is_replaced_and_fifty_running_jobs_finish_without_duplica
     )
     killed_at = time.monotonic()
     leader.kill()
-    wait_for(follower.leading, timeout=40, what="the follower to take over")
-    takeover = time.monotonic() - killed_at
-    print(f"\nleader SIGKILLed; follower ready after {takeover:.1f}s")
-    assert takeover < 20.0 + 5.0  # lease duration 15 s plus a retry period, with slack for a loaded machine
+    # The dead leader's lease runs out after 15 s; how much longer the takeover takes is a benchmark's
+    # business, so the bound only says it happens.
+    wait_for(follower.leading, timeout=120, what="the follower to take over")
+    print(f"\nleader SIGKILLed; follower ready after {time.monotonic() - killed_at:.1f}s")
 
     def succeeded() -> int:
         return sum(
@@ -168,33 +169,45 @@ def test_killed_leader_is_replaced_and_fifty_running_jobs_finish_without_duplica
             assert report["counts"][(plural, uid)] == 1, (plural, report["jobs"][uid]["metadata"]["name"])
 
 
+def lease_holders(cluster: LocalCluster, since: str, until: Callable[[str], bool]) -> Iterator[str]:
+    """The Lease's holder after every write from resourceVersion `since` on, until one satisfies `until`."""
+    query = f"watch=1&fieldSelector=metadata.name%3Dmpi-operator&resourceVersion={since}&timeoutSeconds=120"
+    for event in cluster.rest.watch(f"{LEASE.rsplit('/', 1)[0]}?{query}", timeout=130):
+        held = str(event["object"]["spec"].get("holderIdentity") or "")
+        yield held
+        if until(held):
+            return
+
+
 def test_sigterm_releases_the_lease_and_the_follower_takes_over(
     installed_cluster: LocalCluster, pair: list[OperatorProcess]
 ) -> None:
     leader = leader_of(pair)
     follower = next(r for r in pair if r is not leader)
-    held_by = holder(installed_cluster)
-    released_after: list[float] = []
+    lease = installed_cluster.rest.get(LEASE)
+    held_by = str(lease["spec"]["holderIdentity"])
+    holders: list[str] = []
 
     def watch_lease() -> None:
-        # Polled beside the blocking terminate() to split the handover into its parts for the report.
-        while time.monotonic() - stopped_at < 15 and holder(installed_cluster) == held_by:
-            time.sleep(0.02)
-        released_after.append(time.monotonic() - stopped_at)
+        # Every write to the Lease, in order, so a release that the follower ends at once is seen too.
+        holders.extend(
+            lease_holders(
+                installed_cluster, lease["metadata"]["resourceVersion"], lambda h: h not in ("", held_by)
+            )
+        )
 
+    watcher = threading.Thread(target=watch_lease, daemon=True)
+    watcher.start()
     stopped_at = time.monotonic()
-    poller = threading.Thread(target=watch_lease, daemon=True)
-    poller.start()
     code = leader.terminate(timeout=15)
     exited_after = time.monotonic() - stopped_at
     assert code == 0
-    wait_for(follower.leading, timeout=15, interval=0.05, what="the follower to lead")
+    wait_for(follower.leading, timeout=60, interval=0.05, what="the follower to lead")
     handover = time.monotonic() - stopped_at
-    poller.join()
-    print(
-        f"\nSIGTERM handover: {handover:.2f}s (lease left the old leader at {released_after[0]:.2f}s, "
-        f"old leader exited at {exited_after:.2f}s, exit code {code})"
-    )
-    # Without a release the follower could only take an expired lease (15 s); a quicker takeover
-    # is the observable proof that the stopping leader gave it up.
-    assert handover < 10.0
+    watcher.join(timeout=60)
+    print(f"\nSIGTERM handover: {handover:.2f}s (old leader exited at {exited_after:.2f}s, exit code {code})")
+    # The first write that takes the Lease from the old leader is its own release (no holder), not a
+    # takeover of a lease that ran out: the proof that the stopping leader gave it up.
+    changes = [h for h in holders if h != held_by]
+    assert changes[:1] == [""], holders
+    assert changes[-1] not in ("", held_by), holders

@@ -3,6 +3,8 @@ no series behind."""
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -62,15 +64,20 @@ def test_counters_move_once_per_job_histograms_fill_and_deleted_jobs_leave_no_se
     assert value(operator, "mpi_operator_is_leader") == 1
     assert value(operator, "workqueue_adds_total", name="MPIJob") > 0
 
-    # A few more syncs of finished jobs must not count them again (D5 #8).
-    installed_cluster.rest.merge_patch(f"{base}/m-0", {"metadata": {"labels": {"touched": "yes"}}})
-    wait_for(
-        lambda: value(operator, "workqueue_depth", name="MPIJob"),
-        timeout=30,
-        what="queue drained",
-        done=lambda d: d == 0,
-    )
+    # Syncs of finished jobs must not count them again (D5 #8): touch one success and the failure, and
+    # once a sync of each that began after the touch has ended, every counter is where it was.
+    touched = dt.datetime.now(dt.UTC)
+    for name in ("m-0", "m-bad"):
+        installed_cluster.rest.merge_patch(f"{base}/{name}", {"metadata": {"labels": {"touched": "yes"}}})
+    for key in (f"{ns}/m-0", f"{ns}/m-bad"):
+        wait_for(
+            functools.partial(operator.syncs_started_after, key, touched),
+            timeout=120,
+            what=f"a sync of the finished {key} after the touch",
+        )
     assert value(operator, "mpi_operator_jobs_successful_total") - ok0 == 3
+    assert value(operator, "mpi_operator_jobs_failed_total") - failed0 == 1
+    assert value(operator, "mpi_operator_jobs_created_total") - created0 == 4
 
     for i in range(3):
         installed_cluster.rest.delete(f"{base}/m-{i}")

@@ -34,8 +34,8 @@ from test.integration.controller.conftest import CRD_FILE
 
 # Tells the controller's requests apart from the test's own (same user) in the audit log.
 OPERATOR_AGENT = "mpi-operator-under-test"
-ADMIN = "admin"
-JOBS = 60  # the local cluster's only user; the test's REST client writes as it too
+ADMIN = "admin"  # the local cluster's only user; the test's REST client writes as it too
+JOBS = 50  # the burst the lease is lost in the middle of
 
 
 def _controller(client: KubeClient, namespace: str) -> MPIJobController:
@@ -154,7 +154,7 @@ async def burst_namespace(audited: AuditedCluster) -> AsyncIterator[str]:
 async def test_a_lease_lost_mid_burst_stops_every_write_before_the_elector_gives_up(
     audited: AuditedCluster, burst_namespace: str
 ) -> None:
-    """Sixty jobs of eight workers are being created when another identity takes the Lease. Once the
+    """Fifty jobs of four workers are being created when another identity takes the Lease. Once the
     elector has stepped down (LeadershipLost: the process exits next), the API server receives no write
     from the deposed leader, and no task it started is left running."""
     rest, ns = audited.cluster.rest, burst_namespace
@@ -182,7 +182,7 @@ async def test_a_lease_lost_mid_burst_stops_every_write_before_the_elector_gives
             return controller.ready_check() is None
 
         await async_wait_for(ready, timeout=60, what="leading with synced caches")
-        for i in range(50):
+        for i in range(JOBS):
             rest.create(
                 f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs", mpijob(f"burst-{i}", workers=4)
             )

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
+from mpioperator.controller.controller import ControllerSettings
+from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
 from test.integration.controller.actors import Actors
-from test.integration.controller.conftest import Harness
+from test.integration.controller.conftest import Harness, running_controller
 
 
 def _actors(h: Harness) -> Actors:
@@ -109,7 +112,17 @@ async def test_workers_starting_one_after_another_cost_one_status_and_hostfile_w
     assert len(hostfile_writes) <= 2, harness.writer.writes
 
 
-async def test_launcher_pod_ending_before_its_job_completes_costs_one_status_write(harness: Harness) -> None:
+async def test_launcher_pod_ending_before_its_job_completes_costs_one_status_write(
+    mpijob_crd: LocalCluster, make_namespace: Any
+) -> None:
+    # The launcher pod's end waits for its Job; the wait is made long here so that however slowly this
+    # machine runs, the Job's end arrives within it.
+    settings = {"launcher_end_settle": 120.0}
+    async with running_controller(mpijob_crd, make_namespace(mpijob_crd), settings=settings) as harness:
+        await _one_status_write_for_the_launcher_pod_and_job_ending(harness)
+
+
+async def _one_status_write_for_the_launcher_pod_and_job_ending(harness: Harness) -> None:
     a = _actors(harness)
     a.submit(mpijob("end", workers=2, run_policy={"cleanPodPolicy": "Running"}))
     await a.until(lambda: a.get("jobs", "end-launcher"), "launcher Job")
@@ -120,9 +133,11 @@ async def test_launcher_pod_ending_before_its_job_completes_costs_one_status_wri
     harness.writer.writes.clear()
 
     a.set_pod(pod, "Succeeded")
-    # The Job controller writes the Job's end within its one-second batch period, well after the
-    # 0.3 s that other child events settle for.
-    await asyncio.sleep(0.6)
+    # The Job controller writes the Job's end within its one-second batch period: the pod's end must
+    # wait for it, longer than the 0.3 s other child events settle for.
+    key, queue = f"{harness.namespace}/end", harness.controller.queue
+    left = await a.until(lambda: queue.delay_left(key), "the launcher pod's end waiting for its Job")
+    assert left is not None and left > ControllerSettings().child_settle, left
     a.set_launcher_job("end", "Complete")
     await a.until_true(lambda: a.condition("end", "Succeeded") is not None, "Succeeded")
     await a.until_true(lambda: a.worker_pods("end") == [], "cleanup")

@@ -4,9 +4,12 @@ the operator flag `--worker-startup-deadline-seconds` for every job."""
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 import time
 from typing import Any
 
+from mpioperator.controller.conditions import parse_time
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
 from test.integration.controller.actors import Actors
@@ -24,17 +27,48 @@ def _with_deadline(name: str, seconds: str | None, **kwargs: Any) -> Obj:
     return body
 
 
+def _started(a: Actors, job: str) -> dt.datetime:
+    started = parse_time(a.status(job).get("startTime"))
+    assert started is not None
+    return started
+
+
+def _deadline_ahead(a: Actors, job: str, margin: int) -> int:
+    """A deadline, in seconds from the job's start, `margin` seconds or more from now.
+
+    Set once the test has put the pods as it wants them, it cannot run out before: no start-up race the
+    test has to win, however slow the machine."""
+    elapsed = (dt.datetime.now(dt.UTC) - _started(a, job)).total_seconds()
+    return math.ceil(elapsed) + margin
+
+
+def _set_deadline(a: Actors, job: str, seconds: int) -> None:
+    a.patch_spec(job, {"metadata": {"annotations": {ANNOTATION: str(seconds)}}})
+
+
+async def _past_the_deadline(a: Actors, job: str, seconds: int) -> None:
+    deadline = _started(a, job) + dt.timedelta(seconds=seconds + 1)
+    await a.until_true(lambda: dt.datetime.now(dt.UTC) > deadline, "the deadline to have passed")
+
+
 async def test_workers_not_ready_within_the_deadline_fail_the_job_listing_them_and_are_cleaned_up(
     harness: Harness,
 ) -> None:
     a = Actors(harness.cluster, harness.namespace)
-    a.submit(_with_deadline("late", "2", workers=3, run_policy={"cleanPodPolicy": "Running"}))
+    a.submit(mpijob("late", workers=3, run_policy={"cleanPodPolicy": "Running"}))
     await a.until_true(lambda: len(a.worker_pods("late")) == 3, "three workers")
     a.set_pod("late-worker-0", "Running", ready=True)
     a.set_pod("late-worker-2", "Running", ready=False)
+    await a.until_true(
+        lambda: (
+            a.status("late").get("podCounts", {}).get("Worker") == {"running": 2, "ready": 1, "pending": 1}
+        ),
+        "the operator to see one worker Ready, one Running, one Pending",
+    )
+    _set_deadline(a, "late", _deadline_ahead(a, "late", margin=3))
 
     # No event comes after this: the controller has to keep time itself.
-    failed = await condition_appears(a, "late", "Failed", "the deadline to fail the job", 15)
+    failed = await condition_appears(a, "late", "Failed", "the deadline to fail the job", 60)
     assert failed["status"] == "True" and failed["reason"] == "WorkerStartupDeadlineExceeded", failed
     assert "late-worker-1" in failed["message"] and "late-worker-2" in failed["message"], failed
     assert "late-worker-0" not in failed["message"], failed
@@ -53,14 +87,16 @@ async def _after_the_deadline(a: Actors, since: float, seconds: float) -> None:
 
 async def test_workers_ready_within_the_deadline_keep_the_job_running(harness: Harness) -> None:
     a = Actors(harness.cluster, harness.namespace)
-    since = time.monotonic()
-    a.submit(_with_deadline("quick", "2", workers=2))
+    a.submit(mpijob("quick", workers=2))
     await a.until(lambda: a.launcher_job("quick"), "the launcher Job")
     a.set_workers("quick", "Running", ready=True)
     a.create_launcher_pod("quick")
     await a.until_true(lambda: (a.condition("quick", "Running") or {}).get("status") == "True", "Running")
+    # The workers were Ready before this deadline, which is set only now: the test has no race to win.
+    seconds = _deadline_ahead(a, "quick", margin=1)
+    _set_deadline(a, "quick", seconds)
 
-    await _after_the_deadline(a, since, 2)
+    await _past_the_deadline(a, "quick", seconds)
     await harness.controller.syncer.sync(f"{harness.namespace}/quick")
     assert a.condition("quick", "Failed") is None
 

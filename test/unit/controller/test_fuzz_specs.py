@@ -23,6 +23,7 @@ from mpioperator.controller.controller import gang_backend
 from mpioperator.controller.status import compute_status
 from mpioperator.podgroup import maths
 from mpioperator.podgroup.backend import decorator_for
+from mpioperator.podgroup.quantity import parse_resource_list
 from test.fuzz import specs, states
 
 SPECS = 400
@@ -39,6 +40,59 @@ def priority_of(name: str) -> int | None:
 def round_trips(obj: Obj) -> bool:
     """Plain JSON all the way down: what goes on the wire is what was built."""
     return bool(json.loads(json.dumps(obj)) == obj)
+
+
+def scheduling_policy_of(job: Obj) -> Obj:
+    found: Obj = (job["spec"].get("runPolicy") or {}).get("schedulingPolicy") or {}
+    return found
+
+
+def expected_pod_group(job: Obj, backend: str, launcher_exists: bool) -> Obj:
+    """The PodGroup upstream-behaviour §3.3-§3.5 and decisions-local L2 describe, worked out here from
+    the spec, apart from a computed minResources (pinned by test_podgroup_maths)."""
+    spec = job["spec"]
+    policy = scheduling_policy_of(job)
+    replicas = spec["mpiReplicaSpecs"]
+    workers = int((replicas.get("Worker") or {}).get("replicas") or 0)
+    if "minAvailable" in policy:
+        members = int(policy["minAvailable"])
+    else:
+        # L2: a launcher made only once the workers are Ready joins the gang only once it exists.
+        waits = spec["launcherCreationPolicy"] == "WaitForWorkersReady" and workers > 0
+        members = workers + (0 if waits and not launcher_exists else 1)
+    group_spec: Obj = {"minMember": members} if members else {}
+    if backend == "volcano":
+        queue = policy.get("queue") or (job["metadata"].get("annotations") or {}).get(
+            "scheduling.volcano.sh/queue-name"
+        )
+        if queue:
+            group_spec["queue"] = queue
+        templates = [(replicas.get(kind) or {}).get("template") or {} for kind in ("Launcher", "Worker")]
+        candidates = [policy.get("priorityClass")] + [
+            (t.get("spec") or {}).get("priorityClassName") for t in templates
+        ]
+        priority_class = next((name for name in candidates if name), None)
+        if priority_class:
+            group_spec["priorityClassName"] = priority_class
+        api_version = "scheduling.volcano.sh/v1beta1"
+    else:
+        group_spec["scheduleTimeoutSeconds"] = policy.get("scheduleTimeoutSeconds", 0)
+        api_version = "scheduling.x-k8s.io/v1alpha1"
+    meta = job["metadata"]
+    owner = {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    return {
+        "apiVersion": api_version,
+        "kind": "PodGroup",
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"], "ownerReferences": [owner]},
+        "spec": group_spec,
+    }
 
 
 def sample_indices(workers: int, extra: int) -> list[int]:
@@ -82,7 +136,23 @@ def test_every_builder_builds_every_child_of_a_valid_spec(
             group = backend.new_pod_group(
                 job, priority_of, launcher_in_gang=maths.launcher_in_gang(job, launcher_exists)
             )
-            assert backend.pod_group_spec_equal(group, copy.deepcopy(group))
+            expected = expected_pod_group(job, backend_name, launcher_exists)
+            expected_spec = expected["spec"]
+            assert {k: v for k, v in group.items() if k != "spec"} == {
+                k: v for k, v in expected.items() if k != "spec"
+            }
+            assert {k: v for k, v in group["spec"].items() if k != "minResources"} == expected_spec
+            explicit = scheduling_policy_of(job).get("minResources")
+            if explicit is not None:
+                assert parse_resource_list(group["spec"].get("minResources") or {}) == parse_resource_list(
+                    explicit
+                )
+            elif not expected_spec.get("minMember"):
+                assert "minResources" not in group["spec"]  # nothing to reserve for an empty gang
+            # The update check agrees: what was built equals what the spec asks for.
+            if "minResources" in group["spec"]:
+                expected_spec = {**expected_spec, "minResources": explicit or group["spec"]["minResources"]}
+            assert backend.pod_group_spec_equal(group, {"spec": expected_spec})
             children.append(group)
         for i, pod in zip(indices, pods, strict=True):
             assert pod["metadata"]["name"] == pod["spec"]["hostname"] == f"{name}-worker-{i}"

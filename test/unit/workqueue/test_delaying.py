@@ -43,6 +43,18 @@ async def test_earlier_deadline_for_the_same_item_wins() -> None:
     assert len(q) == 0, "the superseded later deadline does not add it again"
 
 
+async def test_delay_left_counts_down_to_the_earliest_deadline_and_ends_with_the_wait() -> None:
+    q, clock = new_queue()
+    assert q.delay_left("a") is None
+    q.add_after("a", 10)
+    q.add_after("a", 4)
+    await clock.advance(1)
+    assert q.delay_left("a") == 3
+    await clock.advance(3)
+    assert q.delay_left("a") is None
+    assert len(q) == 1
+
+
 async def test_later_deadline_for_a_waiting_item_is_ignored() -> None:
     q, clock = new_queue()
     q.add_after("a", 2)
