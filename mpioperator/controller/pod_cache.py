@@ -22,6 +22,7 @@ from mpioperator.controller.problems import STUCK_REASONS
 from mpioperator.kube.projection import KEEP, FieldSpec, Projection
 from mpioperator.kube.protodecode import format_seconds
 from mpioperator.kube.protoschema import POD
+from mpioperator.kube.protoupb import string
 
 # metadata fields read by listers, indexers, ownership checks, cleanup and event handlers.
 _METADATA = (
@@ -155,7 +156,8 @@ def slim_pod(pod: Obj) -> Obj:
 
 # The slim pod straight from a protobuf Pod (upb, kube/protoupb.py), equal to slim_pod of its projection.
 # A healthy pod never builds its projection: its container statuses are checked for anything to keep
-# first, and only a container with something to report goes through _slim_container.
+# first, and only a container with something to report goes through _slim_container. Every string is
+# read through `string`: upb hands back one that is not UTF-8 as bytes, which JSON shows with U+FFFD.
 
 
 def slim_pod_message(pod: Any) -> Obj:
@@ -165,7 +167,7 @@ def slim_pod_message(pod: Any) -> Obj:
     for key in ("name", "namespace", "uid", "resourceVersion"):
         value = getattr(meta, key)
         if value:
-            slim_meta[key] = value
+            slim_meta[key] = string(value)
     if meta.HasField("creationTimestamp"):
         created = _time(meta.creationTimestamp)
         if created is not None:
@@ -175,15 +177,17 @@ def slim_pod_message(pod: Any) -> Obj:
     if meta.ownerReferences:
         slim_meta["ownerReferences"] = [_owner_reference(ref) for ref in meta.ownerReferences]
     if meta.labels:
-        slim_meta["labels"] = {sys.intern(pair.key): sys.intern(pair.value) for pair in meta.labels}
+        slim_meta["labels"] = {
+            _interned_string(pair.key): _interned_string(pair.value) for pair in meta.labels
+        }
     status = pod.status
     slim_status: Obj = {}
     if status.reason:
-        slim_status["reason"] = status.reason
+        slim_status["reason"] = string(status.reason)
     if status.message:
-        slim_status["message"] = status.message
+        slim_status["message"] = string(status.message)
     if status.phase:
-        slim_status["phase"] = sys.intern(status.phase)
+        slim_status["phase"] = _interned_string(status.phase)
     if status.conditions:
         slim_status["conditions"] = [_condition_message(c) for c in status.conditions]
     for key in ("containerStatuses", "initContainerStatuses"):
@@ -195,13 +199,19 @@ def slim_pod_message(pod: Any) -> Obj:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": slim_meta, "status": slim_status}
 
 
+def _interned_string(value: str | bytes) -> str:
+    return sys.intern(string(value))
+
+
 def _time(stamp: Any) -> str | None:
     # A Time message with nothing in it is the zero time, which JSON shows as null.
     return format_seconds(stamp.seconds) if stamp.ByteSize() else None
 
 
 def _owner_reference(ref: Any) -> Obj:
-    slim: Obj = {sys.intern(k): sys.intern(getattr(ref, k)) for k in ("apiVersion", "kind", "name", "uid")}
+    slim: Obj = {
+        sys.intern(k): _interned_string(getattr(ref, k)) for k in ("apiVersion", "kind", "name", "uid")
+    }
     for key in ("controller", "blockOwnerDeletion"):
         if ref.HasField(key):
             slim[key] = getattr(ref, key)
@@ -209,12 +219,12 @@ def _owner_reference(ref: Any) -> Obj:
 
 
 def _condition_message(condition: Any) -> Obj:
-    slim = {"type": sys.intern(condition.type), "status": sys.intern(condition.status)}
-    if condition.type == "PodScheduled" and condition.status == "False":
+    slim = {"type": _interned_string(condition.type), "status": _interned_string(condition.status)}
+    if slim["type"] == "PodScheduled" and slim["status"] == "False":
         if condition.reason:
-            slim["reason"] = sys.intern(condition.reason)
+            slim["reason"] = _interned_string(condition.reason)
         if condition.message:
-            slim["message"] = _bounded(condition.message)
+            slim["message"] = _bounded(string(condition.message))
     return slim
 
 
@@ -240,7 +250,9 @@ def _state_message(state: Any) -> Obj:
     out: Obj = {}
     if state.HasField("waiting"):
         waiting = state.waiting
-        out["waiting"] = {k: getattr(waiting, k) for k in ("reason", "message") if getattr(waiting, k)}
+        out["waiting"] = {
+            k: string(getattr(waiting, k)) for k in ("reason", "message") if getattr(waiting, k)
+        }
     if state.HasField("running"):
         out["running"] = {"startedAt": _time(state.running.startedAt)}
     if state.HasField("terminated"):
@@ -252,7 +264,7 @@ def _terminated_message(terminated: Any) -> Obj:
     out: Obj = {"exitCode": terminated.exitCode}
     for key in ("reason", "message"):
         if getattr(terminated, key):
-            out[key] = getattr(terminated, key)
+            out[key] = string(getattr(terminated, key))
     return out
 
 

@@ -2,9 +2,11 @@
 
 A resource is asked for protobuf when its projection knows the kind's protobuf message. The server
 answers protobuf for built-in kinds and JSON where it has none, so each answer is decoded by its own
-Content-Type. A protobuf answer that does not decode (a field of an unexpected type, a newer server's
-change, bytes that are not UTF-8) is logged once and that resource is asked for JSON from then on: a list
-page is fetched again as JSON at once, a watch ends and its caller watches again from its last event.
+Content-Type. A protobuf answer that does not decode, whatever the decoder raises (a field of an
+unexpected type, a newer server's change, a time out of range), is logged once and that resource is asked
+for JSON from then on: a list page is fetched again as JSON at once, a watch ends and its caller watches
+again from its last event. Anything short of that would let one odd object, which anyone allowed to create
+it can write, stop an informer for good: it would ask for protobuf again on every retry.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from mpioperator.kube.resources import Resource
 
 # Protobuf where the server has it (built-in kinds), JSON where it has not (custom resources).
 ACCEPT_PROTOBUF = f"{PROTOBUF}, application/json"
-# What a protobuf body that does not decode raises: malformed or unexpected bytes, text that is not UTF-8.
-UNDECODED = (ValueError, IndexError)
+# What a protobuf body that does not decode raises: anything. Cancellation and KeyboardInterrupt are not
+# Exceptions, so they still go through.
+UNDECODED = Exception
 
 log = structlog.get_logger(__name__)
 

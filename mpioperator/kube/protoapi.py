@@ -15,7 +15,7 @@ from typing import Any
 from mpioperator.kube.protodecode import Obj, Plan
 from mpioperator.kube.protoschema import LIST_META, STATUS, Message
 from mpioperator.kube.protoupb import message_class, parse
-from mpioperator.kube.protowire import LEN, WireError, length_delimited, skip, varint
+from mpioperator.kube.protowire import LEN, WireError, length_delimited, skip, text, varint
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 MAGIC = b"k8s\x00"
@@ -30,7 +30,7 @@ def is_protobuf(content_type: str | None) -> bool:
 
 def _string(buf: bytes, pos: int, end: int) -> tuple[str, int]:
     start, stop = length_delimited(buf, pos, end)
-    return buf[start:stop].decode(), stop
+    return text(buf[start:stop]), stop
 
 
 def unwrap(buf: bytes, pos: int, end: int) -> tuple[str, int, int]:

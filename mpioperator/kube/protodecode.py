@@ -14,7 +14,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mpioperator.kube.protoschema import Field, Message
-from mpioperator.kube.protowire import LEN, VARINT, WireError, length_delimited, signed64, skip, varint
+from mpioperator.kube.protowire import (
+    AS_JSON,
+    LEN,
+    VARINT,
+    WireError,
+    length_delimited,
+    signed64,
+    skip,
+    varint,
+)
 
 Obj = dict[str, Any]
 # A length-delimited field's action decodes buf[start:stop] into `out`; a varint field's gets its value.
@@ -139,7 +148,7 @@ def _len_action(field: Field, sub: Any) -> LenAction:
 
         def string(out: Obj, buf: bytes, start: int, stop: int) -> None:
             if stop > start or keep_empty:
-                out[name] = buf[start:stop].decode()
+                out[name] = buf[start:stop].decode("utf-8", AS_JSON)
 
         return string
 
@@ -186,10 +195,10 @@ def _map_entry(buf: bytes, pos: int, end: int) -> tuple[str, str]:
         tag, pos = varint(buf, pos)
         if tag == (1 << 3 | LEN):
             start, pos = length_delimited(buf, pos, end)
-            key = buf[start:pos].decode()
+            key = buf[start:pos].decode("utf-8", AS_JSON)
         elif tag == (2 << 3 | LEN):
             start, pos = length_delimited(buf, pos, end)
-            value = buf[start:pos].decode()
+            value = buf[start:pos].decode("utf-8", AS_JSON)
         else:
             pos = skip(buf, pos, tag & 7)
     return key, value

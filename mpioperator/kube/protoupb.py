@@ -6,6 +6,9 @@ then reads only the fields it needs, as attributes. The classes are made at impo
 numbers and types the wire decoder uses, as proto2 messages (the API's syntax), so a field's presence is
 known for the fields JSON shows as null or leaves out. Fields the schema does not list are kept by upb as
 unknown bytes and never read; a listed field that arrives with another wire type is unknown too.
+
+upb does not check that a proto2 string is UTF-8: one that is not comes back as `bytes`, so every string
+read off a message goes through `string`.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any
 from google.protobuf import descriptor_pb2, descriptor_pool, message, message_factory
 
 from mpioperator.kube.protoschema import Field, Message
-from mpioperator.kube.protowire import WireError
+from mpioperator.kube.protowire import WireError, text
 
 _PACKAGE = "mpioperator.k8s"
 _FIELD = descriptor_pb2.FieldDescriptorProto
@@ -83,3 +86,8 @@ def parse(cls: Any, buf: bytes, start: int, stop: int) -> Any:
         return cls.FromString(memoryview(buf)[start:stop])
     except DecodeError as exc:
         raise WireError(f"{cls.DESCRIPTOR.name} did not parse: {exc}") from exc
+
+
+def string(value: str | bytes) -> str:
+    """A string field as upb hands it back, as the server's JSON shows it (`bytes` when not UTF-8)."""
+    return value if isinstance(value, str) else text(value)

@@ -8,6 +8,8 @@ widths (skipped; no kept field uses them).
 
 from __future__ import annotations
 
+import codecs
+
 VARINT = 0
 FIXED64 = 1
 LEN = 2
@@ -20,6 +22,24 @@ _UINT64 = 1 << 64
 
 class WireError(ValueError):
     """The bytes are not a well-formed message (truncated, or a wire type the API never sends)."""
+
+
+def _each_byte_replaced(exc: UnicodeError) -> tuple[str, int]:
+    assert isinstance(exc, UnicodeDecodeError)
+    return "\ufffd" * (exc.end - exc.start), exc.end
+
+
+# Protobuf strings are bytes on the wire and the API server stores them as sent, UTF-8 or not. Its JSON
+# (Go's encoding/json) writes each byte that is not part of valid UTF-8 as U+FFFD; Python's "replace"
+# would write one U+FFFD for a whole broken sequence. This handler does as Go does, so both encodings
+# give the same text.
+AS_JSON = "mpioperator.as-json"
+codecs.register_error(AS_JSON, _each_byte_replaced)
+
+
+def text(raw: bytes) -> str:
+    """A protobuf string's bytes as the server's JSON shows them."""
+    return raw.decode("utf-8", AS_JSON)
 
 
 def varint(buf: bytes, pos: int) -> tuple[int, int]:

@@ -302,7 +302,7 @@ def error_of(status: int, headers: dict[str, str], body: bytes) -> errors.ApiErr
     try:
         # An answer to a request that accepted protobuf carries its Status as protobuf too.
         parsed = decode_status(body) if body.startswith(MAGIC) else orjson.loads(body) if body else {}
-    except (ValueError, IndexError):
+    except Exception:  # an error body that does not decode still gives its status and its text
         parsed = {"message": body.decode(errors="replace")[:500]}
     if not isinstance(parsed, dict):
         parsed = {}
