@@ -57,25 +57,49 @@ class Frames:
         return []
 
 
-class Lines:
-    """JSON watch events, one a line; blank lines (keep-alives) are dropped."""
+# A watch line is one event: an object and a few bytes around it. The API server refuses request bodies
+# over 3 MiB and etcd keeps values up to 1.5 MiB by default (clusters that raise --max-request-bytes stay
+# near 10 MiB); an object's JSON is at most a few times what it stores. The protobuf frame cap, 64 MiB, is
+# that many times over, and keeps a stream that never sends a newline from growing one line without end.
+MAX_LINE = MAX_FRAME
 
-    def __init__(self) -> None:
-        self._buf = bytearray()
+
+class Lines:
+    """JSON watch events, one a line; blank lines (keep-alives) are dropped. A line longer than
+    `max_line` bytes is a broken stream (StreamBroken)."""
+
+    def __init__(self, max_line: int | None = None) -> None:
+        # The start of a line, as read: joined once, when its end comes. Growing one buffer instead
+        # would copy a long line over and over as the buffer is reallocated.
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._max = MAX_LINE if max_line is None else max_line
 
     def feed(self, data: bytes) -> list[bytes]:
-        buf = self._buf
-        buf += data
-        end = buf.rfind(b"\n")
+        # Only the new bytes are searched: what came before holds no newline.
+        end = data.rfind(b"\n")
         if end < 0:
+            self._parts.append(data)
+            self._size += len(data)
+            self._check(self._size)
             return []
-        whole = bytes(buf[: end + 1])
-        del buf[: end + 1]
-        return [line for line in whole.split(b"\n") if line.strip()]
+        head = data if end == len(data) - 1 else data[: end + 1]
+        whole = b"".join((*self._parts, head)) if self._parts else head
+        rest = data[end + 1 :]
+        self._parts, self._size = ([rest] if rest else []), len(rest)
+        self._check(self._size)
+        lines = [line for line in whole.split(b"\n") if line and not line.isspace()]
+        if len(whole) > self._max:
+            self._check(max(map(len, lines), default=0))
+        return lines
+
+    def _check(self, length: int) -> None:
+        if length > self._max:
+            raise StreamBroken(f"a watch line of more than {self._max} bytes")
 
     def finish(self) -> list[bytes]:
-        rest = bytes(self._buf).strip()
-        self._buf.clear()
+        rest = b"".join(self._parts).strip()
+        self._parts, self._size = [], 0
         return [rest] if rest else []
 
 

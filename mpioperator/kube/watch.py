@@ -22,7 +22,7 @@ import orjson
 import urllib3
 
 from mpioperator.kube import errors
-from mpioperator.kube.loop_stream import Frames, Lines, Splitter, loop_socket, read_on_loop
+from mpioperator.kube.loop_stream import READ_SIZE, Frames, Lines, Splitter, loop_socket, read_on_loop
 from mpioperator.kube.protoapi import read_frames
 from mpioperator.kube.transport import error_of
 
@@ -39,8 +39,15 @@ class _Failure:
         self.exc = exc
 
 
-def _lines(response: urllib3.BaseHTTPResponse, keep_blank: bool) -> Iterator[bytes]:
-    return (line for line in response if keep_blank or line.strip())
+def _log_lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+    return iter(response)
+
+
+def _split(response: urllib3.BaseHTTPResponse, lines: Lines) -> Iterator[bytes]:
+    """Watch lines cut by the same splitter as on the loop, so a line has the same bound on either path."""
+    for data in response.stream(READ_SIZE):
+        yield from lines.feed(data)
+    yield from lines.finish()
 
 
 def _reader(
@@ -127,7 +134,8 @@ def stream_events(
     def convert(line: bytes) -> dict[str, Any]:
         return parse_event(line, stamp, loads)
 
-    return _on_loop_or_thread(response, convert, buffer, inactivity, Lines(), lambda: _lines(response, False))
+    lines = Lines()
+    return _on_loop_or_thread(response, convert, buffer, inactivity, lines, lambda: _split(response, lines))
 
 
 def stream_frames(
@@ -168,9 +176,7 @@ def stream_lines(
 ) -> AsyncGenerator[str, None]:
     """The text lines of a streamed response (a followed pod log), blank ones included, each with its
     newline; ends when the server closes the stream. Always closes `response`."""
-    return _stream(
-        response, lambda line: line.decode(errors="replace"), buffer, lambda: _lines(response, True)
-    )
+    return _stream(response, lambda line: line.decode(errors="replace"), buffer, lambda: _log_lines(response))
 
 
 async def _stream(

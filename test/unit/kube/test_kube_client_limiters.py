@@ -35,6 +35,9 @@ class EmptyStream:
     def __iter__(self) -> Any:
         return iter(())
 
+    def stream(self, amt: int) -> Any:
+        return iter(())
+
     def shutdown(self) -> None:
         pass
 

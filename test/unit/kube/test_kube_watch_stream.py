@@ -48,6 +48,9 @@ class FakeResponse:
         if self._then is not None:
             raise self._then
 
+    def stream(self, amt: int) -> Iterator[bytes]:
+        return iter(self)
+
     def shutdown(self) -> None:
         self._unblock.set()
 
