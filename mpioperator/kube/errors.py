@@ -65,6 +65,11 @@ class KubeConfigError(Exception):
     """A kubeconfig that cannot be read or lacks what was asked of it (a context, a cluster)."""
 
 
+class InvalidRequest(ValueError):
+    """A request the client refuses to send: its path or a header holds what would change how the request
+    is framed on the wire (a CR, LF or NUL), or the path a space."""
+
+
 class WatchInactive(Exception):
     """A watch connection delivered nothing for longer than its inactivity deadline."""
 

@@ -104,7 +104,9 @@ def access_for(config: KubeConfig, context: str | None, pool_size: int) -> Clust
     access.cert_file = _file_or_data(user, "client-certificate")
     access.key_file = _file_or_data(user, "client-key")
     if u.get("token"):
-        access.credentials = bearer_token(str(u["token"]))
+        # Surrounding whitespace (a token pasted with its newline) is dropped, as client-go drops it from
+        # token files; a newline inside is refused when the header is made.
+        access.credentials = bearer_token(str(u["token"]).strip())
     elif u.get("tokenFile"):
         access.credentials = bearer_token_file(_relative(user.base, u["tokenFile"]))
     elif u.get("username") and u.get("password"):

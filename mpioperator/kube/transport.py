@@ -23,7 +23,8 @@ import urllib3
 from mpioperator.kube import errors
 from mpioperator.kube.access import ClusterAccess
 from mpioperator.kube.http1 import Http1Pool, HttpError
-from mpioperator.kube.protoapi import MAGIC, decode_status
+from mpioperator.kube.protoapi import MAGIC, PROTOBUF, decode_status
+from mpioperator.kube.requesthead import check_header, check_headers, check_target
 
 CONTENT_TYPES = {
     "merge": "application/merge-patch+json",
@@ -31,6 +32,12 @@ CONTENT_TYPES = {
     "json": "application/json-patch+json",
     "apply": "application/apply-patch+yaml",
 }
+
+
+# The media types the client itself sends, constants of ours: not checked again on every request.
+_KNOWN_MEDIA_TYPES = frozenset(
+    (*CONTENT_TYPES.values(), "application/json", PROTOBUF, f"{PROTOBUF}, application/json")
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +66,7 @@ class Transport:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.access = access
+        check_header("User-Agent", user_agent)
         self.user_agent = user_agent
         self._manager = pool_manager(access)
         self._clock = clock
@@ -87,7 +95,8 @@ class Transport:
     def _auth_headers(self) -> dict[str, str]:
         now = self._clock()
         if now - self._auth_read_at >= AUTH_REUSE_S:
-            self._auth, self._auth_read_at = self.access.credentials(), now
+            # Checked as read, not on every request: a token holding a newline is refused, never sent.
+            self._auth, self._auth_read_at = dict(check_headers(self.access.credentials())), now
         return self._auth
 
     def _headers(self, content_type: str | None, accept: str | None = None) -> dict[str, str]:
@@ -96,7 +105,11 @@ class Transport:
             "User-Agent": self.user_agent,
             **self._auth_headers(),
         }
+        if accept and accept not in _KNOWN_MEDIA_TYPES:
+            check_header("Accept", accept)
         if content_type:
+            if content_type not in _KNOWN_MEDIA_TYPES:
+                check_header("Content-Type", content_type)
             headers["Content-Type"] = content_type
         return headers
 
@@ -117,7 +130,7 @@ class Transport:
         try:
             return self._pool.urlopen(
                 method,
-                f"{self._prefix}{path}{_query(query)}",
+                check_target(f"{self._prefix}{path}{_query(query)}"),
                 body=_encode(body),
                 headers=self._headers(content_type, accept),
                 timeout=_timeout(timeout),
@@ -153,7 +166,7 @@ class Transport:
         try:
             reply = self._unary.request(
                 method,
-                f"{self._prefix}{path}{_query(query)}",
+                check_target(f"{self._prefix}{path}{_query(query)}"),
                 self._headers(content_type, accept),
                 encoded.encode() if isinstance(encoded, str) else encoded,
                 _seconds(timeout),
