@@ -16,6 +16,9 @@ from typing import Any
 from mpioperator.kube.access import ClusterAccess, basic_auth, bearer_token, bearer_token_file
 
 SECTIONS = {"clusters": "cluster", "users": "user", "contexts": "context"}
+# The cluster fields client-go decodes into a Go bool: a quoted "false" there fails the whole file, as it
+# does for kubectl. Taken as Python truth, the string "false" would turn verification off.
+CLUSTER_FLAGS = ("insecure-skip-tls-verify", "disable-compression")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +73,10 @@ def read(paths: str) -> KubeConfig:
             known: dict[str, Entry] = getattr(merged, section)
             for item in doc.get(section) or ():
                 if isinstance(item, dict) and item.get("name") and item["name"] not in known:
-                    known[str(item["name"])] = Entry(dict(item.get(key) or {}), base)
+                    body = dict(item.get(key) or {})
+                    if section == "clusters":
+                        _check_flags(path, str(item["name"]), body)
+                    known[str(item["name"])] = Entry(body, base)
         merged.current_context = merged.current_context or doc.get("current-context") or None
     if not found:
         raise FileNotFoundError("file not found" if len(names) == 1 else "none of its files exists")
@@ -92,7 +98,7 @@ def access_for(config: KubeConfig, context: str | None, pool_size: int) -> Clust
         raise ValueError(f"cluster {cluster_name!r} has no server")
     access = ClusterAccess(
         host=str(c["server"]).rstrip("/"),
-        verify=not c.get("insecure-skip-tls-verify", False),
+        verify=c.get("insecure-skip-tls-verify") is not True,
         tls_server_name=c.get("tls-server-name") or None,
         proxy=c.get("proxy-url") or None,
         pool_size=pool_size,
@@ -112,6 +118,16 @@ def access_for(config: KubeConfig, context: str | None, pool_size: int) -> Clust
     elif u.get("username") and u.get("password"):
         access.credentials = basic_auth(str(u["username"]), str(u["password"]))
     return access
+
+
+def _check_flags(path: Path, cluster: str, body: dict[str, Any]) -> None:
+    for flag in CLUSTER_FLAGS:
+        value = body.get(flag)
+        if value is not None and not isinstance(value, bool):
+            raise ValueError(
+                f"{path}: cluster {cluster!r}: {flag} must be true or false, not the {type(value).__name__}"
+                f" {value!r} (write it without quotes)"
+            )
 
 
 def _relative(base: Path, path: str) -> str:

@@ -179,3 +179,25 @@ def test_outside_a_cluster_in_cluster_access_says_why(tmp_path: Path) -> None:
         in_cluster_access(8, {}, tmp_path)
     with pytest.raises(KubeConfigError, match="no service-account token"):
         in_cluster_access(8, {"KUBERNETES_SERVICE_HOST": "h", "KUBERNETES_SERVICE_PORT": "1"}, tmp_path)
+
+
+@pytest.mark.parametrize("value", ["false", "true", "False", 0, 1])
+@pytest.mark.parametrize(
+    "user", [{"token": "t"}, {"exec": {"apiVersion": "v1", "command": "true"}}], ids=["token", "plugin"]
+)
+def test_a_tls_flag_that_is_not_a_yaml_boolean_is_an_error_naming_the_field(
+    tmp_path: Path, value: object, user: dict[str, Any]
+) -> None:
+    # client-go decodes the flag into a bool, so a quoted "false" fails the file: it must not turn
+    # verification off, as Python's truth of the string "false" would.
+    path = one_context(tmp_path / "config", {"server": "https://h", "insecure-skip-tls-verify": value}, user)
+    with pytest.raises(KubeConfigError, match="cluster 'c': insecure-skip-tls-verify must be true or false"):
+        load_configuration(kubeconfig=path)
+
+
+@pytest.mark.parametrize(("value", "verify"), [(False, True), (True, False), (None, True)])
+def test_a_tls_flag_written_as_a_yaml_boolean_is_taken_as_written(
+    tmp_path: Path, value: object, verify: bool
+) -> None:
+    path = one_context(tmp_path / "config", {"server": "https://h", "insecure-skip-tls-verify": value}, {})
+    assert load_configuration(kubeconfig=path).verify is verify
