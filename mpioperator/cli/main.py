@@ -13,6 +13,7 @@ from typing import TextIO
 from mpioperator.cli.commands import COMMANDS
 from mpioperator.cli.parser import parse
 from mpioperator.client.errors import MPIJobError
+from mpioperator.kube.errors import InvalidRequest
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -21,7 +22,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     args = parse(argv)
     try:
         return COMMANDS[args.command](args, out)
-    except MPIJobError as exc:
+    except (MPIJobError, InvalidRequest) as exc:  # InvalidRequest: a name no request can carry
         err.write(f"error: {exc}\n")
         return 1
     except KeyboardInterrupt:
