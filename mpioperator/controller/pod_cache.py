@@ -156,8 +156,10 @@ def slim_pod(pod: Obj) -> Obj:
 
 # The slim pod straight from a protobuf Pod (upb, kube/protoupb.py), equal to slim_pod of its projection.
 # A healthy pod never builds its projection: its container statuses are checked for anything to keep
-# first, and only a container with something to report goes through _slim_container. Every string is
-# read through `string`: upb hands back one that is not UTF-8 as bytes, which JSON shows with U+FFFD.
+# first, and only a container with something to report goes through _slim_container. upb hands back a
+# string that is not UTF-8 as bytes, which JSON shows with U+FFFD (`string`). The strings every pod has are
+# read on a fast path that takes them as str: sys.intern refuses bytes with a TypeError, and only then is
+# the same part read again through `string`; the few others go through `string` directly.
 
 
 def slim_pod_message(pod: Any) -> Obj:
@@ -167,7 +169,7 @@ def slim_pod_message(pod: Any) -> Obj:
     for key in ("name", "namespace", "uid", "resourceVersion"):
         value = getattr(meta, key)
         if value:
-            slim_meta[key] = string(value)
+            slim_meta[key] = value if value.__class__ is str else string(value)
     if meta.HasField("creationTimestamp"):
         created = _time(meta.creationTimestamp)
         if created is not None:
@@ -177,9 +179,12 @@ def slim_pod_message(pod: Any) -> Obj:
     if meta.ownerReferences:
         slim_meta["ownerReferences"] = [_owner_reference(ref) for ref in meta.ownerReferences]
     if meta.labels:
-        slim_meta["labels"] = {
-            _interned_string(pair.key): _interned_string(pair.value) for pair in meta.labels
-        }
+        try:
+            slim_meta["labels"] = {sys.intern(pair.key): sys.intern(pair.value) for pair in meta.labels}
+        except TypeError:
+            slim_meta["labels"] = {
+                _interned_string(pair.key): _interned_string(pair.value) for pair in meta.labels
+            }
     status = pod.status
     slim_status: Obj = {}
     if status.reason:
@@ -199,6 +204,9 @@ def slim_pod_message(pod: Any) -> Obj:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": slim_meta, "status": slim_status}
 
 
+_OWNER_TEXT = tuple(sys.intern(k) for k in ("apiVersion", "kind", "name", "uid"))
+
+
 def _interned_string(value: str | bytes) -> str:
     return sys.intern(string(value))
 
@@ -209,9 +217,10 @@ def _time(stamp: Any) -> str | None:
 
 
 def _owner_reference(ref: Any) -> Obj:
-    slim: Obj = {
-        sys.intern(k): _interned_string(getattr(ref, k)) for k in ("apiVersion", "kind", "name", "uid")
-    }
+    try:
+        slim: Obj = {k: sys.intern(getattr(ref, k)) for k in _OWNER_TEXT}
+    except TypeError:
+        slim = {k: _interned_string(getattr(ref, k)) for k in _OWNER_TEXT}
     for key in ("controller", "blockOwnerDeletion"):
         if ref.HasField(key):
             slim[key] = getattr(ref, key)
@@ -219,7 +228,10 @@ def _owner_reference(ref: Any) -> Obj:
 
 
 def _condition_message(condition: Any) -> Obj:
-    slim = {"type": _interned_string(condition.type), "status": _interned_string(condition.status)}
+    try:
+        slim = {"type": sys.intern(condition.type), "status": sys.intern(condition.status)}
+    except TypeError:
+        slim = {"type": _interned_string(condition.type), "status": _interned_string(condition.status)}
     if slim["type"] == "PodScheduled" and slim["status"] == "False":
         if condition.reason:
             slim["reason"] = _interned_string(condition.reason)

@@ -46,7 +46,9 @@ def odd_pod(*, created: int = 1_700_000_000) -> bytes:
     scheduled = field(1, b"PodScheduled") + field(2, b"False") + field(5, b"Un\xff") + field(6, b"no \xe8")
     terminated = varint_field(1, 1) + field(3, b"Error") + field(4, CUT)
     container = field(1, b"main") + field(2, field(3, terminated))
-    status = field(1, b"Failed") + field(2, scheduled) + field(3, b"cut \xe8") + field(4, b"Evict\xff")
+    ready = field(1, b"Ready\xff") + field(2, b"True")
+    status = field(1, b"Failed") + field(2, scheduled) + field(2, ready) + field(3, b"cut \xe8")
+    status += field(4, b"Evict\xff")
     status += field(8, container)
     return field(1, meta) + field(3, status)
 
@@ -80,7 +82,8 @@ ODD_POD_AS_JSON: Obj = {
         "message": "cut \ufffd",
         "reason": "Evict\ufffd",
         "conditions": [
-            {"type": "PodScheduled", "status": "False", "reason": "Un\ufffd", "message": "no \ufffd"}
+            {"type": "PodScheduled", "status": "False", "reason": "Un\ufffd", "message": "no \ufffd"},
+            {"type": "Ready\ufffd", "status": "True"},
         ],
         "containerStatuses": [
             {
