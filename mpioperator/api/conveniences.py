@@ -34,7 +34,8 @@ DEFAULT_DEBUG_COMMAND = ("sleep", "infinity")
 _BOOLEANS = ("false", "true")
 _MCA_KEY = re.compile(r"[A-Za-z0-9_]+")
 _MCA_SEPARATORS = re.compile(r"[;\n]")
-# A Secret's name: a DNS-1123 subdomain.
+# A Secret's name: a DNS-1123 subdomain, at most 253 characters.
+_SUBDOMAIN_MAX = 253
 _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
@@ -140,7 +141,9 @@ def validate_conveniences(job: Obj) -> list[FieldError]:
             if key in found:
                 errors.append(invalid(_field(key), JSONString(found[key]), f"needs {LAUNCHER_PROGRAM}"))
     secret = found.get(SSH_SECRET)
-    if secret is not None and _SUBDOMAIN.fullmatch(secret.strip()) is None:
+    if secret is not None and (
+        len(secret.strip()) > _SUBDOMAIN_MAX or _SUBDOMAIN.fullmatch(secret.strip()) is None
+    ):
         errors.append(invalid(_field(SSH_SECRET), JSONString(secret), "must be the name of a Secret"))
     return errors
 

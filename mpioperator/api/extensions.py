@@ -7,6 +7,8 @@ by the controller's validation (the `Invalid` condition) instead of being refuse
 
 from __future__ import annotations
 
+import re
+
 from mpioperator.api.field_errors import FieldError, JSONString, invalid, not_supported
 from mpioperator.api.objects import Obj
 
@@ -14,6 +16,10 @@ PREFIX = "mpioperator.io/"
 WORKER_STARTUP_DEADLINE = f"{PREFIX}worker-startup-deadline-seconds"
 KEEP_FAILED_LAUNCHER = f"{PREFIX}keep-failed-launcher"
 _BOOLEANS = ("false", "true")
+# As Kubernetes' own second counts (activeDeadlineSeconds): an int64. ASCII digits only, as Go's
+# strconv reads them: str.isdigit() also takes "²", which int() then refuses.
+MAX_SECONDS = 2**63 - 1
+_DIGITS = re.compile(r"[0-9]{1,19}")
 
 
 def _annotations(job: Obj) -> dict[str, str]:
@@ -22,9 +28,12 @@ def _annotations(job: Obj) -> dict[str, str]:
 
 
 def whole_seconds(value: str) -> int | None:
-    """A whole, non-negative number of seconds; None for anything else."""
+    """A whole, non-negative number of seconds up to MAX_SECONDS; None for anything else."""
     text = value.strip()
-    return int(text) if text.isdigit() else None
+    if _DIGITS.fullmatch(text) is None:
+        return None
+    seconds = int(text)
+    return seconds if seconds <= MAX_SECONDS else None
 
 
 def worker_startup_deadline(job: Obj) -> int | None:
@@ -47,7 +56,7 @@ def validate_annotations(job: Obj) -> list[FieldError]:
             invalid(
                 path.format(WORKER_STARTUP_DEADLINE),
                 JSONString(deadline),
-                "must be a whole number of seconds",
+                f"must be a whole number of seconds, at most {MAX_SECONDS}",
             )
         )
     keep = annotations.get(KEEP_FAILED_LAUNCHER)

@@ -11,6 +11,7 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
+from mpioperator.api.extensions import MAX_SECONDS
 from mpioperator.kube.protoapi import PROTOBUF
 
 
@@ -212,7 +213,10 @@ def validate(options: Options) -> None:
             fail("leader-elect-retry-period", "must be > 0")
         if not options.lock_namespace:
             fail("lock-namespace", "must not be empty when leader election is on")
-    if options.worker_startup_deadline_seconds < 0:
-        fail("worker-startup-deadline-seconds", f"{options.worker_startup_deadline_seconds} (must be >= 0)")
+    if not 0 <= options.worker_startup_deadline_seconds <= MAX_SECONDS:
+        fail(
+            "worker-startup-deadline-seconds",
+            f"{options.worker_startup_deadline_seconds} (must be 0-{MAX_SECONDS})",
+        )
     if options.shutdown_timeout < 0:
         fail("shutdown-timeout", "must be >= 0")

@@ -13,6 +13,7 @@ import pytest_asyncio
 
 from mpioperator.api.objects import Obj
 from mpioperator.controller.builders.secret import new_key_pair
+from mpioperator.controller.events import truncate_message
 from mpioperator.kube.resources import MPIJOBS
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
@@ -167,6 +168,24 @@ async def test_generated_line_counts_the_launcher_that_runs_as_a_worker(scene: S
             'metadata.annotations[mpioperator.io/ssh-secret]: Invalid value: "My_Keys": '
             "must be the name of a Secret",
         ),
+        (
+            {f"{P}ssh-secret": "9" * 254},
+            "OpenMPI",
+            f'metadata.annotations[mpioperator.io/ssh-secret]: Invalid value: "{"9" * 254}": '
+            "must be the name of a Secret",
+        ),
+        (
+            {f"{P}worker-startup-deadline-seconds": "²"},
+            "OpenMPI",
+            'metadata.annotations[mpioperator.io/worker-startup-deadline-seconds]: Invalid value: "²": '
+            "must be a whole number of seconds, at most 9223372036854775807",
+        ),
+        (
+            {f"{P}worker-startup-deadline-seconds": "9" * 4000},
+            "OpenMPI",
+            "metadata.annotations[mpioperator.io/worker-startup-deadline-seconds]: Invalid value: "
+            f'"{"9" * 4000}": must be a whole number of seconds, at most 9223372036854775807',
+        ),
     ],
 )
 async def test_bad_annotation_gives_the_invalid_condition_one_warning_and_no_children(
@@ -179,7 +198,7 @@ async def test_bad_annotation_gives_the_invalid_condition_one_warning_and_no_chi
     message = f"Found validation errors: {problem}"
     assert writes == [("update_status", "mpijobs", "bad")]
     assert scene.conditions("bad") == [("Invalid", "True", "ValidationError", message)]
-    assert scene.recorded("bad") == [("Warning", "ValidationError", message)]
+    assert scene.recorded("bad") == [("Warning", "ValidationError", truncate_message(message))]
     assert [scene.names(kind) for kind in ("services", "configmaps", "secrets", "jobs", "pods")] == [[]] * 5
     await scene.assert_converged("bad")
 

@@ -64,6 +64,12 @@ def test_bare_boolean_and_explicit_false() -> None:
         (["--leader-elect-lease-duration=4"], "must be greater than --leader-elect-renew-deadline"),
         (["--leader-elect-retry-period=5"], "must be greater than 1.2 x --leader-elect-retry-period"),
         (["--lock-namespace="], "invalid value for --lock-namespace"),
+        (["--worker-startup-deadline-seconds=-1"], "invalid value for --worker-startup-deadline-seconds"),
+        # Past an int64: every job's deadline check would overflow a float.
+        (
+            ["--worker-startup-deadline-seconds=" + "9" * 400],
+            "invalid value for --worker-startup-deadline-seconds",
+        ),
     ],
 )
 def test_values_that_cannot_work_are_refused_with_a_one_line_message(argv: list[str], message: str) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import base64
 
-from mpioperator.api.conveniences import LauncherProgram, launcher_program
+import pytest
+
+from mpioperator.api.conveniences import SSH_SECRET, LauncherProgram, launcher_program, validate_conveniences
 from mpioperator.api.objects import Obj
 from mpioperator.controller.builders.mpirun_command import mpirun_command
 from mpioperator.controller.builders.secret import new_key_pair
@@ -26,6 +28,15 @@ def test_zero_slots_per_worker_still_gives_one_rank_per_worker() -> None:
 
 def test_a_job_without_the_program_annotation_has_no_generated_command() -> None:
     assert launcher_program(mpijob("plain")) is None
+
+
+@pytest.mark.parametrize("name", ["My_Keys", "9" * 254, "a" * 200 + "." + "b" * 60])
+def test_an_ssh_secret_annotation_that_cannot_name_a_secret_is_invalid(name: str) -> None:
+    job = mpijob("s")
+    job["metadata"]["annotations"] = {SSH_SECRET: name}
+    assert [(e.field, e.detail) for e in validate_conveniences(job)] == [
+        (f"metadata.annotations[{SSH_SECRET}]", "must be the name of a Secret")
+    ]
 
 
 def test_generated_ssh_key_pair_passes_the_check_and_each_fault_is_named() -> None:

@@ -28,7 +28,23 @@ def _started(seconds_ago: float, *conditions: Obj) -> Obj:
 
 
 @pytest.mark.parametrize(
-    ("value", "parsed"), [("0", 0), ("300", 300), (" 5 ", 5), ("-1", None), ("5s", None), ("", None)]
+    ("value", "parsed"),
+    [
+        ("0", 0),
+        ("300", 300),
+        (" 5 ", 5),
+        ("-1", None),
+        ("5s", None),
+        ("", None),
+        # Digits str.isdigit() takes and int() refuses, or reads though Go's strconv would not.
+        ("²", None),
+        ("٣", None),
+        # Kubernetes' second counts are int64s; anything longer overflows the deadline's float arithmetic.
+        (str(2**63 - 1), 2**63 - 1),
+        (str(2**63), None),
+        ("9" * 4000, None),
+        ("9" * 5000, None),
+    ],
 )
 def test_only_whole_seconds_parse(value: str, parsed: int | None) -> None:
     assert whole_seconds(value) == parsed

@@ -358,3 +358,29 @@ async def test_invalid_job_gets_a_validation_warning_and_condition_and_no_childr
     invalid = [c for c in scene.written_status()["conditions"] if c["type"] == "Invalid"]
     assert [(c["status"], c["reason"]) for c in invalid] == [("True", "ValidationError")]
     assert [(kind, reason) for kind, reason, _ in scene.recorder.events] == [("Warning", "ValidationError")]
+
+
+@pytest.mark.parametrize("deadline", ["²", "9" * 4000, "9" * 5000])
+async def test_unparsable_deadline_annotation_makes_the_job_invalid_once_and_leaves_other_jobs_alone(
+    deadline: str,
+) -> None:
+    bad = job(workers=1)
+    bad["metadata"]["annotations"] = {"mpioperator.io/worker-startup-deadline-seconds": deadline}
+    good = job(workers=1)
+    good["metadata"].update(name="good", uid="good-uid")
+    scene = Scene(bad, good)
+
+    await scene.sync()
+    status = scene.written_status()
+    bad["status"] = status  # the informer brings the written status back
+    await scene.sync()
+    await scene.sync("default/good")
+
+    invalid = [c for c in status["conditions"] if c["type"] == "Invalid"]
+    assert [(c["status"], c["reason"]) for c in invalid] == [("True", "ValidationError")]
+    assert "worker-startup-deadline-seconds" in invalid[0]["message"]
+    assert [(kind, reason) for kind, reason, _ in scene.recorder.events if reason == "ValidationError"] == [
+        ("Warning", "ValidationError")
+    ]
+    assert [c for c in scene.writer.calls if c[2] == "pi"] == [("update_status", "mpijobs", "pi")]
+    assert ("create", "services", "good") in scene.writer.calls
