@@ -151,6 +151,7 @@ class MPIJobController:
             priority_classes=priority_classes,
         )
         self._jobs = listers.jobs
+        self._mpijobs = listers.mpijobs
         self.syncer = JobSyncer(
             listers,
             self._writer,
@@ -206,7 +207,11 @@ class MPIJobController:
 
     def _on_job_delete(self, obj: dict[str, Any] | DeletedFinalStateUnknown) -> None:
         meta = deleted_object(obj).get("metadata", {})
-        self._metrics.forget_job(meta.get("namespace", ""), meta.get("name", ""))
+        namespace = meta.get("namespace", "")
+        self._metrics.forget_job(namespace, meta.get("name", ""))
+        # The store has dropped the job before its handlers run, so an empty namespace reads empty.
+        if not self._mpijobs.select(namespace, {}):
+            self._metrics.forget_namespace(namespace)
 
     def _on_child(self, obj: dict[str, Any] | DeletedFinalStateUnknown) -> None:
         child = deleted_object(obj)

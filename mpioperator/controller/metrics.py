@@ -11,6 +11,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histo
 
 _DURATION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
 _RECONCILE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+RESULTS = ("succeeded", "failed")
 
 
 class JobMetrics:
@@ -62,3 +63,12 @@ class JobMetrics:
         """Drop the per-job series of a deleted MPIJob (D5 #9: upstream never removes them)."""
         with contextlib.suppress(KeyError):
             self.job_info.remove(f"{name}-launcher", namespace)
+
+    def forget_namespace(self, namespace: str) -> None:
+        """Drop the per-namespace histograms of a namespace that has no MPIJob left: each is a dozen
+        series per namespace, and namespaces come and go (one per CI run, per user)."""
+        with contextlib.suppress(KeyError):
+            self.time_to_running.remove(namespace)
+        for result in RESULTS:
+            with contextlib.suppress(KeyError):
+                self.job_duration.remove(namespace, result)
