@@ -89,3 +89,12 @@ def test_counters_move_once_per_job_histograms_fill_and_deleted_jobs_leave_no_se
         what="job_info series of deleted jobs removed",
         done=lambda left: [k for k in left if ("launcher", "m-bad-launcher") not in k[1]] == [],
     )
+
+    # With the namespace's last job gone, none of its series is left (its duration histograms included).
+    installed_cluster.rest.delete(f"{base}/m-bad")
+    wait_for(
+        lambda: sorted({k[0] for k in samples(operator) if ("namespace", ns) in k[1]}),
+        timeout=60,
+        what="every series of the emptied namespace removed",
+        done=lambda left: left == [],
+    )
