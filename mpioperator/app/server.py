@@ -1,36 +1,51 @@
-"""/healthz, /readyz and /metrics over a minimal asyncio HTTP server.
+"""/healthz, /readyz and /metrics over aiohttp's low-level web server.
 
 Checks are named callables returning None when healthy or a failure message, mirroring the apiserver healthz
-handlers upstream uses: `/healthz` aggregates, `/healthz/<name>` runs one check.
+handlers upstream uses: `/healthz` aggregates, `/healthz/<name>` runs one check. aiohttp parses the requests
+(a request line or header too long is its 400, not our exception); checks run on the event loop, as the
+state they read is the loop's.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
+import socket
 from collections.abc import Callable
 
+from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 Check = Callable[[], str | None]
+
+_TEXT = "text/plain; charset=utf-8"
+# An idle kept-alive connection (kubelet probes, Prometheus scrapes) is closed after this long.
+_KEEPALIVE_SECONDS = 15.0
+
+
+def listening_socket(port: int) -> socket.socket:
+    """A socket on every address of the host: IPv6 and IPv4 on one port where the kernel has IPv6 (so
+    IPv6-only and dual-stack clusters reach it), IPv4 alone where it has not."""
+    if socket.has_dualstack_ipv6():
+        return socket.create_server(("::", port), family=socket.AF_INET6, dualstack_ipv6=True)
+    return socket.create_server(("", port))
 
 
 class HealthServer:
     def __init__(
         self,
         *,
-        host: str = "0.0.0.0",
+        host: str | None = None,
         port: int,
         registry: CollectorRegistry | None,
         serve_metrics: bool,
     ):
+        """`host` None listens on every address, IPv4 and IPv6; a name or address listens there only."""
         self.host = host
         self.port = port
         self._registry = registry
         self._serve_metrics = serve_metrics and registry is not None
         self._health: dict[str, Check] = {}
         self._ready: dict[str, Check] = {}
-        self._server: asyncio.Server | None = None
+        self._runner: web.ServerRunner | None = None
 
     def add_health_check(self, name: str, check: Check) -> None:
         self._health[name] = check
@@ -39,15 +54,27 @@ class HealthServer:
         self._ready[name] = check
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, self.host, self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
+        runner = web.ServerRunner(
+            web.Server(self._handle), access_log=None, keepalive_timeout=_KEEPALIVE_SECONDS
+        )
+        await runner.setup()
+        site: web.BaseSite
+        if self.host is None:
+            site = web.SockSite(runner, listening_socket(self.port))
+        else:
+            site = web.TCPSite(runner, self.host, self.port)
+        try:
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.port = runner.addresses[0][1]
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            with contextlib.suppress(Exception):
-                await self._server.wait_closed()
-            self._server = None
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            await runner.cleanup()
 
     def respond(self, path: str) -> tuple[int, str, bytes]:
         """Status, content type and body for a GET of `path` (pure apart from running the checks)."""
@@ -65,31 +92,15 @@ class HealthServer:
                 name = path[len(prefix) + 1 :]
                 if name in checks:
                     return _aggregate({name: checks[name]})
-        return 404, "text/plain; charset=utf-8", b"404 page not found\n"
+        return 404, _TEXT, b"404 page not found\n"
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            request_line = await asyncio.wait_for(reader.readline(), timeout=10)
-            while (await asyncio.wait_for(reader.readline(), timeout=10)) not in (b"\r\n", b"\n", b""):
-                pass
-            parts = request_line.decode("latin-1").split()
-            if len(parts) < 2 or parts[0] not in ("GET", "HEAD"):
-                status, ctype, body = 405, "text/plain; charset=utf-8", b"method not allowed\n"
-            else:
-                status, ctype, body = self.respond(parts[1])
-            reason = {200: "OK", 404: "Not Found", 405: "Method Not Allowed", 500: "Internal Server Error"}
-            head = (
-                f"HTTP/1.1 {status} {reason.get(status, 'Error')}\r\n"
-                f"Content-Type: {ctype}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-            )
-            writer.write(head.encode("latin-1") + (body if parts and parts[0] != "HEAD" else b""))
-            await writer.drain()
-        except (TimeoutError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+    async def _handle(self, request: web.BaseRequest) -> web.Response:
+        if request.method not in ("GET", "HEAD"):
+            status, ctype, body = 405, _TEXT, b"method not allowed\n"
+        else:
+            status, ctype, body = self.respond(request.raw_path)
+        # aiohttp leaves the body out of an answer to HEAD and keeps its Content-Length.
+        return web.Response(status=status, body=body, headers={"Content-Type": ctype})
 
 
 def _aggregate(checks: dict[str, Check]) -> tuple[int, str, bytes]:
@@ -102,5 +113,5 @@ def _aggregate(checks: dict[str, Check]) -> tuple[int, str, bytes]:
         if problem:
             failures.append(f"[-]{name} failed: {problem}")
     if failures:
-        return 500, "text/plain; charset=utf-8", ("\n".join(failures) + "\nhealthz check failed\n").encode()
-    return 200, "text/plain; charset=utf-8", b"ok"
+        return 500, _TEXT, ("\n".join(failures) + "\nhealthz check failed\n").encode()
+    return 200, _TEXT, b"ok"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
+import pytest
 from prometheus_client import CollectorRegistry, Counter
 
 from mpioperator.app.server import HealthServer
@@ -59,17 +61,71 @@ def test_metrics_expose_the_registry_only_when_enabled() -> None:
     assert _server(serve_metrics=False)[0].respond("/metrics")[0] == 404
 
 
-async def test_serves_http_on_a_real_socket() -> None:
+async def _exchange(host: str, port: int, request: bytes) -> bytes:
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        writer.write(request)
+        await writer.drain()
+        return await asyncio.wait_for(reader.read(), timeout=30)
+    except ConnectionResetError:
+        return b""  # the server may close on a request it will not read
+    finally:
+        writer.close()
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+async def test_serves_http_on_ipv4_and_ipv6(host: str) -> None:
     server, _ = _server()
     server.add_health_check("ping", lambda: None)
     await server.start()
     try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        await writer.drain()
-        response = await reader.read()
-        writer.close()
+        response = await _exchange(
+            host, server.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
     finally:
         await server.stop()
     assert response.startswith(b"HTTP/1.1 200 OK\r\n")
     assert response.endswith(b"\r\n\r\nok")
+
+
+async def test_head_answers_without_a_body_and_other_methods_are_refused() -> None:
+    server, _ = _server()
+    server.add_health_check("ping", lambda: None)
+    await server.start()
+    try:
+        head = await _exchange(
+            "127.0.0.1", server.port, b"HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        post = await _exchange(
+            "127.0.0.1",
+            server.port,
+            b"POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        )
+    finally:
+        await server.stop()
+    assert head.startswith(b"HTTP/1.1 200 OK\r\n") and head.endswith(b"\r\n\r\n")
+    assert post.startswith(b"HTTP/1.1 405 ")
+
+
+async def test_a_request_line_too_long_is_refused_and_the_server_keeps_serving() -> None:
+    loop = asyncio.get_running_loop()
+    unhandled: list[dict[str, object]] = []
+    previous = loop.get_exception_handler()  # the loop is the session's: hand it back as it was
+    loop.set_exception_handler(lambda _, context: unhandled.append(context))
+    server, _ = _server()
+    server.add_health_check("ping", lambda: None)
+    try:
+        await server.start()
+        try:
+            long_line = b"GET /" + b"a" * (64 * 1024 + 1) + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+            refused = await _exchange("127.0.0.1", server.port, long_line)
+            after = await _exchange(
+                "127.0.0.1", server.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            )
+        finally:
+            await server.stop()
+    finally:
+        loop.set_exception_handler(previous)
+    assert refused == b"" or re.match(rb"HTTP/1\.[01] 4\d\d ", refused), refused[:200]
+    assert after.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert [context.get("exception") or context.get("message") for context in unhandled] == []
