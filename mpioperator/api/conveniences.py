@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from mpioperator.api import accessors
 from mpioperator.api import constants as api
-from mpioperator.api.field_errors import FieldError, JSONString, invalid, not_supported
+from mpioperator.api.field_errors import FieldError, JSONString, invalid, not_supported, too_long
 from mpioperator.api.objects import Obj
 
 PREFIX = "mpioperator.io/"
@@ -31,6 +31,10 @@ SSH_SECRET = f"{PREFIX}ssh-secret"
 ROLL_WORKERS = f"{PREFIX}roll-workers-on-template-change"
 
 DEFAULT_DEBUG_COMMAND = ("sleep", "infinity")
+# shlex reads about 100 KB a second and a sync reads the words a few times: a 200 KB value held the event
+# loop (and the Lease renewals on it) for 2.4 s per sync. Longer than any command line a user writes.
+MAX_WORDS_BYTES = 16 * 1024
+_WORD_KEYS = (DEBUG_COMMAND, LAUNCHER_PROGRAM, MPIRUN_EXTRA_ARGS)
 _BOOLEANS = ("false", "true")
 _MCA_KEY = re.compile(r"[A-Za-z0-9_]+")
 _MCA_SEPARATORS = re.compile(r"[;\n]")
@@ -67,13 +71,20 @@ def roll_workers(job: Obj) -> bool:
 
 
 def _words(value: str | None) -> tuple[str, ...] | None:
-    """Shell words (quotes allowed, no expansion); None when the quoting is broken."""
+    """Shell words (quotes allowed, no expansion); None when the quoting is broken or the value too long."""
     if value is None:
         return ()
+    if _too_long(value):
+        return None
     try:
         return tuple(shlex.split(value))
     except ValueError:
         return None
+
+
+def _too_long(value: str) -> bool:
+    # Bytes as the API server counts them; a lone surrogate from a JSON escape must not raise here.
+    return len(value) > MAX_WORDS_BYTES or len(value.encode("utf-8", "surrogatepass")) > MAX_WORDS_BYTES
 
 
 def debug_command(job: Obj) -> tuple[str, ...]:
@@ -129,10 +140,12 @@ def validate_conveniences(job: Obj) -> list[FieldError]:
         value = found.get(key)
         if value is not None and value.strip().lower() not in _BOOLEANS:
             errors.append(not_supported(_field(key), JSONString(value), _BOOLEANS))
+    long = {key for key in _WORD_KEYS if key in found and _too_long(found[key])}
+    errors += [too_long(_field(key), MAX_WORDS_BYTES) for key in _WORD_KEYS if key in long]
     for key in (DEBUG_COMMAND, MPIRUN_EXTRA_ARGS):
-        if _words(found.get(key)) is None:
+        if key not in long and _words(found.get(key)) is None:
             errors.append(invalid(_field(key), JSONString(found[key]), "unbalanced quotes"))
-    if DEBUG_COMMAND in found and not _words(found[DEBUG_COMMAND]):
+    if DEBUG_COMMAND in found and DEBUG_COMMAND not in long and not _words(found[DEBUG_COMMAND]):
         errors.append(invalid(_field(DEBUG_COMMAND), JSONString(found[DEBUG_COMMAND]), "must name a command"))
     if LAUNCHER_PROGRAM in found:
         errors += _program_errors(job, found)
@@ -155,7 +168,9 @@ def _field(key: str) -> str:
 def _program_errors(job: Obj, found: dict[str, str]) -> list[FieldError]:
     errors: list[FieldError] = []
     words = _words(found[LAUNCHER_PROGRAM])
-    if words is None:
+    if _too_long(found[LAUNCHER_PROGRAM]):
+        pass  # said once, by validate_conveniences
+    elif words is None:
         errors.append(
             invalid(_field(LAUNCHER_PROGRAM), JSONString(found[LAUNCHER_PROGRAM]), "unbalanced quotes")
         )

@@ -175,6 +175,11 @@ async def test_generated_line_counts_the_launcher_that_runs_as_a_worker(scene: S
             "must be the name of a Secret",
         ),
         (
+            {f"{P}launcher-program": "/home/mpiuser/pi", f"{P}mpirun-extra-args": "-x A " * 4000},
+            "OpenMPI",
+            "metadata.annotations[mpioperator.io/mpirun-extra-args]: Too long: may not be more than 16384 bytes",
+        ),
+        (
             {f"{P}worker-startup-deadline-seconds": "²"},
             "OpenMPI",
             'metadata.annotations[mpioperator.io/worker-startup-deadline-seconds]: Invalid value: "²": '

@@ -384,3 +384,30 @@ async def test_unparsable_deadline_annotation_makes_the_job_invalid_once_and_lea
     ]
     assert [c for c in scene.writer.calls if c[2] == "pi"] == [("update_status", "mpijobs", "pi")]
     assert ("create", "services", "good") in scene.writer.calls
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    ["mpioperator.io/mpirun-extra-args", "mpioperator.io/debug-command", "mpioperator.io/launcher-program"],
+)
+async def test_shell_words_annotation_too_long_to_read_on_the_loop_makes_the_job_invalid(
+    annotation: str,
+) -> None:
+    pi = job(workers=1)
+    launcher_container = pi["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    launcher_container.pop("command", None)
+    launcher_container.pop("args", None)
+    pi["metadata"]["annotations"] = {
+        "mpioperator.io/launcher-program": "/bin/true",
+        annotation: "/x " * 70_000,
+    }
+    scene = Scene(pi)
+
+    await scene.sync()
+
+    assert scene.writer.calls == [("update_status", "mpijobs", "pi")]
+    (invalid,) = [c for c in scene.written_status()["conditions"] if c["type"] == "Invalid"]
+    assert invalid["message"] == (
+        f"Found validation errors: metadata.annotations[{annotation}]: Too long: may not be more than 16384 bytes"
+    )
+    assert [(kind, reason) for kind, reason, _ in scene.recorder.events] == [("Warning", "ValidationError")]
