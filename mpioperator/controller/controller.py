@@ -208,10 +208,9 @@ class MPIJobController:
     def _on_job_delete(self, obj: dict[str, Any] | DeletedFinalStateUnknown) -> None:
         meta = deleted_object(obj).get("metadata", {})
         namespace = meta.get("namespace", "")
-        self._metrics.forget_job(namespace, meta.get("name", ""))
         # The store has dropped the job before its handlers run, so an empty namespace reads empty.
-        if not self._mpijobs.select(namespace, {}):
-            self._metrics.forget_namespace(namespace)
+        empty = not self._mpijobs.select(namespace, {})
+        self._metrics.forget_deleted(namespace, meta.get("name", ""), namespace_empty=empty)
 
     def _on_child(self, obj: dict[str, Any] | DeletedFinalStateUnknown) -> None:
         child = deleted_object(obj)

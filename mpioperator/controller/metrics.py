@@ -64,6 +64,12 @@ class JobMetrics:
         with contextlib.suppress(KeyError):
             self.job_info.remove(f"{name}-launcher", namespace)
 
+    def forget_deleted(self, namespace: str, name: str, *, namespace_empty: bool) -> None:
+        """A deleted MPIJob's series, and its namespace's too when no MPIJob is left there."""
+        self.forget_job(namespace, name)
+        if namespace_empty:
+            self.forget_namespace(namespace)
+
     def forget_namespace(self, namespace: str) -> None:
         """Drop the per-namespace histograms of a namespace that has no MPIJob left: each is a dozen
         series per namespace, and namespaces come and go (one per CI run, per user)."""

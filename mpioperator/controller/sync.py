@@ -234,6 +234,11 @@ class JobSyncer:
             self._rec.record(job, event.type, event.reason, event.message)
         self._conveniences.debug_status(job, result.status, launcher, now)
         self._observe(job, cached, result.status, launcher)
+        if not self.has_job(ns, name):
+            # Deleted while this sync awaited its writes: the delete handler has already forgotten the
+            # job's series, and those just observed would otherwise stay for good.
+            empty = not self._l.mpijobs.select(ns, {})
+            self._metrics.forget_deleted(ns, name, namespace_empty=empty)
         held_back = self._counts_settle.wait(uid, cached.get("status") or {}, result.status, now.timestamp())
         if held_back is None:
             await status_writer.write_if_changed(self._w, cached, result.status, self._recent)

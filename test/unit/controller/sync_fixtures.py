@@ -40,6 +40,14 @@ class MemoryLister:
     def __init__(self, objects: list[Obj]) -> None:
         self._objects = objects
 
+    def discard(self, namespace: str, name: str) -> None:
+        """The object leaves the cache, as a delete event takes it out of the informer's store."""
+        self._objects[:] = [
+            o
+            for o in self._objects
+            if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) != (namespace, name)
+        ]
+
     def get(self, namespace: str, name: str) -> Obj | None:
         for obj in self._objects:
             meta = obj["metadata"]
@@ -143,16 +151,18 @@ class Scene:
         kinds: dict[str, list[Obj]] = {attr: [] for attr in _LISTS.values()}
         for obj in (job, *children):
             kinds[_LISTS[obj["kind"]]].append(obj)
-        self.listers = Listers(**{attr: MemoryLister(objects) for attr, objects in kinds.items()})
+        self.memory = {attr: MemoryLister(objects) for attr, objects in kinds.items()}
+        self.listers = Listers(**self.memory)
         self.writer = writer or RecordingWriter()
         self.recorder = RecordingRecorder()
         self.clock = FakeClock()
         self.registry = CollectorRegistry()
+        self.metrics = JobMetrics(self.registry)
         self.syncer = JobSyncer(
             self.listers,
             self.writer,
             self.recorder,
-            JobMetrics(self.registry),
+            self.metrics,
             utcnow=self.clock.utcnow,
         )
 

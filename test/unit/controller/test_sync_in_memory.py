@@ -411,3 +411,36 @@ async def test_shell_words_annotation_too_long_to_read_on_the_loop_makes_the_job
         f"Found validation errors: metadata.annotations[{annotation}]: Too long: may not be more than 16384 bytes"
     )
     assert [(kind, reason) for kind, reason, _ in scene.recorder.events] == [("Warning", "ValidationError")]
+
+
+class DeletedDuringLauncherCreate(RecordingWriter):
+    """The job's delete event reaches the cache while the sync waits for its launcher's create."""
+
+    scene: Scene
+
+    async def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
+        made = await super().create(res, body, namespace)
+        if res.plural == "jobs":
+            meta = self.scene.job["metadata"]
+            self.scene.memory["mpijobs"].discard(meta["namespace"], meta["name"])
+        return made
+
+
+async def test_a_job_deleted_during_its_sync_leaves_no_series_behind() -> None:
+    writer = DeletedDuringLauncherCreate()
+    scene = Scene(job(workers=1), writer=writer)
+    writer.scene = scene
+    # A series of the namespace from before (its delete handler, not played here, is not the only one
+    # that removes it): the namespace has no job once this one is gone.
+    scene.metrics.time_to_running.labels(namespace="default").observe(3)
+
+    await scene.sync()
+
+    assert ("create", "jobs", "pi-launcher") in scene.writer.calls  # the sync got as far as a launcher
+    left = [
+        (sample.name, sample.labels)
+        for family in scene.metrics.registry.collect()
+        for sample in family.samples
+        if sample.labels.get("namespace") == "default"
+    ]
+    assert left == []
