@@ -17,8 +17,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 Check = Callable[[], str | None]
 
 _TEXT = "text/plain; charset=utf-8"
-# An idle kept-alive connection (kubelet probes, Prometheus scrapes) is closed after this long.
-_KEEPALIVE_SECONDS = 15.0
+# A connection that has not sent a whole request this long after it opened or after its last answer
+# is closed: probes and scrapes send theirs at once, and a client that sends nothing or trickles its
+# request line must not hold a socket (and the file descriptor) for good.
+IDLE_SECONDS = 15.0
 
 
 def listening_socket(port: int) -> socket.socket:
@@ -37,8 +39,10 @@ class HealthServer:
         port: int,
         registry: CollectorRegistry | None,
         serve_metrics: bool,
+        idle_seconds: float = IDLE_SECONDS,
     ):
         """`host` None listens on every address, IPv4 and IPv6; a name or address listens there only."""
+        self._idle_seconds = idle_seconds
         self.host = host
         self.port = port
         self._registry = registry
@@ -54,9 +58,9 @@ class HealthServer:
         self._ready[name] = check
 
     async def start(self) -> None:
-        runner = web.ServerRunner(
-            web.Server(self._handle), access_log=None, keepalive_timeout=_KEEPALIVE_SECONDS
-        )
+        # The connection settings belong to the Server: a ServerRunner ignores those given to it.
+        server = web.Server(self._handle, access_log=None, keepalive_timeout=self._idle_seconds)
+        runner = web.ServerRunner(server)
         await runner.setup()
         site: web.BaseSite
         if self.host is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 
 import pytest
@@ -129,3 +130,33 @@ async def test_a_request_line_too_long_is_refused_and_the_server_keeps_serving()
     assert refused == b"" or re.match(rb"HTTP/1\.[01] 4\d\d ", refused), refused[:200]
     assert after.startswith(b"HTTP/1.1 200 OK\r\n")
     assert [context.get("exception") or context.get("message") for context in unhandled] == []
+
+
+@pytest.mark.parametrize("sent", [b"", b"GET /heal"], ids=["nothing", "half a request line"])
+async def test_a_connection_without_a_whole_request_is_closed_once_idle_too_long(sent: bytes) -> None:
+    server = HealthServer(port=0, registry=CollectorRegistry(), serve_metrics=False, idle_seconds=0.5)
+    await server.start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(sent)
+        # The server closing it is what ends this read; the bound only keeps a broken test from hanging.
+        answer = await asyncio.wait_for(reader.read(), timeout=60)
+        writer.close()
+    finally:
+        await server.stop()
+    assert answer == b""
+
+
+async def test_probes_write_no_access_log(caplog: pytest.LogCaptureFixture) -> None:
+    server, _ = _server()
+    server.add_health_check("ping", lambda: None)
+    await server.start()
+    try:
+        with caplog.at_level(logging.DEBUG):
+            answer = await _exchange(
+                "127.0.0.1", server.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            )
+    finally:
+        await server.stop()
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert [record.getMessage() for record in caplog.records if record.name.startswith("aiohttp")] == []
