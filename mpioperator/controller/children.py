@@ -129,13 +129,9 @@ class ChildReconciler:
         ns = job["metadata"]["namespace"]
         name = desired["metadata"]["name"]
         if cached is None:
-            try:
-                return await self._w.create(res, desired, ns)
-            except errors.AlreadyExists:
-                # Our cache lags a create it has not delivered yet: read the object and go on.
-                cached = await self._read(res, name, ns, what)
-            except errors.ApiError as exc:
-                raise refused(exc, res.kind, name, "created", what) from exc
+            cached, created = await self._create_or_read(res, desired, ns, what)
+            if created:
+                return cached
         if not is_controlled_by(cached, job):
             raise self._refuse(job, cached)
         if all(same(get_path(cached, p), get_path(desired, p)) for p in differs):
@@ -147,6 +143,17 @@ class ChildReconciler:
             return await self._w.update(res, updated, ns)
         except errors.ApiError as exc:
             raise refused(exc, res.kind, name, "updated", what) from exc
+
+    async def _create_or_read(self, res: Resource, desired: Obj, ns: str, what: str) -> tuple[Obj, bool]:
+        """Creates `desired`, or reads what the server already has under its name when our cache lags
+        (a create not delivered yet, or a new leader's cache that has not seen it); True when created."""
+        name = desired["metadata"]["name"]
+        try:
+            return await self._w.create(res, desired, ns), True
+        except errors.AlreadyExists:
+            return await self._read(res, name, ns, what), False
+        except errors.ApiError as exc:
+            raise refused(exc, res.kind, name, "created", what) from exc
 
     async def _read(self, res: Resource, name: str, namespace: str, what: str) -> Obj:
         try:
@@ -189,14 +196,10 @@ class ChildReconciler:
         what = "creating SSH auth secret"
         found = self._l.secrets.get(ns, name)
         if found is None:
-            try:
-                created: Obj = await self._w.create(SECRETS, secret.new_ssh_secret(job), ns)
-                return created
-            except errors.AlreadyExists:
-                # Our cache lags the server (a new leader's): the Secret there is what the pods use.
-                found = await self._read(SECRETS, name, ns, what)
-            except errors.ApiError as exc:
-                raise refused(exc, SECRETS.kind, name, "created", what) from exc
+            # When the server has it already, the Secret there is what the pods use.
+            found, created = await self._create_or_read(SECRETS, secret.new_ssh_secret(job), ns, what)
+            if created:
+                return found
         if not is_controlled_by(found, job):
             raise self._refuse(job, found)
         if secret.has_expected_keys(found):

@@ -12,7 +12,7 @@ from mpioperator.kube.protoapi import MAGIC, PROTOBUF
 CONTENT_TYPE = PROTOBUF
 
 
-def _varint(value: int) -> bytes:
+def varint(value: int) -> bytes:
     out = bytearray()
     while value >= 0x80:
         out.append(value & 0x7F | 0x80)
@@ -23,7 +23,7 @@ def _varint(value: int) -> bytes:
 
 def field(number: int, payload: bytes) -> bytes:
     """A length-delimited field (a string, bytes or an embedded message)."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
 def owner_reference(api_version: bytes, kind: bytes, name: bytes, uid: bytes) -> bytes:

@@ -22,6 +22,7 @@ from mpioperator.kube.protowire import WireError
 from mpioperator.kube.resources import PODS
 from mpioperator.kube.transport import error_of
 from mpioperator.kube.watch import parse_event
+from mpioperator.testing.protobuf_pods import field, varint
 
 CAPTURED = Path(__file__).parent / "captured"
 assert POD_PROJECTION.protobuf is not None
@@ -30,20 +31,6 @@ PROTO: ProtoProjection = POD_PROJECTION.protobuf
 
 def captured(name: str) -> bytes:
     return (CAPTURED / name).read_bytes()
-
-
-def varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def field(number: int, payload: bytes) -> bytes:
-    """A length-delimited field, as the tests build their own malformed or edge-case messages."""
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
 def reader(data: bytes, step: int) -> Callable[[int], bytes]:
