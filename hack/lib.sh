@@ -66,16 +66,9 @@ build_lock() {
 }
 
 # Periodic progress so a long cold build never looks hung; kept off stdout, which callers capture.
-# Its sleep is killed with it: an orphaned sleep would hold the caller's stderr open for up to a minute.
-progress() {
-  local sleeper
-  trap 'kill "$sleeper" 2>/dev/null; exit 0' TERM
-  while :; do
-    sleep 60 & sleeper=$!
-    wait "$sleeper"
-    log "still building $1 ..."
-  done
-}
+# Its sleep holds none of the caller's pipes: killing the ticker leaves the sleep to run out on its own, and
+# one that held stderr would keep a caller reading it waiting for up to a minute.
+progress() { while sleep 60 </dev/null >/dev/null 2>&1; do log "still building $1 ..."; done; }
 
 # run_step WHAT LOGDIR COMMAND...: runs COMMAND in a subshell with errexit on, its output in
 # LOGDIR/build-WHAT.log, whose tail is shown when it fails. The subshell must not be part of an `if`,
