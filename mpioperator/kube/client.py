@@ -1,7 +1,9 @@
 """The operator's only door to the API server: async calls, plain dicts, typed errors, client-side QPS.
 
 Unary calls run on a bounded thread pool (the official client is blocking); watches read on threads
-of their own. Nothing here retries: retry policy belongs to the callers that know what a retry means.
+of their own. A lane (`KubeClient.lane`) has call threads of its own over the same connections and
+buckets, for calls that must never wait behind the rest (Lease renewals). Nothing here retries: retry
+policy belongs to the callers that know what a retry means.
 """
 
 from __future__ import annotations
@@ -80,13 +82,16 @@ class KubeClient:
         metrics: RequestMetrics | None = None,
         limiters: ClientLimiters | None = None,
         protobuf: bool = True,
+        thread_name_prefix: str = "kube-call",
     ) -> None:
         self._t = transport
         self._limiters = limiters or ClientLimiters(qps, burst)
         self._timeout = request_timeout
+        # A lane shares its parent's transport, which only the parent closes.
+        self._owns_transport = True
         pool = transport.pool_size
         self._executor = ThreadPoolExecutor(
-            max_workers=workers or max(2, pool // 4), thread_name_prefix="kube-call"
+            max_workers=workers or max(2, pool // 4), thread_name_prefix=thread_name_prefix
         )
         self._metrics = metrics or NoRequestMetrics()
         # Unary calls handed to the pool and not yet answered. A caller cancelled mid-call stops waiting,
@@ -128,6 +133,24 @@ class KubeClient:
     ) -> KubeClient:
         access = load_configuration(host=host, token=token, ca_file=ca_file, pool_size=pool_size)
         return cls(Transport(access, user_agent), **opts)
+
+    def lane(self, name: str, *, workers: int = 1) -> KubeClient:
+        """A client over this one's connections and token buckets with `workers` call threads of its
+        own: what it sends never waits for a thread this client's calls hold. With the buckets already
+        one per upstream client (`ClientLimiters`: Leases have their own) and a connection pool that
+        connects whenever none is idle, a lane's call waits for nothing of this client's, as client-go's
+        leader election with its own clientset. Closing the lane leaves this client's connections open."""
+        lane = KubeClient(
+            self._t,
+            limiters=self._limiters,
+            request_timeout=self._timeout,
+            workers=workers,
+            metrics=self._metrics,
+            protobuf=self._negotiation.enabled,
+            thread_name_prefix=f"kube-{name}",
+        )
+        lane._owns_transport = False
+        return lane
 
     @property
     def request_timeout(self) -> float:
@@ -460,4 +483,5 @@ class KubeClient:
 
     async def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
-        self._t.close()
+        if self._owns_transport:
+            self._t.close()
