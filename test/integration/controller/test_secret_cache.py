@@ -69,14 +69,36 @@ async def test_cached_secrets_keep_names_labels_and_key_names_but_no_data_values
             timeout=60,
             what="the job's worker pod",
         )
+
+        # A key taken from the generated Secret is put back by an update that starts from the Secret as
+        # the server has it, not from the cache: the annotation the cache does not keep survives it.
+        cluster.rest.merge_patch(
+            f"{base}/pi-ssh", {"metadata": {"annotations": {"note": "kept"}}, "data": {"ssh-publickey": None}}
+        )
+        repaired = await async_wait_for(
+            lambda: _get(store, ns, "pi-ssh", with_key="ssh-publickey", newer_than=generated),
+            timeout=60,
+            what="the generated SSH Secret given its key back",
+        )
+        assert repaired["data"] == {"ssh-privatekey": None, "ssh-publickey": None}
+        assert "annotations" not in repaired["metadata"]
+        assert cluster.rest.get(f"{base}/pi-ssh")["metadata"]["annotations"] == {"note": "kept"}
         assert all(holds_no_value(obj) for obj in store.list())
         server_side = cluster.rest.get(f"{base}/before-start")
         assert server_side["data"]["ca.crt"] == base64.b64encode(UPDATED).decode(), "the server keeps values"
 
 
-async def _get(store: Any, ns: str, name: str, *, with_key: str | None = None) -> Obj:
-    """The cached object, or {} (not yet) while it is missing or lacks `with_key`."""
+async def _get(
+    store: Any, ns: str, name: str, *, with_key: str | None = None, newer_than: Obj | None = None
+) -> Obj:
+    """The cached object, or {} (not yet) while it is missing, lacks `with_key` or is still the version
+    `newer_than` is."""
     found: Obj | None = store.get(ns, name)
     if found is None or (with_key is not None and with_key not in (found.get("data") or {})):
+        return {}
+    if (
+        newer_than is not None
+        and found["metadata"]["resourceVersion"] == newer_than["metadata"]["resourceVersion"]
+    ):
         return {}
     return found
