@@ -40,13 +40,12 @@ class SharedInformerFactory:
         transform: Transform | None = None,
         projection: Projection | None = None,
         page_size: int | None = None,
-        whole_first_list: bool = True,
+        page_bytes: int | None = None,
     ) -> SharedInformer:
         """The shared informer for `res` in `namespace` (None: all namespaces), made on first use.
         `indexers` not yet registered on it are added. `transform` replaces the factory's own for this
         informer, `projection` limits the fields it parses, `page_size` replaces the factory's and
-        `whole_first_list=False` pages its first list too (cache.reflector); these count only when it is
-        made."""
+        `page_bytes` pages every list by size (cache.reflector); these count only when it is made."""
         key = (res, namespace or None)
         informer = self._informers.get(key)
         if informer is None:
@@ -60,7 +59,7 @@ class SharedInformerFactory:
                 clock=self._clock,
                 inactivity_timeout=self._inactivity_timeout,
                 page_size=page_size or self._page_size,
-                whole_first_list=whole_first_list,
+                page_bytes=page_bytes,
             )
             self._informers[key] = informer
         elif indexers:

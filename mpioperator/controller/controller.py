@@ -27,7 +27,11 @@ from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION
 from mpioperator.controller.ports import Listers, Writer
-from mpioperator.controller.secret_cache import SECRET_CACHE_PROJECTION, SECRET_PAGE_SIZE
+from mpioperator.controller.secret_cache import (
+    SECRET_CACHE_PROJECTION,
+    SECRET_FIRST_PAGE,
+    SECRET_PAGE_BYTES,
+)
 from mpioperator.controller.sync import JobSyncer, SyncSettings
 from mpioperator.controller.unexpected import FirstSeen
 from mpioperator.controller.watched import CHILD_RESOURCES, watched
@@ -181,8 +185,8 @@ class MPIJobController:
                 res,
                 namespace,
                 projection=SECRET_CACHE_PROJECTION,
-                page_size=SECRET_PAGE_SIZE,
-                whole_first_list=False,
+                page_size=SECRET_FIRST_PAGE,
+                page_bytes=SECRET_PAGE_BYTES,
             )
         return self.factory.informer(res, namespace)
 

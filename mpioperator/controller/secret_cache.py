@@ -33,8 +33,9 @@ SECRET_FIELDS: FieldSpec = {
 SECRET_CACHE_PROJECTION = Projection(SECRET_FIELDS, "Secret")
 """The Secret informer's projection: each cached Secret's `data` maps its key names to None."""
 
-SECRET_PAGE_SIZE = 16
-"""Secrets per list page, every list paginated (none served whole from the watch cache): a Secret may
-hold up to ~1.5 MiB, and a page is held whole while it is parsed, with the next one read ahead. 16 keep
-two pages of the largest Secrets near 64 MiB, and a few hundred small ones still list in a few requests
-a second."""
+SECRET_PAGE_BYTES = 16 << 20
+"""Every list of Secrets is paged (none served whole from the watch cache), each page near this size: a
+Secret may hold up to ~1.5 MiB, and a page is held whole while it is parsed, with the next one read
+ahead. Small Secrets still come 500 to a page."""
+SECRET_FIRST_PAGE = 16
+"""The first page's limit, before any page's size is known: 16 of the largest Secrets are ~32 MiB."""

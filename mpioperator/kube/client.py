@@ -61,6 +61,17 @@ def stamp_list(res: Resource, listed: Obj) -> Obj:
     return listed
 
 
+# The most objects a page sized by its bytes asks for: client-go's page size.
+MAX_PAGE_LIMIT = 500
+
+
+def scaled_limit(limit: int | None, body_bytes: int, page_bytes: int | None) -> int | None:
+    """The next page's limit after a full page of `limit` objects in `body_bytes`, aiming at `page_bytes`."""
+    if page_bytes is None or not limit or body_bytes <= 0:
+        return limit
+    return max(1, min(MAX_PAGE_LIMIT, limit * page_bytes // body_bytes))
+
+
 class KubeClient:
     """Async verbs over one connection pool of `pool_size`, shared by watches (one connection each,
     held for the watch's life) and `workers` threads for unary calls (default: a quarter of the pool,
@@ -255,35 +266,44 @@ class KubeClient:
         limit: int | None = None,
         resource_version: str | None = None,
         projection: Projection | None = None,
+        page_bytes: int | None = None,
     ) -> AsyncGenerator[Obj, None]:
         """Every page of a list, in order. The next page is asked for as soon as this one's continue
         token is read, ahead of its items, so the server prepares it while this one is decoded.
-        `resource_version` goes with the first page only: a continue token carries its own."""
+        `resource_version` goes with the first page only: a continue token carries its own.
 
-        def query(token: str | None) -> dict[str, Any]:
+        Given `page_bytes`, `limit` is the first page's and each next page's limit is scaled from the
+        size of the one before to come near `page_bytes` (at most MAX_PAGE_LIMIT): a list of large
+        objects never holds many of them at once, and one of small objects still takes few requests."""
+
+        def query(token: str | None, page_limit: int | None) -> dict[str, Any]:
             return {
                 "labelSelector": label_selector,
                 "fieldSelector": field_selector,
                 "resourceVersion": None if token else resource_version,
-                "limit": limit,
+                "limit": page_limit,
                 "continue": token,
             }
 
-        def fetch(token: str | None) -> asyncio.Task[Answer]:
-            return asyncio.ensure_future(self._fetch_page(res, namespace, query(token), projection))
+        def fetch(token: str | None, page_limit: int | None) -> asyncio.Task[Answer]:
+            return asyncio.ensure_future(
+                self._fetch_page(res, namespace, query(token, page_limit), projection)
+            )
 
         token: str | None = None
-        pending: asyncio.Task[Answer] | None = fetch(None)
+        page_limit = limit
+        pending: asyncio.Task[Answer] | None = fetch(None, page_limit)
         try:
             while pending is not None:
-                answer, this_token = await pending, token
+                answer, this_token, this_limit = await pending, token, page_limit
                 token = peek_continue(answer.body, protobuf=self._negotiation.is_protobuf(answer.headers))
-                pending = fetch(token) if token and 200 <= answer.status < 300 else None
+                page_limit = scaled_limit(this_limit, len(answer.body), page_bytes)
+                pending = fetch(token, page_limit) if token and 200 <= answer.status < 300 else None
                 if pending is not None:
                     await asyncio.sleep(0)  # lets the fetch put its request on the wire before we decode
-                page = await self._page(res, namespace, query(this_token), projection, answer)
+                page = await self._page(res, namespace, query(this_token, this_limit), projection, answer)
                 if pending is None and (token := (page.get("metadata") or {}).get("continue")):
-                    pending = fetch(token)  # not read ahead: the page's own metadata has it
+                    pending = fetch(token, page_limit)  # not read ahead: the page's own metadata has it
                 yield page
         finally:
             if pending is not None:

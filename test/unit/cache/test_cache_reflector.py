@@ -154,11 +154,11 @@ async def test_the_first_list_is_served_from_the_watch_cache_and_a_relist_asks_f
     assert {c.get("resource_version") for c in source.list_calls[first:]} == {None}
 
 
-async def test_a_reflector_told_not_to_list_whole_pages_its_first_list_too() -> None:
+async def test_a_reflector_given_page_bytes_pages_its_first_list_too_and_passes_them_on() -> None:
     source = FakeSource([cm(f"c{i}", str(i)) for i in range(5)], rv="10")
     store, clock = RecordingStore(), sleep_driven_clock()
     reflector = Reflector(
-        source, CONFIG_MAPS, store, clock=clock, page_size=2, rand=lambda: 1.0, whole_first_list=False
+        source, CONFIG_MAPS, store, clock=clock, page_size=2, rand=lambda: 1.0, page_bytes=1 << 20
     )
     reflector.start()
     try:
@@ -166,6 +166,7 @@ async def test_a_reflector_told_not_to_list_whole_pages_its_first_list_too() -> 
     finally:
         await reflector.stop()
     assert [c.get("resource_version") for c in source.list_calls] == [None, None, None]
+    assert {c.get("page_bytes") for c in source.list_calls} == {1 << 20}
     assert store.ops == [("replace", (["c0", "c1", "c2", "c3", "c4"], "10"))]
 
 
