@@ -36,6 +36,6 @@ SECRET_CACHE_PROJECTION = Projection(SECRET_FIELDS, "Secret")
 SECRET_PAGE_BYTES = 16 << 20
 """Every list of Secrets is paged (none served whole from the watch cache), each page near this size: a
 Secret may hold up to ~1.5 MiB, and a page is held whole while it is parsed, with the next one read
-ahead. Small Secrets still come 500 to a page."""
+ahead. Small Secrets still come a thousand or more to a page."""
 SECRET_FIRST_PAGE = 16
 """The first page's limit, before any page's size is known: 16 of the largest Secrets are ~32 MiB."""

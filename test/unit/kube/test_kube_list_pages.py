@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from mpioperator.kube import errors
-from mpioperator.kube.client import KubeClient
+from mpioperator.kube.client import MAX_PAGE_LIMIT, KubeClient
 from mpioperator.kube.pages import peek_continue
 from mpioperator.kube.protoapi import MAGIC
 from mpioperator.kube.resources import CONFIG_MAPS
@@ -186,9 +186,9 @@ async def test_pages_sized_by_bytes_ask_for_fewer_large_objects_and_more_small_o
     assert sum(len(p["items"]) for p in pages) == 40
     assert large.limits[0] == 8 and all(limit == 3 for limit in large.limits[1:]), large.limits
 
-    small = SizedTransport(total=2000, item_bytes=100)
+    small = SizedTransport(total=12_000, item_bytes=10)
     client = KubeClient(small, qps=1000, burst=1000, workers=2)  # type: ignore[arg-type]
     pages = [p async for p in client.list_pages(CONFIG_MAPS, "ns", limit=8, page_bytes=400_000)]
     await client.close()
-    assert sum(len(p["items"]) for p in pages) == 2000
-    assert small.limits[:2] == [8, 500], "a page of small objects grows to client-go's 500, no further"
+    assert sum(len(p["items"]) for p in pages) == 12_000
+    assert small.limits[:3] == [8, MAX_PAGE_LIMIT, MAX_PAGE_LIMIT], "pages of small objects grow, to a cap"
