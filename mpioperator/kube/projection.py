@@ -19,6 +19,7 @@ A projection given its kind's protobuf message decodes the same fields from prot
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from types import GenericAlias
 from typing import Any, TypedDict
@@ -82,13 +83,18 @@ def _key_name_paths(spec: FieldSpec, within: tuple[str, ...] = ()) -> list[tuple
     return paths
 
 
+def _intern(key: Any) -> Any:
+    return sys.intern(key) if isinstance(key, str) else key
+
+
 def _names_only(obj: Obj, paths: Sequence[tuple[str, ...]]) -> Obj:
     for path in paths:
         parent: Any = obj
         for key in path[:-1]:
             parent = parent.get(key) if isinstance(parent, dict) else None
         if isinstance(parent, dict) and isinstance(parent.get(path[-1]), dict):
-            parent[path[-1]] = dict.fromkeys(parent[path[-1]])
+            # Interned: the same few key names recur in every Secret of a kind.
+            parent[path[-1]] = dict.fromkeys(map(_intern, parent[path[-1]]))
     return obj
 
 
