@@ -130,7 +130,10 @@ async def run(
             asyncio.get_running_loop().run_in_executor(None, release_free_memory)
 
         if options.leader_elect:
-            leases = KubeLeaseClient(client)
+            # Renewals have their own call thread and QPS bucket: behind pod creates held by a slow
+            # admission webhook they would miss the renew deadline, and the leader would step down.
+            lease_lane = client.lane("leader-election")
+            leases = KubeLeaseClient(lease_lane)
             elector = LeaderElector(
                 leases,
                 name=LOCK_NAME,
@@ -161,6 +164,7 @@ async def run(
             else:
                 stopper.cancel()
             metrics.is_leader.set(0)
+            await lease_lane.close()
             if election.done() and not election.cancelled() and election.exception() is not None:
                 exc = election.exception()
                 assert exc is not None

@@ -39,10 +39,13 @@ class SharedInformerFactory:
         indexers: Mapping[str, IndexFunc] | None = None,
         transform: Transform | None = None,
         projection: Projection | None = None,
+        page_size: int | None = None,
+        page_bytes: int | None = None,
     ) -> SharedInformer:
         """The shared informer for `res` in `namespace` (None: all namespaces), made on first use.
         `indexers` not yet registered on it are added. `transform` replaces the factory's own for this
-        informer, and `projection` limits the fields it parses; both count only when it is made."""
+        informer, `projection` limits the fields it parses, `page_size` replaces the factory's and
+        `page_bytes` pages every list by size (cache.reflector); these count only when it is made."""
         key = (res, namespace or None)
         informer = self._informers.get(key)
         if informer is None:
@@ -55,7 +58,8 @@ class SharedInformerFactory:
                 projection=projection,
                 clock=self._clock,
                 inactivity_timeout=self._inactivity_timeout,
-                page_size=self._page_size,
+                page_size=page_size or self._page_size,
+                page_bytes=page_bytes,
             )
             self._informers[key] = informer
         elif indexers:

@@ -143,6 +143,7 @@ class SharedInformer:
         inactivity_timeout: float | None = DEFAULT_INACTIVITY_TIMEOUT,
         page_size: int = DEFAULT_PAGE_SIZE,
         min_watch_timeout: int = MIN_WATCH_TIMEOUT,
+        page_bytes: int | None = None,
     ) -> None:
         self.resource = resource
         self.namespace = namespace
@@ -164,6 +165,7 @@ class SharedInformer:
             min_watch_timeout=min_watch_timeout,
             transform=transform,
             projection=projection,
+            page_bytes=page_bytes,
         )
 
     # Handlers.

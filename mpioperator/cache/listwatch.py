@@ -23,6 +23,7 @@ class ListerWatcher(Protocol):
         limit: int | None = None,
         resource_version: str | None = None,
         projection: Projection | None = None,
+        page_bytes: int | None = None,
     ) -> AsyncGenerator[dict[str, Any], None]: ...
 
     def watch(

@@ -204,6 +204,9 @@ class ChildReconciler:
             raise self._refuse(job, found)
         if secret.has_expected_keys(found):
             return found  # no key generation for a Secret that is already right
+        # The cache keeps key names, not values (controller/secret_cache.py): the update replaces the
+        # whole object, so it starts from the Secret as the server has it.
+        found = await self._read(SECRETS, name, ns, what)
         return await self._upsert(job, SECRETS, found, secret.new_ssh_secret(job), ["data"], what)
 
     def none_shared_cached(self, job: Obj) -> bool:

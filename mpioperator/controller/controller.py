@@ -27,6 +27,11 @@ from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION
 from mpioperator.controller.ports import Listers, Writer
+from mpioperator.controller.secret_cache import (
+    SECRET_CACHE_PROJECTION,
+    SECRET_FIRST_PAGE,
+    SECRET_PAGE_BYTES,
+)
 from mpioperator.controller.sync import JobSyncer, SyncSettings
 from mpioperator.controller.unexpected import FirstSeen
 from mpioperator.controller.watched import CHILD_RESOURCES, watched
@@ -109,15 +114,7 @@ class MPIJobController:
         self.factory = SharedInformerFactory(client, clock=clock)
         self.backend = gang_backend(settings.gang_scheduling)
         self._informers: dict[Resource, list[SharedInformer]] = {
-            res: [
-                self.factory.informer(
-                    res,
-                    ns,
-                    indexers={JOB_NAME_INDEX: job_name_index} if res is PODS else None,
-                    projection=POD_CACHE_PROJECTION if res is PODS else None,
-                )
-                for ns in scopes
-            ]
+            res: [self._informer(res, ns) for ns in scopes]
             for res, scopes in watched(settings.namespaces, self.backend.resource)
         }
         pod_groups = priority_classes = None
@@ -176,6 +173,22 @@ class MPIJobController:
         self._synced = False
         self._stopping = False
         self._unexpected = FirstSeen()
+
+    def _informer(self, res: Resource, namespace: str | None) -> SharedInformer:
+        if res is PODS:
+            return self.factory.informer(
+                res, namespace, indexers={JOB_NAME_INDEX: job_name_index}, projection=POD_CACHE_PROJECTION
+            )
+        if res is SECRETS:
+            # Names and key names only, in small pages: Secrets may be large, and most are not ours.
+            return self.factory.informer(
+                res,
+                namespace,
+                projection=SECRET_CACHE_PROJECTION,
+                page_size=SECRET_FIRST_PAGE,
+                page_bytes=SECRET_PAGE_BYTES,
+            )
+        return self.factory.informer(res, namespace)
 
     def queue_idle(self) -> bool:
         """Nothing queued, delayed or in process: every known change has been reconciled."""

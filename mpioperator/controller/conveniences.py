@@ -19,7 +19,7 @@ from mpioperator.controller.children import ChildReconciler, launcher_done
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import NORMAL, WARNING
 from mpioperator.controller.ports import Listers, Recorder, Writer
-from mpioperator.controller.user_ssh_secret import problem
+from mpioperator.controller.user_ssh_secret import UserSecretChecks
 from mpioperator.controller.worker_roll import workers_to_roll
 from mpioperator.kube import errors
 from mpioperator.kube.resources import JOBS, PODS, Resource
@@ -93,6 +93,7 @@ class Conveniences:
         self._rec = recorder
         self._announced = _Seen()
         self._deleted = _Seen()
+        self._user_secrets = UserSecretChecks(writer)
 
     # --- the user's own SSH Secret ------------------------------------------------------------------
     async def ssh_secret(self, job: Obj, status: Obj, now: dt.datetime, children: ChildReconciler) -> bool:
@@ -103,7 +104,7 @@ class Conveniences:
             await children.ssh_secret(job)
             return False
         ns = job["metadata"].get("namespace", "")
-        found = problem(name, ns, self._l.secrets.get(ns, name))
+        found = await self._user_secrets.problem(name, ns, self._l.secrets.get(ns, name))
         if found is None:
             _drop(status, COND_SSH_SECRET)
             return False

@@ -4,16 +4,24 @@ Pods mount it exactly as the generated one (builders/podspec.ssh_volume): `ssh-p
 `ssh-publickey` as `id_rsa.pub` and `authorized_keys`. So both keys must be there, the private key in PEM
 (any type sshd takes) and the public key an OpenSSH line. The operator only reads the Secret: no owner
 reference is added, so neither we nor the garbage collector ever edit or delete it.
+
+The Secret cache keeps key names, never values (controller/secret_cache.py): whether the Secret exists and
+has both keys is read there, and its values are read from the API server, once per resourceVersion.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from mpioperator.api.objects import Obj
 from mpioperator.controller.builders.secret import PRIVATE_KEY, PUBLIC_KEY
+from mpioperator.controller.errors import SyncError
+from mpioperator.controller.ports import Writer
+from mpioperator.kube import errors
+from mpioperator.kube.resources import SECRETS
 
 REASON_NOT_FOUND = "SSHSecretNotFound"
 REASON_KEY_MISSING = "SSHSecretKeyMissing"
@@ -38,19 +46,38 @@ def _decoded(secret: Obj, key: str) -> str | None:
     return str(text) if text else None
 
 
+def _not_found(name: str, namespace: str) -> Problem:
+    return Problem(
+        REASON_NOT_FOUND,
+        f'Secret "{name}" named by the SSH secret annotation is not in namespace {namespace}',
+    )
+
+
+def _key_missing(name: str, key: str) -> Problem:
+    return Problem(
+        REASON_KEY_MISSING,
+        f'Secret "{name}" has no key "{key}" (it needs "{PRIVATE_KEY}" and "{PUBLIC_KEY}")',
+    )
+
+
+def key_problem(name: str, namespace: str, cached: Obj | None) -> Problem | None:
+    """What the cached Secret (key names, no values) shows is wrong, or None when its values need a look."""
+    if cached is None:
+        return _not_found(name, namespace)
+    for key in (PRIVATE_KEY, PUBLIC_KEY):
+        if key not in (cached.get("data") or {}):
+            return _key_missing(name, key)
+    return None
+
+
 def problem(name: str, namespace: str, secret: Obj | None) -> Problem | None:
-    """What keeps the Secret from serving as the job's SSH keys, or None when it can."""
+    """What keeps the Secret (whole, as the API server sends it) from serving as the job's SSH keys, or
+    None when it can."""
     if secret is None:
-        return Problem(
-            REASON_NOT_FOUND,
-            f'Secret "{name}" named by the SSH secret annotation is not in namespace {namespace}',
-        )
+        return _not_found(name, namespace)
     for key in (PRIVATE_KEY, PUBLIC_KEY):
         if _decoded(secret, key) is None:
-            return Problem(
-                REASON_KEY_MISSING,
-                f'Secret "{name}" has no key "{key}" (it needs "{PRIVATE_KEY}" and "{PUBLIC_KEY}")',
-            )
+            return _key_missing(name, key)
     private = _decoded(secret, PRIVATE_KEY) or ""
     if "-----BEGIN" not in private or "PRIVATE KEY-----" not in private:
         return Problem(
@@ -62,3 +89,42 @@ def problem(name: str, namespace: str, secret: Obj | None) -> Problem | None:
             REASON_KEY_MALFORMED, f'key "{PUBLIC_KEY}" of Secret "{name}" is not an OpenSSH public key line'
         )
     return None
+
+
+class UserSecretChecks:
+    """The verdict on each user-named Secret, its values read from the API server once per version.
+
+    Only verdicts are kept, never a value; the newest `capacity` of them."""
+
+    def __init__(self, reader: Writer, capacity: int = 10_000) -> None:
+        self._reader = reader
+        self._capacity = capacity
+        self._verdicts: OrderedDict[tuple[str, str], tuple[tuple[str, str], Problem | None]] = OrderedDict()
+
+    async def problem(self, name: str, namespace: str, cached: Obj | None) -> Problem | None:
+        """What keeps the Secret `cached` stands for from serving as SSH keys, or None when it can."""
+        found = key_problem(name, namespace, cached)
+        if found is not None or cached is None:
+            return found
+        key = (namespace, name)
+        known = self._verdicts.get(key)
+        if known is not None and known[0] == _version(cached):
+            self._verdicts.move_to_end(key)
+            return known[1]
+        try:
+            secret = await self._reader.get(SECRETS, name, namespace)
+        except errors.NotFound:
+            return _not_found(name, namespace)  # deleted since the cache saw it
+        except errors.ApiError as exc:
+            raise SyncError(f"reading SSH Secret {name}: {exc.server_message}") from exc
+        verdict = problem(name, namespace, secret)
+        self._verdicts[key] = (_version(secret), verdict)
+        self._verdicts.move_to_end(key)
+        while len(self._verdicts) > self._capacity:
+            self._verdicts.popitem(last=False)
+        return verdict
+
+
+def _version(secret: Obj) -> tuple[str, str]:
+    meta = secret.get("metadata") or {}
+    return str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")

@@ -1,7 +1,9 @@
 """The operator's only door to the API server: async calls, plain dicts, typed errors, client-side QPS.
 
 Unary calls run on a bounded thread pool (the official client is blocking); watches read on threads
-of their own. Nothing here retries: retry policy belongs to the callers that know what a retry means.
+of their own. A lane (`KubeClient.lane`) has call threads of its own over the same connections and
+buckets, for calls that must never wait behind the rest (Lease renewals). Nothing here retries: retry
+policy belongs to the callers that know what a retry means.
 """
 
 from __future__ import annotations
@@ -59,6 +61,18 @@ def stamp_list(res: Resource, listed: Obj) -> Obj:
     return listed
 
 
+# The most objects a page sized by its bytes asks for. Each page costs a client token (--kube-api-qps 5
+# by default), so small objects come many to a page: 5,000 Secrets of 16 KiB list in 6 pages.
+MAX_PAGE_LIMIT = 5000
+
+
+def scaled_limit(limit: int | None, body_bytes: int, page_bytes: int | None) -> int | None:
+    """The next page's limit after a full page of `limit` objects in `body_bytes`, aiming at `page_bytes`."""
+    if page_bytes is None or not limit or body_bytes <= 0:
+        return limit
+    return max(1, min(MAX_PAGE_LIMIT, limit * page_bytes // body_bytes))
+
+
 class KubeClient:
     """Async verbs over one connection pool of `pool_size`, shared by watches (one connection each,
     held for the watch's life) and `workers` threads for unary calls (default: a quarter of the pool,
@@ -80,13 +94,16 @@ class KubeClient:
         metrics: RequestMetrics | None = None,
         limiters: ClientLimiters | None = None,
         protobuf: bool = True,
+        thread_name_prefix: str = "kube-call",
     ) -> None:
         self._t = transport
         self._limiters = limiters or ClientLimiters(qps, burst)
         self._timeout = request_timeout
+        # A lane shares its parent's transport, which only the parent closes.
+        self._owns_transport = True
         pool = transport.pool_size
         self._executor = ThreadPoolExecutor(
-            max_workers=workers or max(2, pool // 4), thread_name_prefix="kube-call"
+            max_workers=workers or max(2, pool // 4), thread_name_prefix=thread_name_prefix
         )
         self._metrics = metrics or NoRequestMetrics()
         # Unary calls handed to the pool and not yet answered. A caller cancelled mid-call stops waiting,
@@ -128,6 +145,24 @@ class KubeClient:
     ) -> KubeClient:
         access = load_configuration(host=host, token=token, ca_file=ca_file, pool_size=pool_size)
         return cls(Transport(access, user_agent), **opts)
+
+    def lane(self, name: str, *, workers: int = 1) -> KubeClient:
+        """A client over this one's connections and token buckets with `workers` call threads of its
+        own: what it sends never waits for a thread this client's calls hold. With the buckets already
+        one per upstream client (`ClientLimiters`: Leases have their own) and a connection pool that
+        connects whenever none is idle, a lane's call waits for nothing of this client's, as client-go's
+        leader election with its own clientset. Closing the lane leaves this client's connections open."""
+        lane = KubeClient(
+            self._t,
+            limiters=self._limiters,
+            request_timeout=self._timeout,
+            workers=workers,
+            metrics=self._metrics,
+            protobuf=self._negotiation.enabled,
+            thread_name_prefix=f"kube-{name}",
+        )
+        lane._owns_transport = False
+        return lane
 
     @property
     def request_timeout(self) -> float:
@@ -232,35 +267,44 @@ class KubeClient:
         limit: int | None = None,
         resource_version: str | None = None,
         projection: Projection | None = None,
+        page_bytes: int | None = None,
     ) -> AsyncGenerator[Obj, None]:
         """Every page of a list, in order. The next page is asked for as soon as this one's continue
         token is read, ahead of its items, so the server prepares it while this one is decoded.
-        `resource_version` goes with the first page only: a continue token carries its own."""
+        `resource_version` goes with the first page only: a continue token carries its own.
 
-        def query(token: str | None) -> dict[str, Any]:
+        Given `page_bytes`, `limit` is the first page's and each next page's limit is scaled from the
+        size of the one before to come near `page_bytes` (at most MAX_PAGE_LIMIT): a list of large
+        objects never holds many of them at once, and one of small objects still takes few requests."""
+
+        def query(token: str | None, page_limit: int | None) -> dict[str, Any]:
             return {
                 "labelSelector": label_selector,
                 "fieldSelector": field_selector,
                 "resourceVersion": None if token else resource_version,
-                "limit": limit,
+                "limit": page_limit,
                 "continue": token,
             }
 
-        def fetch(token: str | None) -> asyncio.Task[Answer]:
-            return asyncio.ensure_future(self._fetch_page(res, namespace, query(token), projection))
+        def fetch(token: str | None, page_limit: int | None) -> asyncio.Task[Answer]:
+            return asyncio.ensure_future(
+                self._fetch_page(res, namespace, query(token, page_limit), projection)
+            )
 
         token: str | None = None
-        pending: asyncio.Task[Answer] | None = fetch(None)
+        page_limit = limit
+        pending: asyncio.Task[Answer] | None = fetch(None, page_limit)
         try:
             while pending is not None:
-                answer, this_token = await pending, token
+                answer, this_token, this_limit = await pending, token, page_limit
                 token = peek_continue(answer.body, protobuf=self._negotiation.is_protobuf(answer.headers))
-                pending = fetch(token) if token and 200 <= answer.status < 300 else None
+                page_limit = scaled_limit(this_limit, len(answer.body), page_bytes)
+                pending = fetch(token, page_limit) if token and 200 <= answer.status < 300 else None
                 if pending is not None:
                     await asyncio.sleep(0)  # lets the fetch put its request on the wire before we decode
-                page = await self._page(res, namespace, query(this_token), projection, answer)
+                page = await self._page(res, namespace, query(this_token, this_limit), projection, answer)
                 if pending is None and (token := (page.get("metadata") or {}).get("continue")):
-                    pending = fetch(token)  # not read ahead: the page's own metadata has it
+                    pending = fetch(token, page_limit)  # not read ahead: the page's own metadata has it
                 yield page
         finally:
             if pending is not None:
@@ -460,4 +504,5 @@ class KubeClient:
 
     async def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
-        self._t.close()
+        if self._owns_transport:
+            self._t.close()

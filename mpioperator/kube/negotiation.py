@@ -42,6 +42,10 @@ class Negotiation:
         self._enabled = enabled
         self._json_only: set[str] = set()
 
+    @property
+    def enabled(self) -> bool:
+        return self._enabled
+
     def protobuf(self, res: Resource, projection: Projection | None) -> ProtoProjection | None:
         """The protobuf decoder to ask `res` for, or None for JSON."""
         if not self._enabled or projection is None or res.plural in self._json_only:

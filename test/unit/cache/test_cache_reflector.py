@@ -154,6 +154,22 @@ async def test_the_first_list_is_served_from_the_watch_cache_and_a_relist_asks_f
     assert {c.get("resource_version") for c in source.list_calls[first:]} == {None}
 
 
+async def test_a_reflector_given_page_bytes_pages_its_first_list_too_and_passes_them_on() -> None:
+    source = FakeSource([cm(f"c{i}", str(i)) for i in range(5)], rv="10")
+    store, clock = RecordingStore(), sleep_driven_clock()
+    reflector = Reflector(
+        source, CONFIG_MAPS, store, clock=clock, page_size=2, rand=lambda: 1.0, page_bytes=1 << 20
+    )
+    reflector.start()
+    try:
+        await source.watch_number(1)
+    finally:
+        await reflector.stop()
+    assert [c.get("resource_version") for c in source.list_calls] == [None, None, None]
+    assert {c.get("page_bytes") for c in source.list_calls} == {1 << 20}
+    assert store.ops == [("replace", (["c0", "c1", "c2", "c3", "c4"], "10"))]
+
+
 async def test_an_error_event_with_410_relists_too(harness: Harness) -> None:
     reflector, source, _, _ = harness
     stream = await source.watch_number(1)

@@ -3,7 +3,8 @@ fixture style: the caches hold what a test gives, the writer records every call 
 
 `Scene(job, *children).sync()` runs one reconcile of the job's key and leaves the calls in
 `scene.writer.calls` (verb, resource, name) and the events in `scene.recorder.events`. The objects are
-stamped as the informers keep them (kind set, uid and resourceVersion present); the API server's own
+stamped as the informers keep them (kind set, uid and resourceVersion present; a Secret with its key names
+only, while the writer's `get` answers it whole, as the API server would); the API server's own
 behaviour (admission, conflicts, garbage collection) is not imitated: what needs it is tested against a
 real API server in test/integration/controller/.
 """
@@ -16,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from prometheus_client import CollectorRegistry
 
 from mpioperator.api import names
@@ -24,6 +26,7 @@ from mpioperator.clock import FakeClock
 from mpioperator.controller.builders import configmap, launcher_job, secret, service, worker_pod
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.ports import Listers
+from mpioperator.controller.secret_cache import SECRET_CACHE_PROJECTION
 from mpioperator.controller.sync import JobSyncer, SyncResult
 from mpioperator.kube import errors
 from mpioperator.kube.resources import Resource
@@ -88,6 +91,8 @@ class RecordingWriter:
     def __init__(self) -> None:
         self.log: list[Call] = []
         self._uids = itertools.count(1)
+        # What `get` answers, by (resource, name): the objects as the server has them.
+        self.served: dict[tuple[str, str], Obj] = {}
 
     @property
     def calls(self) -> list[tuple[str, str, str]]:
@@ -104,7 +109,10 @@ class RecordingWriter:
 
     async def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj:
         self._record("get", res, name, None)
-        raise errors.NotFound(404, "NotFound", f'{res.plural} "{name}" not found')
+        found = self.served.get((res.plural, name))
+        if found is None:
+            raise errors.NotFound(404, "NotFound", f'{res.plural} "{name}" not found')
+        return copy.deepcopy(found)
 
     async def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
         self._record("create", res, body["metadata"]["name"], body)
@@ -149,11 +157,14 @@ class Scene:
     def __init__(self, job: Obj, *children: Obj, writer: RecordingWriter | None = None) -> None:
         self.job = job
         kinds: dict[str, list[Obj]] = {attr: [] for attr in _LISTS.values()}
+        self.writer = writer or RecordingWriter()
         for obj in (job, *children):
+            if obj["kind"] == "Secret":
+                self.writer.served[("secrets", obj["metadata"]["name"])] = obj
+                obj = _as_the_secret_cache_keeps_it(obj)
             kinds[_LISTS[obj["kind"]]].append(obj)
         self.memory = {attr: MemoryLister(objects) for attr, objects in kinds.items()}
         self.listers = Listers(**self.memory)
-        self.writer = writer or RecordingWriter()
         self.recorder = RecordingRecorder()
         self.clock = FakeClock()
         self.registry = CollectorRegistry()
@@ -180,6 +191,13 @@ class Scene:
 
 
 # --- what the caches hold: objects as this controller made them, stamped as the informers keep them ---
+
+
+def _as_the_secret_cache_keeps_it(secret: Obj) -> Obj:
+    event = {"type": "ADDED", "object": secret}
+    slim: Obj = SECRET_CACHE_PROJECTION.event(orjson.dumps(event))["object"]
+    # The reflector stamps these on every object (list items lack them).
+    return {"kind": secret["kind"], "apiVersion": secret["apiVersion"], **slim}
 
 
 def _cached(obj: Obj, uid: str) -> Obj:

@@ -11,7 +11,7 @@ import pytest
 
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient
-from mpioperator.kube.resources import CONFIG_MAPS
+from mpioperator.kube.resources import CONFIG_MAPS, LEASES
 from mpioperator.kube.transport import Answer
 
 
@@ -114,3 +114,35 @@ async def test_a_cancelled_call_that_later_fails_is_not_reported_as_an_unretriev
         loop.set_exception_handler(previous)
 
     assert reported == []
+
+
+class LeaseFreeTransport(HeldTransport):
+    """Holds every request but those for Leases."""
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Answer:
+        if "/leases/" in path:
+            self.sent.append(f"{method} {path}")
+            return Answer(200, {}, b'{"metadata": {"name": "l"}}')
+        return super().request(method, path, **kwargs)
+
+
+async def test_a_lane_call_is_sent_while_its_parents_threads_are_held_and_its_close_keeps_theirs() -> None:
+    transport = LeaseFreeTransport()
+    client = _client(transport)  # one thread, held by the first create; the second queues for it
+    lane = client.lane("leader-election")
+    held = [asyncio.ensure_future(client.create(CONFIG_MAPS, {"metadata": {"name": n}}, "ns")) for n in "ab"]
+    await asyncio.to_thread(transport.entered.wait, 5)
+
+    renewed = await lane.update(LEASES, {"metadata": {"name": "l"}}, "ns")
+
+    assert renewed["metadata"]["name"] == "l"
+    assert transport.sent == [
+        "POST /api/v1/namespaces/ns/configmaps",
+        "PUT /apis/coordination.k8s.io/v1/namespaces/ns/leases/l",
+    ]
+    assert not any(call.done() for call in held)
+    await lane.close()
+    assert not transport.release.is_set(), "the lane's close left the shared transport open"
+    transport.release.set()
+    await asyncio.gather(*held)
+    await client.close()

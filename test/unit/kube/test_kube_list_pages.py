@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from mpioperator.kube import errors
-from mpioperator.kube.client import KubeClient
+from mpioperator.kube.client import MAX_PAGE_LIMIT, KubeClient
 from mpioperator.kube.pages import peek_continue
 from mpioperator.kube.protoapi import MAGIC
 from mpioperator.kube.resources import CONFIG_MAPS
@@ -154,3 +154,41 @@ async def test_a_resource_version_goes_with_the_first_page_only() -> None:
     assert pages == [["a", "b"], ["c", "d"], ["e"]]
     assert transport.versions == ["0", None, None]
     await client.close()
+
+
+class SizedTransport:
+    """Serves `total` config maps of `item_bytes` each, as many a page as each request's limit asks."""
+
+    pool_size = 4
+
+    def __init__(self, total: int, item_bytes: int) -> None:
+        self.limits: list[int] = []
+        self._total = total
+        self._filler = "x" * item_bytes
+
+    def request(self, method: str, path: str, *, query: dict[str, Any], **_: Any) -> Answer:
+        start, limit = int(query.get("continue") or 0), int(query["limit"])
+        self.limits.append(limit)
+        stop = min(self._total, start + limit)
+        meta = {"resourceVersion": "7", **({"continue": str(stop)} if stop < self._total else {})}
+        items = [{"metadata": {"name": f"c{i}"}, "data": {"v": self._filler}} for i in range(start, stop)]
+        return Answer(200, {}, orjson.dumps({"kind": "ConfigMapList", "metadata": meta, "items": items}))
+
+    def close(self) -> None:
+        pass
+
+
+async def test_pages_sized_by_bytes_ask_for_fewer_large_objects_and_more_small_ones() -> None:
+    large = SizedTransport(total=40, item_bytes=100_000)
+    client = KubeClient(large, qps=1000, burst=1000, workers=2)  # type: ignore[arg-type]
+    pages = [p async for p in client.list_pages(CONFIG_MAPS, "ns", limit=8, page_bytes=400_000)]
+    await client.close()
+    assert sum(len(p["items"]) for p in pages) == 40
+    assert large.limits[0] == 8 and all(limit == 3 for limit in large.limits[1:]), large.limits
+
+    small = SizedTransport(total=12_000, item_bytes=10)
+    client = KubeClient(small, qps=1000, burst=1000, workers=2)  # type: ignore[arg-type]
+    pages = [p async for p in client.list_pages(CONFIG_MAPS, "ns", limit=8, page_bytes=400_000)]
+    await client.close()
+    assert sum(len(p["items"]) for p in pages) == 12_000
+    assert small.limits[:3] == [8, MAX_PAGE_LIMIT, MAX_PAGE_LIMIT], "pages of small objects grow, to a cap"

@@ -10,7 +10,8 @@ import pytest
 from mpioperator.api.objects import Obj
 from mpioperator.kube import errors
 from mpioperator.kube.client import stamp_kind
-from mpioperator.kube.projection import KEEP, FieldSpec, Projection
+from mpioperator.kube.projection import KEEP, KEY_NAMES, FieldSpec, Projection
+from mpioperator.kube.protoschema import POD
 from mpioperator.kube.resources import PODS
 from mpioperator.kube.watch import parse_event
 
@@ -112,3 +113,32 @@ def test_malformed_json_fails_as_it_does_without_a_projection() -> None:
         PROJECTION.list(b'{"items": [')
     with pytest.raises(orjson.JSONDecodeError):
         PROJECTION.event(b'{"type": "ADDED", "object": ')
+
+
+SECRETS_ONLY_NAMES = Projection({"metadata": {"name": KEEP}, "data": KEY_NAMES}, "Names")
+SECRET = {"metadata": {"name": "s", "annotations": {"a": "b"}}, "type": "Opaque", "data": {"k": "dmFs"}}
+
+
+def test_key_names_keep_a_mappings_keys_with_no_values_from_lists_and_watch_events() -> None:
+    listed = SECRETS_ONLY_NAMES.list(orjson.dumps({"metadata": {"resourceVersion": "5"}, "items": [SECRET]}))
+    assert listed == {
+        "metadata": {"resourceVersion": "5"},
+        "items": [{"metadata": {"name": "s"}, "data": {"k": None}}],
+    }
+    event = SECRETS_ONLY_NAMES.event(orjson.dumps({"type": "MODIFIED", "object": SECRET}))
+    assert event == {"type": "MODIFIED", "object": {"metadata": {"name": "s"}, "data": {"k": None}}}
+
+
+def test_key_names_keep_no_value_when_the_shape_does_not_fit_and_the_object_is_parsed_whole() -> None:
+    odd = {**SECRET, "metadata": "not an object"}
+    listed = SECRETS_ONLY_NAMES.list(orjson.dumps({"metadata": {}, "items": [odd]}))
+    assert listed["items"][0]["data"] == {"k": None}
+    event = SECRETS_ONLY_NAMES.event(orjson.dumps({"type": "ADDED", "object": odd}))
+    assert event["object"]["data"] == {"k": None}
+
+
+def test_key_names_are_refused_inside_lists_and_with_a_protobuf_message() -> None:
+    with pytest.raises(ValueError, match="inside the list"):
+        Projection({"items": [{"data": KEY_NAMES}]}, "Nested")
+    with pytest.raises(ValueError, match="JSON only"):
+        Projection({"data": KEY_NAMES}, "Proto", message=POD)
