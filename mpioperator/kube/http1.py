@@ -95,9 +95,9 @@ class Http1Pool:
         connect: Callable[[tuple[str, int], float | None], socket.socket] = socket.create_connection,
     ) -> None:
         self._address = (host, port)
-        # Made at the first connection, as urllib3 does: a missing CA file fails a request, not start-up.
+        # Asked at every new connection: a missing CA file fails a request, not start-up (as in urllib3),
+        # and the factory may hand out a new context when the certificate files are rotated.
         self._make_tls = tls
-        self._tls: ssl.SSLContext | None = None
         self._server_hostname = server_hostname or host
         self._options = socket_options or []
         self._maxsize = maxsize
@@ -167,9 +167,7 @@ class Http1Pool:
             for level, option, value in self._options:
                 sock.setsockopt(level, option, value)
             if self._make_tls is not None:
-                if self._tls is None:
-                    self._tls = self._make_tls()
-                sock = self._tls.wrap_socket(sock, server_hostname=self._server_hostname)
+                sock = self._make_tls().wrap_socket(sock, server_hostname=self._server_hostname)
         except OSError as exc:  # ssl.SSLError and a missing CA file included
             sock.close()
             raise HttpError(f"{type(exc).__name__}: {exc}") from exc

@@ -25,6 +25,7 @@ from mpioperator.kube.access import ClusterAccess
 from mpioperator.kube.http1 import Http1Pool, HttpError
 from mpioperator.kube.protoapi import MAGIC, PROTOBUF, decode_status
 from mpioperator.kube.requesthead import check_header, check_headers, check_target
+from mpioperator.kube.tlsreload import ReloadingTls
 
 CONTENT_TYPES = {
     "merge": "application/merge-patch+json",
@@ -199,7 +200,9 @@ def unary_pool(access: ClusterAccess, host: str) -> Http1Pool | None:
     url = urlsplit(host)
     tls: Callable[[], ssl.SSLContext] | None = None
     if url.scheme == "https":
-        tls = functools.partial(tls_context, access)
+        # urllib3 (watches, streams) loads these files again for each new connection: so do we.
+        files = [f for f in (access.ca_file, access.cert_file, access.key_file) if f]
+        tls = ReloadingTls(functools.partial(tls_context, access), files)
     default_port = 443 if url.scheme == "https" else 80
     return Http1Pool(
         url.hostname or "localhost",
