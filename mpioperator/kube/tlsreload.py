@@ -12,7 +12,9 @@ from collections.abc import Callable, Sequence
 log = logging.getLogger(__name__)
 
 # What identifies one version of a file: rewritten in place (mtime, size) or swapped by rename or
-# symlink (inode, as Secret volumes and the kubelet do). None for a file that is missing right now.
+# symlink (inode, as Secret volumes and the kubelet do). None for a file that is missing right now. File
+# times are coarse (a few milliseconds): a rewrite in place to the same size within that tick of the last
+# look is seen only at the next change; rotations by rename (the kubelet's, Secret volumes') always show.
 _Stamp = tuple[tuple[int, int, int] | None, ...]
 
 

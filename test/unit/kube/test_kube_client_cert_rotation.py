@@ -127,6 +127,8 @@ class Setup:
         return [by_serial.get(serial, f"unknown serial {serial}") for serial in self.server.presented]
 
     def install(self, issued: Issued) -> None:
+        # Written in place, as a careless rotation would. File times are coarse (a few milliseconds), so
+        # the certificates are told apart by size too: the rotated one has a longer name.
         self.cert_file.write_bytes(issued.cert_pem)
         self.key_file.write_bytes(issued.key_pem)
 
@@ -199,7 +201,7 @@ async def first_event(client: KubeClient) -> None:
 async def test_calls_after_the_certificate_files_are_rotated_present_the_new_certificate(
     setup: Setup,
 ) -> None:
-    old, new = setup.ca.issue("operator"), setup.ca.issue("operator")
+    old, new = setup.ca.issue("operator"), setup.ca.issue("operator-rotated")
     setup.install(old)
     async with client_of(setup) as client:
         await client.get(NAMESPACES, "seen")
@@ -215,7 +217,7 @@ async def test_calls_after_the_certificate_files_are_rotated_present_the_new_cer
 async def test_a_half_written_pair_keeps_the_previous_certificate_until_the_new_pair_is_whole(
     setup: Setup,
 ) -> None:
-    old, new = setup.ca.issue("operator"), setup.ca.issue("operator")
+    old, new = setup.ca.issue("operator"), setup.ca.issue("operator-rotated")
     setup.install(old)
     async with client_of(setup) as client:
         await client.get(NAMESPACES, "seen")
