@@ -11,6 +11,9 @@ What it implements is what the API server speaks: Content-Length and chunked bod
 connection closed by the server between requests. It retries in one case only, as Go's transport does: a
 GET or HEAD on a kept-alive connection that the server closed as the request went out, before a byte of the
 answer, is sent once more on a new connection. Every other failure is the work queue's to retry.
+
+A call is bounded as a whole, not per read: its timeout runs from sending the request to the last byte of
+the answer, and a body over MAX_BODY fails it. Either closes the connection.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import contextlib
 import select
 import socket
 import ssl
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -27,6 +31,12 @@ from mpioperator.kube.chunked import Dechunker, StreamBroken
 
 READ_SIZE = 256 * 1024
 MAX_HEAD = 64 * 1024
+# The largest answer the operator reads is its first list of pods, served whole from the API server's
+# watch cache: a few KiB a pod, some hundreds of MiB at the 150,000 pods Kubernetes supports in a cluster
+# (Secrets, which can be far larger, are always listed in pages of about 16 MiB). Past 1 GiB, the
+# operator Deployment's memory limit, no answer could be held and decoded anyway; the cap turns a
+# runaway body into a failed call instead of growing until the process runs out of memory.
+MAX_BODY = 1 << 30
 NO_BODY = frozenset((204, 304))
 # Methods that change nothing on the server, so sending one again cannot do anything twice.
 REPLAYABLE = frozenset(("GET", "HEAD"))
@@ -47,19 +57,31 @@ class ClosedWithoutAnswer(HttpError):
     """The server closed the connection before the first byte of an answer."""
 
 
+class BodyTooLarge(HttpError):
+    """The answer's body is over MAX_BODY."""
+
+
 class _Connection:
-    __slots__ = ("ahead", "heard", "reused", "sock")
+    __slots__ = ("ahead", "deadline", "heard", "reused", "sock")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.ahead = b""  # bytes read past the end of the last answer (none from a well-behaved server)
         self.reused = False  # it carried an earlier request
         self.heard = False  # a byte of the current answer has arrived
+        self.deadline: float | None = None  # time.monotonic() by which the current answer must be read
 
     def recv(self) -> bytes:
         if self.ahead:
             data, self.ahead = self.ahead, b""
         else:
+            if self.deadline is not None:
+                # The socket's timeout bounds one read only: a server sending a byte at a time would
+                # hold the call for ever. Each read may wait only for what is left of the call's time.
+                left = self.deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("the whole answer did not arrive within the call's timeout")
+                self.sock.settimeout(left)
             data = self.sock.recv(READ_SIZE)
         self.heard = self.heard or bool(data)
         return data
@@ -129,6 +151,7 @@ class Http1Pool:
 
     def _exchange(self, conn: _Connection, wire: bytes, method: str, timeout: float | None) -> Reply:
         conn.heard = False
+        conn.deadline = None if timeout is None else time.monotonic() + timeout
         try:
             conn.sock.settimeout(timeout)
             conn.sock.sendall(wire)
@@ -197,7 +220,7 @@ def _read_reply(conn: _Connection, method: str) -> tuple[Reply, bool]:
     elif "chunked" in lowered.get("transfer-encoding", "").lower():
         body, rest = _read_chunked(conn, data)
     elif (length := lowered.get("content-length")) is not None:
-        body, rest = _read_length(conn, data, int(length))
+        body, rest = _read_length(conn, data, _within_cap(int(length)))
     else:
         body, rest, reusable = _read_to_end(conn, data), b"", False
     conn.ahead = rest
@@ -245,19 +268,28 @@ def _read_length(conn: _Connection, data: bytes, length: int) -> tuple[bytes, by
 def _read_chunked(conn: _Connection, data: bytes) -> tuple[bytes, bytes]:
     dechunker = Dechunker()
     parts = [dechunker.feed(data)]
+    got = _within_cap(len(parts[0]))
     while not dechunker.done:
         more = conn.recv()
         if not more:
             raise HttpError("the connection closed inside a chunked body")
         parts.append(dechunker.feed(more))
+        got = _within_cap(got + len(parts[-1]))
     return b"".join(parts), dechunker.rest()
 
 
 def _read_to_end(conn: _Connection, data: bytes) -> bytes:
-    parts = [data]
+    parts, got = [data], _within_cap(len(data))
     while more := conn.recv():
         parts.append(more)
+        got = _within_cap(got + len(more))
     return b"".join(parts)
+
+
+def _within_cap(size: int) -> int:
+    if size > MAX_BODY:
+        raise BodyTooLarge(f"the answer's body is over the cap of {MAX_BODY} bytes")
+    return size
 
 
 def _closed_unanswered(conn: _Connection, error: HttpError) -> bool:
