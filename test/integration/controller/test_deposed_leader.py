@@ -36,6 +36,7 @@ from test.integration.controller.conftest import CRD_FILE
 OPERATOR_AGENT = "mpi-operator-under-test"
 ADMIN = "admin"  # the local cluster's only user; the test's REST client writes as it too
 JOBS = 50  # the burst the lease is lost in the middle of
+BURST_QPS = 20  # the deposed leader's client: slow enough that the burst outlasts stepping down
 
 
 def _controller(client: KubeClient, namespace: str) -> MPIJobController:
@@ -158,8 +159,11 @@ async def test_a_lease_lost_mid_burst_stops_every_write_before_the_elector_gives
     elector has stepped down (LeadershipLost: the process exits next), the API server receives no write
     from the deposed leader, and no task it started is left running."""
     rest, ns = audited.cluster.rest, burst_namespace
+    # At 20 writes a second the burst (about nine writes a job) lasts some twenty seconds, so the Lease is
+    # surely lost in its middle; at full speed an idle machine finished it before the elector stepped
+    # down. Lease calls have a token bucket of their own, so the renewals do not wait behind the burst.
     client = KubeClient.from_kubeconfig(
-        audited.cluster.kubeconfig, user_agent=OPERATOR_AGENT, qps=200, burst=400
+        audited.cluster.kubeconfig, user_agent=OPERATOR_AGENT, qps=BURST_QPS, burst=BURST_QPS
     )
     controller = _controller(client, ns)
     elector = LeaderElector(
