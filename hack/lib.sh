@@ -29,7 +29,7 @@ set -o errtrace
 trap "$err_trap" ERR
 
 # first_line COMMAND...: prints the first line of COMMAND's output to stderr. The whole output is read
-# before it is cut: `COMMAND | head -1` under pipefail fails whenever COMMAND writes its second line after
+# before it is cut: piping COMMAND into head under pipefail fails whenever COMMAND writes its second line after
 # head has closed the pipe (SIGPIPE, exit 141), which depends on scheduling.
 first_line() {
   local text
