@@ -44,6 +44,14 @@ def apiserver_cluster() -> Iterator[LocalCluster]:
 
 
 @pytest.fixture(scope="session")
+def workload_api_cluster() -> Iterator[LocalCluster]:
+    """etcd + kube-apiserver serving Kubernetes' Workload API (its gang-scheduling gates on)."""
+    cluster = _start(LocalCluster("apiserver", workload_gang=True))
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
 def full_cluster() -> Iterator[LocalCluster]:
     """The full tier with 4 kwok nodes, shared by the session."""
     cluster = _start(LocalCluster("full", nodes=4))

@@ -100,7 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
         parser,
         "gang-scheduling",
         default="",
-        help="'volcano', or a scheduler-plugins scheduler's name; empty disables gang scheduling",
+        help=(
+            "'volcano', 'GangScheduling' (Kubernetes' own, the Workload API), or a scheduler-plugins "
+            "scheduler's name; empty disables gang scheduling"
+        ),
     )
     _flag(parser, "lock-namespace", default="mpi-operator", help="namespace of the leader-election Lease")
     _bool_flag(parser, "leader-elect", True, "run leader election (turn off only for a single replica)")

@@ -13,7 +13,7 @@ from mpioperator.controller.watched import watched as watched_resources
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient, RequestMetrics
 from mpioperator.kube.protoapi import PROTOBUF
-from mpioperator.kube.resources import MPIJOBS, Resource
+from mpioperator.kube.resources import KUBERNETES_POD_GROUPS, MPIJOBS, Resource
 
 log = structlog.get_logger(__name__)
 
@@ -86,6 +86,13 @@ def _not_served(res: Resource, options: Options) -> str:
         return (
             "the MPIJob CRD (mpijobs.kubeflow.org/v2beta1) is not served by the API server; "
             "apply manifests/base first"
+        )
+    if res is KUBERNETES_POD_GROUPS:
+        return (
+            f"--gang-scheduling={options.gang_scheduling} needs Kubernetes' Workload API "
+            f"({res.plural}.{res.group}/{res.version}), which the API server does not serve; start it "
+            f"with --feature-gates=GenericWorkload=true,GangScheduling=true and "
+            f"--runtime-config={res.group}/{res.version}=true, or turn --gang-scheduling off"
         )
     if res.kind == "PodGroup":
         return (

@@ -74,6 +74,7 @@ class PodGroupReconciler:
         )
         cached = self._pod_groups.get(ns, pod_group_name(job))
         if cached is None:
+            await self._ensure_prerequisite(job, desired)
             try:
                 created: Obj = await self._w.create(res, desired, ns)
                 return created
@@ -84,6 +85,13 @@ class PodGroupReconciler:
                 raise refused(exc, KIND, pod_group_name(job), "created", "creating PodGroup") from exc
         if not is_controlled_by(cached, job):
             raise self._refuse(job, cached)
+        if not self._backend.updates_pod_group:
+            if cached["metadata"].get("deletionTimestamp"):
+                # Kept by a finalizer until its last pod ends (a resume right after a suspend): new pods
+                # must wait for the new gang, not join the old one.
+                raise SyncError(f"waiting for the deleted PodGroup {pod_group_name(job)} to go")
+            # Immutable: the gang keeps the count it was made with until it is made again.
+            return cached
         if self._backend.pod_group_spec_equal(cached, desired):
             return cached
         # A copy: upstream writes into the cached object, which hides a failed update from later syncs.
@@ -100,7 +108,31 @@ class PodGroupReconciler:
             found: Obj = await self._w.get(res, pod_group_name(job), job["metadata"]["namespace"])
             return found
         except errors.ApiError as exc:
-            raise SyncError(f"getting PodGroup: {exc.server_message}") from exc
+            raise SyncError(f"getting {res.kind}: {exc.server_message}") from exc
+
+    async def _ensure_prerequisite(self, job: Obj, pod_group: Obj) -> None:
+        """Create what the PodGroup is made from (Kubernetes' Workload), or accept the one we own.
+
+        Not cached: it is only written when the PodGroup is missing, which is rare.
+        """
+        needed = self._backend.prerequisite(job, pod_group)
+        if needed is None:
+            return
+        res, desired = needed
+        ns = job["metadata"]["namespace"]
+        try:
+            await self._w.create(res, desired, ns)
+            return
+        except errors.AlreadyExists:
+            found = await self._get(res, job)
+        except errors.ApiError as exc:
+            raise refused(exc, res.kind, pod_group_name(job), "created", f"creating {res.kind}") from exc
+        if not is_controlled_by(found, job):
+            message = not_managed_message(found["metadata"]["name"], res.kind)
+            self._rec.record(job, WARNING, api.REASON_RESOURCE_EXISTS, message)
+            raise SyncError(message)
+        if found["metadata"].get("deletionTimestamp"):
+            raise SyncError(f"waiting for the deleted {res.kind} {pod_group_name(job)} to go")
 
     async def delete(self, job: Obj) -> None:
         """Remove the job's PodGroup if the cache has one; nothing to do (and no write) otherwise."""
@@ -113,9 +145,14 @@ class PodGroupReconciler:
             return
         if not is_controlled_by(cached, job):
             raise self._refuse(job, cached)
-        try:
-            await self._w.delete(self._resource(), pod_group_name(job), ns)
-        except errors.NotFound:
-            pass
-        except errors.ApiError as exc:
-            raise SyncError(f"deleting PodGroup: {exc.server_message}") from exc
+        targets = [self._resource()]
+        needed = self._backend.prerequisite(job, cached)
+        if needed is not None:
+            targets.append(needed[0])
+        for res in targets:
+            try:
+                await self._w.delete(res, pod_group_name(job), ns)
+            except errors.NotFound:
+                pass
+            except errors.ApiError as exc:
+                raise SyncError(f"deleting {res.kind}: {exc.server_message}") from exc

@@ -51,3 +51,6 @@ CRDS = Resource(
 MPIJOBS = Resource("kubeflow.org", "v2beta1", "mpijobs", "MPIJob")
 VOLCANO_POD_GROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
 SCHEDULER_PLUGINS_POD_GROUPS = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")
+# Kubernetes' own Workload API (alpha in 1.36: the GenericWorkload and GangScheduling feature gates).
+WORKLOADS = Resource("scheduling.k8s.io", "v1alpha2", "workloads", "Workload")
+KUBERNETES_POD_GROUPS = Resource("scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup")

@@ -31,10 +31,18 @@ class PodGroupBackend(Protocol):
     def scheduler_name(self) -> str:
         """The pod schedulerName this backend forces; "" when it leaves pods alone."""
 
+    @property
+    def updates_pod_group(self) -> bool:
+        """Whether a PodGroup whose spec drifted is updated; False where the API makes it immutable."""
+
     def new_pod_group(
         self, job: Obj, priority_of: PriorityLookup | None, *, launcher_in_gang: bool = True
     ) -> Obj:
         """The desired PodGroup for a defaulted MPIJob; `launcher_in_gang` is maths.launcher_in_gang."""
+
+    def prerequisite(self, job: Obj, pod_group: Obj) -> tuple[Resource, Obj] | None:
+        """An object that must exist before `pod_group` can be created (its resource and desired
+        state), also owned by the job; None when the PodGroup stands alone."""
 
     def decorate_pod_template(self, template: Obj, job: Obj) -> None:
         """Point a pod (template) at the scheduler and its group, in place."""

@@ -24,10 +24,17 @@ class NullBackend:
     def scheduler_name(self) -> str:
         return ""
 
+    @property
+    def updates_pod_group(self) -> bool:
+        return False
+
     def new_pod_group(
         self, job: Obj, priority_of: PriorityLookup | None, *, launcher_in_gang: bool = True
     ) -> Obj:
         raise RuntimeError("gang scheduling is off: there is no PodGroup to build")
+
+    def prerequisite(self, job: Obj, pod_group: Obj) -> tuple[Resource, Obj] | None:
+        return None
 
     def decorate_pod_template(self, template: Obj, job: Obj) -> None:
         """Pods are left exactly as the user wrote them."""

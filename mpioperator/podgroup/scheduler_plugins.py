@@ -47,6 +47,10 @@ class SchedulerPluginsBackend:
     def scheduler_name(self) -> str:
         return self._scheduler_name
 
+    @property
+    def updates_pod_group(self) -> bool:
+        return True
+
     def new_pod_group(
         self, job: Obj, priority_of: PriorityLookup | None, *, launcher_in_gang: bool = True
     ) -> Obj:
@@ -68,6 +72,9 @@ class SchedulerPluginsBackend:
             "metadata": pod_group_metadata(job),
             "spec": spec,
         }
+
+    def prerequisite(self, job: Obj, pod_group: Obj) -> tuple[Resource, Obj] | None:
+        return None
 
     def decorate_pod_template(self, template: Obj, job: Obj) -> None:
         force_scheduler_name(template, self._scheduler_name)

@@ -57,6 +57,10 @@ class VolcanoBackend:
     def scheduler_name(self) -> str:
         return SCHEDULER_NAME
 
+    @property
+    def updates_pod_group(self) -> bool:
+        return True
+
     def new_pod_group(
         self, job: Obj, priority_of: PriorityLookup | None, *, launcher_in_gang: bool = True
     ) -> Obj:
@@ -83,6 +87,9 @@ class VolcanoBackend:
             "metadata": pod_group_metadata(job),
             "spec": spec,
         }
+
+    def prerequisite(self, job: Obj, pod_group: Obj) -> tuple[Resource, Obj] | None:
+        return None
 
     def decorate_pod_template(self, template: Obj, job: Obj) -> None:
         force_scheduler_name(template, SCHEDULER_NAME)

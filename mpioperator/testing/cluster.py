@@ -9,7 +9,8 @@ Tiers:
 
 The full tier can also run a second scheduler, scheduler-plugins with Coscheduling (gang scheduling), next
 to the vanilla one: ``LocalCluster("full", scheduler_plugins=True)`` installs the PodGroup CRD and serves
-pods whose ``spec.schedulerName`` is ``cluster.gang_scheduler_name``.
+pods whose ``spec.schedulerName`` is ``cluster.gang_scheduler_name``. ``workload_gang=True`` (any tier)
+serves Kubernetes' own Workload API and turns on kube-scheduler's GangScheduling plugin instead.
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ class LocalCluster:
         scheduler_plugins_binary: Path | None = None,
         gang_scheduler_name: str = components.SCHEDULER_PLUGINS_NAME,
         volcano: bool = False,
+        workload_gang: bool = False,
         node_network: NodeNetwork | None = None,
     ):
         if scheduler_plugins and tier != "full":
@@ -100,6 +102,8 @@ class LocalCluster:
         self.tier: Tier = tier
         self.node: RealNode | None = RealNode(network=node_network) if tier == "real" else None
         self.volcano = volcano
+        # Kubernetes' own gang scheduling: the Workload API served, kube-scheduler's GangScheduling plugin on.
+        self.workload_gang = workload_gang
         self._volcano_binary: Path | None = None
         self.scheduler_plugins = scheduler_plugins
         self._scheduler_plugins_binary = scheduler_plugins_binary
@@ -340,6 +344,7 @@ class LocalCluster:
             port=self.api_port,
             etcd_port=self.etcd_port,
             with_controller_manager=self.tier != "apiserver",
+            workload_gang=self.workload_gang,
             extra=(f"--watch-cache-sizes={UNCACHED_RESOURCE}#0", *node_flags, *self._apiserver_args),
         )
         proc = self._spawn("kube-apiserver", argv)
@@ -363,8 +368,11 @@ class LocalCluster:
     def _start_full_tier(
         self, bins: Binaries, layout: components.Layout, *, pod_group_crd: Path | None = None
     ) -> None:
-        self._spawn("kube-controller-manager", components.controller_manager_argv(bins, layout))
-        self._spawn("kube-scheduler", components.scheduler_argv(bins, layout))
+        gang = self.workload_gang
+        self._spawn(
+            "kube-controller-manager", components.controller_manager_argv(bins, layout, workload_gang=gang)
+        )
+        self._spawn("kube-scheduler", components.scheduler_argv(bins, layout, workload_gang=gang))
         stages = resources.files("mpioperator.testing").joinpath("kwok/stages.yaml")
         with resources.as_file(stages) as stages_path:
             kwok_env = dict(os.environ, HOME=str(layout.home))

@@ -83,6 +83,24 @@ def etcd_argv(bins: Binaries, layout: Layout, *, client_port: int, peer_port: in
     ]
 
 
+# Kubernetes' own gang scheduling (alpha in 1.36): the Workload API and kube-scheduler's GangScheduling
+# plugin, which the scheduler's default profile enables when its gate is on.
+WORKLOAD_FEATURE_GATES = "GenericWorkload=true,GangScheduling=true"
+WORKLOAD_API = "scheduling.k8s.io/v1alpha2"
+
+
+def workload_gang_flags(component: str, *, with_controller_manager: bool = True) -> list[str]:
+    """The flags that turn Kubernetes' gang scheduling on in one control-plane component."""
+    flags = [f"--feature-gates={WORKLOAD_FEATURE_GATES}"]
+    if component == "kube-apiserver":
+        flags.append(f"--runtime-config={WORKLOAD_API}=true")
+        if not with_controller_manager:
+            # Its finalizer is lifted by kube-controller-manager's podgroup-protection controller; without
+            # one a deleted PodGroup would never go.
+            flags.append("--disable-admission-plugins=PodGroupProtection")
+    return flags
+
+
 def apiserver_argv(
     bins: Binaries,
     layout: Layout,
@@ -91,6 +109,7 @@ def apiserver_argv(
     etcd_port: int,
     with_controller_manager: bool,
     extra: tuple[str, ...] = (),
+    workload_gang: bool = False,
 ) -> list[str]:
     argv = [
         bins.path("kube-apiserver"),
@@ -110,17 +129,29 @@ def apiserver_argv(
         "--allow-privileged=true",
         "--v=1",
     ]
+    disabled = []
     if not with_controller_manager:
         # Without kube-controller-manager nobody creates `default` ServiceAccounts or lifts the
         # not-ready taint, so the admission plugins that rely on them are turned off (envtest does the same).
-        argv.append("--disable-admission-plugins=ServiceAccount,TaintNodesByCondition")
+        disabled = ["ServiceAccount", "TaintNodesByCondition"]
+    if workload_gang:
+        for flag in workload_gang_flags("kube-apiserver", with_controller_manager=with_controller_manager):
+            name, _, value = flag.partition("=")
+            if name == "--disable-admission-plugins":
+                disabled.append(value)
+            else:
+                argv.append(flag)
+    if disabled:
+        argv.append(f"--disable-admission-plugins={','.join(disabled)}")
     argv.extend(extra)
     return argv
 
 
-def controller_manager_argv(bins: Binaries, layout: Layout) -> list[str]:
+def controller_manager_argv(bins: Binaries, layout: Layout, *, workload_gang: bool = False) -> list[str]:
+    gates = workload_gang_flags("kube-controller-manager") if workload_gang else []
     return [
         bins.path("kube-controller-manager"),
+        *gates,
         f"--kubeconfig={layout.admin_kubeconfig}",
         "--leader-elect=false",
         "--secure-port=0",
@@ -135,9 +166,11 @@ def controller_manager_argv(bins: Binaries, layout: Layout) -> list[str]:
     ]
 
 
-def scheduler_argv(bins: Binaries, layout: Layout) -> list[str]:
+def scheduler_argv(bins: Binaries, layout: Layout, *, workload_gang: bool = False) -> list[str]:
+    gates = workload_gang_flags("kube-scheduler") if workload_gang else []
     return [
         bins.path("kube-scheduler"),
+        *gates,
         f"--kubeconfig={layout.admin_kubeconfig}",
         "--leader-elect=false",
         "--secure-port=0",

@@ -1,0 +1,147 @@
+"""--gang-scheduling=GangScheduling on a real API server serving Kubernetes' Workload API
+(scheduling.k8s.io/v1alpha2): the Workload and PodGroup are accepted, owned by the job, linked from
+its pods, and deleted on suspend and completion."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from mpioperator.api.objects import Obj
+from mpioperator.testing.cluster import LocalCluster, wait_crd_established
+from mpioperator.testing.wait import wait_for
+from test.integration.controller.conftest import CRD_FILE, Harness, running_controller
+from test.integration.controller.test_gang_scheduling import GangActors, gang_job, owner_of
+
+ROOT = "/apis/scheduling.k8s.io/v1alpha2"
+
+
+@pytest.fixture(scope="session")
+def workload_api(workload_api_cluster: LocalCluster) -> LocalCluster:
+    workload_api_cluster.kubectl("apply", "--server-side", "-f", str(CRD_FILE))
+    wait_crd_established(workload_api_cluster, "mpijobs.kubeflow.org")
+    wait_for(
+        lambda: workload_api_cluster.rest.get("/apis/kubeflow.org/v2beta1/mpijobs"),
+        timeout=30,
+        what="mpijobs served",
+    )
+    return workload_api_cluster
+
+
+@pytest_asyncio.fixture
+async def native(workload_api: LocalCluster, make_namespace: Any) -> AsyncIterator[Harness]:
+    namespace = make_namespace(workload_api)
+    async with running_controller(workload_api, namespace, gang_scheduling="GangScheduling") as running:
+        yield running
+
+
+class WorkloadActors(GangActors):
+    def __init__(self, h: Harness) -> None:
+        super().__init__(h, ROOT)
+
+    def workload(self, name: str) -> Obj | None:
+        found = self.items_at(f"{ROOT}/namespaces/{self.ns}/workloads")
+        return next((w for w in found if w["metadata"]["name"] == name), None)
+
+    def items_at(self, path: str) -> list[Obj]:
+        items: list[Obj] = self.rest.get(path)["items"]
+        return items
+
+
+async def test_workload_and_pod_group_are_made_owned_and_linked_from_every_pod(native: Harness) -> None:
+    a = WorkloadActors(native)
+    a.submit(gang_job("gang", workers=4))
+
+    pod_group = await a.wait_pod_group("gang")
+    assert owner_of(pod_group)["kind"] == "MPIJob" and owner_of(pod_group)["name"] == "gang"
+    assert pod_group["spec"]["schedulingPolicy"] == {"gang": {"minCount": 5}}
+    assert pod_group["spec"]["podGroupTemplateRef"] == {
+        "workload": {"workloadName": "gang", "podGroupTemplateName": "mpijob"}
+    }
+    workload = a.workload("gang")
+    assert workload is not None
+    assert owner_of(workload)["name"] == "gang"
+    assert workload["spec"]["controllerRef"] == {"apiGroup": "kubeflow.org", "kind": "MPIJob", "name": "gang"}
+    [template] = workload["spec"]["podGroupTemplates"]
+    assert template["name"] == "mpijob"
+    assert template["schedulingPolicy"] == {"gang": {"minCount": 5}}
+
+    await a.until_true(lambda: len(a.worker_pods("gang")) == 4, "four workers")
+    for pod in a.worker_pods("gang"):
+        # The API server keeps the link (it drops the field when GenericWorkload is off).
+        assert pod["spec"]["schedulingGroup"] == {"podGroupName": "gang"}
+        assert pod["spec"]["schedulerName"] == "default-scheduler"
+    await a.until(lambda: a.launcher_job("gang"), "launcher Job")
+    assert a.launcher_template("gang")["spec"]["schedulingGroup"] == {"podGroupName": "gang"}
+
+
+async def test_wait_for_workers_ready_gang_counts_the_workers_and_the_launcher_joins_it(
+    native: Harness,
+) -> None:
+    a = WorkloadActors(native)
+    a.submit(gang_job("wait", spec={"launcherCreationPolicy": "WaitForWorkersReady"}))
+    pod_group = await a.wait_pod_group("wait")
+    # A launcher member would never arrive before the workers are Ready: the gang is the workers.
+    assert pod_group["spec"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
+    await a.until_true(lambda: len(a.worker_pods("wait")) == 2, "two workers")
+    assert a.launcher_job("wait") is None
+
+    a.set_workers("wait", "Running", ready=True)
+    await a.until(lambda: a.launcher_job("wait"), "launcher Job once workers are Ready")
+    assert a.launcher_template("wait")["spec"]["schedulingGroup"] == {"podGroupName": "wait"}
+    await a.until_true(lambda: native.controller.queue_idle(), "the work queue to drain")
+    # Immutable in the API, and the workers already meet the quorum the launcher pod joins.
+    assert a.pod_group_spec("wait")["schedulingPolicy"] == {"gang": {"minCount": 2}}
+
+
+async def test_suspend_deletes_the_gang_and_resume_makes_it_again(native: Harness) -> None:
+    a = WorkloadActors(native)
+    a.submit(gang_job("sus"))
+    first = await a.wait_pod_group("sus")
+    await a.until_true(lambda: len(a.worker_pods("sus")) == 2, "workers")
+
+    a.patch_spec("sus", {"spec": {"runPolicy": {"suspend": True}}})
+    await a.until_true(lambda: a.pod_group("sus") is None, "PodGroup deleted on suspend")
+    await a.until_true(lambda: a.workload("sus") is None, "Workload deleted on suspend")
+
+    a.patch_spec("sus", {"spec": {"runPolicy": {"suspend": False}}})
+    again = await a.wait_pod_group("sus")
+    assert again["metadata"]["uid"] != first["metadata"]["uid"]
+    assert a.workload("sus") is not None
+    await a.until_true(lambda: len(a.worker_pods("sus")) == 2, "workers on resume")
+
+
+async def test_completion_deletes_the_workload_and_its_pod_group(native: Harness) -> None:
+    a = WorkloadActors(native)
+    a.submit(gang_job("fin"))
+    await a.wait_pod_group("fin")
+    await a.until(lambda: a.launcher_job("fin"), "launcher Job")
+
+    a.set_launcher_job("fin", "Complete")
+    await a.until_true(lambda: a.condition("fin", "Succeeded") is not None, "Succeeded")
+    await a.until_true(lambda: a.pod_group("fin") is None, "PodGroup deleted on completion")
+    await a.until_true(lambda: a.workload("fin") is None, "Workload deleted on completion")
+
+
+async def test_workload_owned_by_someone_else_is_refused_and_no_worker_is_made(native: Harness) -> None:
+    a = WorkloadActors(native)
+    a.rest.create(
+        f"{ROOT}/namespaces/{a.ns}/workloads",
+        {
+            "apiVersion": "scheduling.k8s.io/v1alpha2",
+            "kind": "Workload",
+            "metadata": {"name": "taken"},
+            "spec": {"podGroupTemplates": [{"name": "other", "schedulingPolicy": {"basic": {}}}]},
+        },
+    )
+    a.submit(gang_job("taken"))
+    await a.until_true(lambda: "ErrResourceExists" in a.event_reasons("taken"), "ErrResourceExists event")
+    event = next(e for e in a.events("taken") if e["reason"] == "ErrResourceExists")
+    assert (
+        event["message"] == 'Resource "taken" of Kind "Workload" already exists and is not managed by MPIJob'
+    )
+    assert a.pod_group("taken") is None
+    assert a.worker_pods("taken") == []
