@@ -91,3 +91,21 @@ def volcano_operator(
 ) -> Iterator[OperatorProcess]:
     """The operator with --gang-scheduling=volcano: Volcano PodGroups, pods sent to the `volcano` scheduler."""
     yield from _run_operator(volcano_cluster, tmp_path_factory, "--gang-scheduling=volcano")
+
+
+@pytest.fixture(scope="session")
+def workload_gang_cluster() -> Iterator[LocalCluster]:
+    """The full tier with Kubernetes' own gang scheduling (the Workload API, kube-scheduler's
+    GangScheduling plugin) and the operator's manifests; nodes come per test."""
+    cluster = _start(LocalCluster("full", nodes=0, workload_gang=True))
+    install_manifests(cluster)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def workload_gang_operator(
+    workload_gang_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    """The operator with --gang-scheduling=GangScheduling: Workloads and PodGroups, pods left to kube-scheduler."""
+    yield from _run_operator(workload_gang_cluster, tmp_path_factory, "--gang-scheduling=GangScheduling")

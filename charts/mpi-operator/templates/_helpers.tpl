@@ -70,6 +70,13 @@ rules test/integration/manifests/test_rbac.py pins down).
 - apiGroups: [scheduling.volcano.sh, scheduling.x-k8s.io]
   resources: [podgroups]
   verbs: [get, list, watch, create, update, delete]
+# --gang-scheduling=GangScheduling: Kubernetes' own Workload API (immutable objects, never updated).
+- apiGroups: [scheduling.k8s.io]
+  resources: [podgroups]
+  verbs: [get, list, watch, create, delete]
+- apiGroups: [scheduling.k8s.io]
+  resources: [workloads]
+  verbs: [get, create, delete]
 {{- end }}
 
 {{/* Cluster-scoped reads, needed whatever namespaces are served. */}}
