@@ -86,9 +86,10 @@ def test_of_two_gangs_that_fit_one_at_a_time_one_runs_whole_and_the_other_waits_
 
     def one_whole_the_other_waiting() -> tuple[str, str] | None:
         pods = pods_by_job()
-        running = [n for n in gangs if len(pods[n]) == 5 and all(holds_node(p) for p in pods[n])]
-        if len(running) > 1:
-            raise GangViolation("both gangs hold nodes at once on a cluster that fits one")
+        holding = {n: [p["metadata"]["name"] for p in pods[n] if holds_node(p)] for n in gangs}
+        if all(holding.values()):
+            raise GangViolation(f"both gangs hold nodes at once on a cluster that fits one: {holding}")
+        running = [n for n in gangs if len(pods[n]) == 5 and len(holding[n]) == 5]
         if not running:
             return None
         (winner,) = running
@@ -106,6 +107,10 @@ def test_of_two_gangs_that_fit_one_at_a_time_one_runs_whole_and_the_other_waits_
     print(cluster.kubectl("get", "pods", "-o", "wide", "-n", ns).stdout)
     assert bindings[loser].bound == {}, f"the waiting gang was bound piecemeal: {bindings[loser].bound}"
     for pod in pods_by_job()[loser]:
+        # kube-scheduler's verdict on each waiting member, shown with -rP.
+        for cond in (pod.get("status") or {}).get("conditions") or ():
+            if cond.get("type") == "PodScheduled":
+                print(pod["metadata"]["name"], cond.get("reason"), cond.get("message"))
         assert pod["spec"]["schedulingGroup"] == {"podGroupName": loser}
         assert pod["spec"]["schedulerName"] == "default-scheduler"
 
