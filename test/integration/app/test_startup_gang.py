@@ -37,3 +37,15 @@ def test_gang_scheduling_without_its_pod_group_crd_exits_with_one_line(
     line = last_line(result)
     assert crd in line and "not serve" in line and "--gang-scheduling" in line
     assert "Traceback" not in result.stderr
+
+
+def test_kubernetes_gang_scheduling_without_the_workload_api_exits_naming_the_feature_gates(
+    mpijobs_only: LocalCluster,
+) -> None:
+    result = run_operator(f"--kubeConfig={mpijobs_only.kubeconfig}", "--gang-scheduling=GangScheduling")
+    assert result.returncode == 1
+    line = last_line(result)
+    assert "podgroups.scheduling.k8s.io/v1alpha2" in line and "not serve" in line
+    assert "GenericWorkload=true,GangScheduling=true" in line
+    assert "--runtime-config=scheduling.k8s.io/v1alpha2=true" in line
+    assert "Traceback" not in result.stderr

@@ -50,6 +50,8 @@ NEEDED: list[Access] = [
     *each("create patch", "events", "events.k8s.io"),
     *each("get list watch create update delete", "podgroups", "scheduling.volcano.sh"),
     *each("get list watch create update delete", "podgroups", "scheduling.x-k8s.io"),
+    *each("get list watch create delete", "podgroups", "scheduling.k8s.io"),
+    *each("get create delete", "workloads", "scheduling.k8s.io"),
     *each("get list watch", "priorityclasses", "scheduling.k8s.io", namespace=""),
     Access(
         "get", "customresourcedefinitions", "apiextensions.k8s.io", namespace="", name="mpijobs.kubeflow.org"
@@ -79,6 +81,10 @@ NOT_NEEDED: list[Access] = [
     Access("create", "rolebindings", "rbac.authorization.k8s.io"),
     Access("delete", "namespaces", namespace=""),
     Access("create", "queues", "scheduling.volcano.sh"),
+    # Kubernetes' Workload API objects are immutable: never updated, and their status is the scheduler's.
+    Access("update", "podgroups", "scheduling.k8s.io"),
+    Access("update", "workloads", "scheduling.k8s.io"),
+    Access("update", "podgroups", "scheduling.k8s.io", subresource="status"),
 ]
 
 
