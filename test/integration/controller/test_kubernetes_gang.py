@@ -38,6 +38,10 @@ async def native(workload_api: LocalCluster, make_namespace: Any) -> AsyncIterat
         yield running
 
 
+def reconcile_errors(h: Harness) -> float:
+    return h.registry.get_sample_value("mpi_operator_reconcile_errors_total") or 0.0
+
+
 class WorkloadActors(GangActors):
     def __init__(self, h: Harness) -> None:
         super().__init__(h, ROOT)
@@ -145,3 +149,39 @@ async def test_workload_owned_by_someone_else_is_refused_and_no_worker_is_made(n
     )
     assert a.pod_group("taken") is None
     assert a.worker_pods("taken") == []
+
+
+async def test_resume_waits_for_a_pod_group_still_held_by_a_finalizer(native: Harness) -> None:
+    a = WorkloadActors(native)
+    a.submit(gang_job("held"))
+    first = await a.wait_pod_group("held")
+    await a.until_true(lambda: len(a.worker_pods("held")) == 2, "workers")
+    # kube-controller-manager's podgroup-protection finalizer holds a PodGroup while its pods run; this
+    # API server runs no such controller, so a finalizer of the test's own stands in for it.
+    path = f"{ROOT}/namespaces/{a.ns}/podgroups/held"
+    a.rest.merge_patch(path, {"metadata": {"finalizers": ["test.mpioperator.io/hold"]}})
+
+    a.patch_spec("held", {"spec": {"runPolicy": {"suspend": True}}})
+    await a.until_true(
+        lambda: bool((a.pod_group("held") or {}).get("metadata", {}).get("deletionTimestamp")),
+        "PodGroup deleted on suspend, held by the finalizer",
+    )
+    await a.until_true(lambda: a.worker_pods("held") == [], "workers deleted on suspend")
+    errors_before = reconcile_errors(native)
+    a.patch_spec("held", {"spec": {"runPolicy": {"suspend": False}}})
+    # The resume's sync refuses to make workers for a gang still going, and is retried.
+    await a.until_true(lambda: reconcile_errors(native) > errors_before, "the resume's sync to wait")
+    assert a.worker_pods("held") == [], "workers made while the old gang was still going"
+    held = a.pod_group("held")
+    assert held is not None and held["metadata"]["uid"] == first["metadata"]["uid"]
+
+    a.rest.merge_patch(path, {"metadata": {"finalizers": None}})
+
+    def new_pod_group() -> Obj | None:
+        found = a.pod_group("held")
+        return found if found and found["metadata"]["uid"] != first["metadata"]["uid"] else None
+
+    again = await a.until(new_pod_group, "a new PodGroup once the old one is gone")
+    assert again is not None
+    assert again["spec"]["schedulingPolicy"] == {"gang": {"minCount": 3}}
+    await a.until_true(lambda: len(a.worker_pods("held")) == 2, "workers on resume")

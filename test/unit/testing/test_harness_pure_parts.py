@@ -28,6 +28,29 @@ def test_full_tier_keeps_default_admission_plugins() -> None:
     assert not any(a.startswith("--disable-admission-plugins") for a in argv)
 
 
+def test_workload_gang_serves_the_alpha_api_with_its_gates_in_every_component() -> None:
+    gates = "--feature-gates=GenericWorkload=true,GangScheduling=true"
+    full = components.apiserver_argv(
+        BINS, LAYOUT, port=1, etcd_port=2, with_controller_manager=True, workload_gang=True
+    )
+    assert gates in full and "--runtime-config=scheduling.k8s.io/v1alpha2=true" in full
+    assert not any(a.startswith("--disable-admission-plugins") for a in full)
+    for argv in (
+        components.scheduler_argv(BINS, LAYOUT, workload_gang=True),
+        components.controller_manager_argv(BINS, LAYOUT, workload_gang=True),
+    ):
+        assert argv[0].startswith("/bin-dir/kube-") and gates in argv
+    assert not any("feature-gates" in a for a in components.scheduler_argv(BINS, LAYOUT))
+
+
+def test_workload_gang_without_controller_manager_drops_the_pod_group_finalizer_plugin_too() -> None:
+    argv = components.apiserver_argv(
+        BINS, LAYOUT, port=1, etcd_port=2, with_controller_manager=False, workload_gang=True
+    )
+    disabled = [a for a in argv if a.startswith("--disable-admission-plugins")]
+    assert disabled == ["--disable-admission-plugins=ServiceAccount,TaintNodesByCondition,PodGroupProtection"]
+
+
 def test_apiserver_enforces_rbac_and_talks_to_the_given_etcd() -> None:
     argv = components.apiserver_argv(BINS, LAYOUT, port=6443, etcd_port=2379, with_controller_manager=True)
     assert argv[0] == "/bin-dir/kube-apiserver"
