@@ -185,3 +185,40 @@ async def test_resume_waits_for_a_pod_group_still_held_by_a_finalizer(native: Ha
     assert again is not None
     assert again["spec"]["schedulingPolicy"] == {"gang": {"minCount": 3}}
     await a.until_true(lambda: len(a.worker_pods("held")) == 2, "workers on resume")
+
+
+async def test_converged_job_sync_makes_no_api_write(native: Harness) -> None:
+    a = WorkloadActors(native)
+    a.submit(gang_job("quiet"))
+    await a.until(lambda: a.launcher_job("quiet"), "launcher Job")
+    a.set_workers("quiet", "Running", ready=True)
+    a.create_launcher_pod("quiet")
+    await a.until_true(lambda: a.condition("quiet", "Running") is not None, "Running condition")
+    await a.until_true(lambda: native.controller.queue_idle(), "the work queue to drain")
+    await native.controller.recorder.flush()
+
+    native.writer.writes.clear()
+    await native.controller.syncer.sync(f"{native.namespace}/quiet")
+    await native.controller.recorder.flush()
+    assert native.writer.writes == []
+
+
+async def test_a_deleted_pod_group_is_made_again_from_the_workload_still_there(native: Harness) -> None:
+    a = WorkloadActors(native)
+    a.submit(gang_job("back"))
+    first = await a.wait_pod_group("back")
+    workload = a.workload("back")
+    assert workload is not None
+    await a.until_true(lambda: native.controller.queue_idle(), "the work queue to drain")
+
+    # Nothing about the MPIJob changes: only the PodGroup's own delete event can trigger this sync.
+    a.rest.delete(f"{ROOT}/namespaces/{a.ns}/podgroups/back")
+
+    def new_pod_group() -> Obj | None:
+        found = a.pod_group("back")
+        return found if found and found["metadata"]["uid"] != first["metadata"]["uid"] else None
+
+    again = await a.until(new_pod_group, "the PodGroup made again")
+    assert again is not None and owner_of(again)["name"] == "back"
+    kept = a.workload("back")
+    assert kept is not None and kept["metadata"]["uid"] == workload["metadata"]["uid"]
