@@ -12,7 +12,7 @@ import math
 import socket
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -82,6 +82,11 @@ class Transport:
 
     def override_host(self, host: str) -> None:
         self.access.host = host
+        proxy = self.access.proxy
+        self.access.choose_proxy()
+        if self.access.proxy != proxy:
+            self._manager.clear()
+            self._manager = pool_manager(self.access)
         self._point_at(host)
 
     def _point_at(self, host: str) -> None:
@@ -100,7 +105,7 @@ class Transport:
             self._auth, self._auth_read_at = dict(check_headers(self.access.credentials())), now
         return self._auth
 
-    def _headers(self, content_type: str | None, accept: str | None = None) -> dict[str, str]:
+    def _headers(self, content_type: str | None, accept: str | None = None) -> Mapping[str, str]:
         headers = {
             "Accept": accept or "application/json",
             "User-Agent": self.user_agent,
@@ -112,7 +117,14 @@ class Transport:
             if content_type not in _KNOWN_MEDIA_TYPES:
                 check_header("Content-Type", content_type)
             headers["Content-Type"] = content_type
-        return headers
+        if not self.access.default_headers:
+            return headers
+        # A name may repeat (Impersonate-Group): a dict cannot hold that, urllib3's header dict can, and
+        # both HTTP writers send each of its pairs as a line.
+        multi = urllib3.HTTPHeaderDict(headers)
+        for name, value in self.access.default_headers:
+            multi.add(name, value)
+        return multi
 
     def open(
         self,
