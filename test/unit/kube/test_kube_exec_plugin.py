@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import yaml
 from mpioperator.kube.config import load_configuration
 from mpioperator.kube.errors import CredentialPluginError
 from mpioperator.kube.transport import Transport
-from mpioperator.testing.wait import wait_for
+from mpioperator.testing.wait import in_thread, wait_for
 
 V1 = "client.authentication.k8s.io/v1"
 
@@ -80,20 +79,6 @@ def gone(pid: int) -> bool:
     except FileNotFoundError:
         return True
     return state == "Z"  # killed, waiting for whoever inherited it to reap it
-
-
-def in_thread(call: Any) -> dict[str, Any]:
-    """Run `call` on a thread; the dict gets its result or error once it returns."""
-    outcome: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            outcome["result"] = call()
-        except Exception as exc:  # handed to the test to look at
-            outcome["error"] = exc
-
-    threading.Thread(target=run, daemon=True).start()
-    return outcome
 
 
 @pytest.fixture(autouse=True)
