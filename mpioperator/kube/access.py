@@ -10,6 +10,10 @@ from pathlib import Path
 
 from mpioperator.kube.proxyenv import env_proxy
 
+# How long one run of a kubeconfig user's credential plugin (exec, auth-provider) may take before the
+# call that needed it fails: the client's default request timeout. client-go has no bound of its own.
+PLUGIN_TIMEOUT_S = 30.0
+
 # Auth headers for the next requests; the transport asks again at most every AUTH_REUSE_S.
 Credentials = Callable[[], dict[str, str]]
 

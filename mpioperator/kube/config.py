@@ -14,9 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from mpioperator.kube import kubeconfig as kubeconfigs
-from mpioperator.kube.access import ClusterAccess, Credentials, bearer_token, bearer_token_file
+from mpioperator.kube.access import (
+    PLUGIN_TIMEOUT_S,
+    ClusterAccess,
+    Credentials,
+    bearer_token,
+    bearer_token_file,
+)
 from mpioperator.kube.errors import KubeConfigError
-from mpioperator.kube.plugins import PLUGIN_TIMEOUT_S, Bounded
 
 DEFAULT_KUBECONFIG = "~/.kube/config"
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -125,6 +130,8 @@ def _auth_provider_credentials(path: str, context: str | None, timeout: float) -
     from kubernetes import client as k8s_client  # costly: imported for auth-provider users only
     from kubernetes import config as k8s_config
     from kubernetes.config.config_exception import ConfigException
+
+    from mpioperator.kube.plugins import Bounded
 
     cfg: Any = k8s_client.Configuration()
 

@@ -8,12 +8,19 @@ import base64
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mpioperator.kube.access import ClusterAccess, basic_auth, bearer_token, bearer_token_file
-from mpioperator.kube.plugins import PLUGIN_TIMEOUT_S, ExecCredentials
-from mpioperator.kube.privatefiles import write_private
+from mpioperator.kube.access import (
+    PLUGIN_TIMEOUT_S,
+    ClusterAccess,
+    basic_auth,
+    bearer_token,
+    bearer_token_file,
+)
 from mpioperator.kube.requesthead import check_header
+
+if TYPE_CHECKING:
+    from mpioperator.kube.plugins import ExecCredentials
 
 SECTIONS = {"clusters": "cluster", "users": "user", "contexts": "context"}
 # The cluster fields client-go decodes into a Go bool: a quoted "false" there fails the whole file, as it
@@ -128,6 +135,9 @@ def access_for(
 
 
 def _exec_credentials(access: ClusterAccess, user: Entry, cluster: Entry, timeout: float) -> ExecCredentials:
+    # Imported here: an operator in a pod never runs a plugin.
+    from mpioperator.kube.plugins import ExecCredentials
+
     spec = dict(user.body["exec"])
     # As kubectl: a command with a path separator is relative to the file that names it, a bare name is
     # looked up on PATH.
@@ -199,6 +209,8 @@ def _file_or_data(entry: Entry, key: str) -> str | None:
     (the TLS layer loads client certificates from files only)."""
     data = entry.body.get(f"{key}-data")
     if data:
+        from mpioperator.kube.privatefiles import write_private
+
         return write_private(base64.b64decode(data))
     path = entry.body.get(key)
     return _relative(entry.base, path) if path else None

@@ -6,7 +6,8 @@ client-go runs it: the command with its args and env (plus KUBERNETES_EXEC_INFO,
 `expirationTimestamp` and then asked for again. A run that has not finished within the bound is killed
 with every process it started and fails the call that needed it with `CredentialPluginError`; calls
 that find a valid credential never wait for a run. client-go has no such bound of its own (it kills a
-plugin when the request's context ends): ours is `PLUGIN_TIMEOUT_S`, the client's default request timeout.
+plugin when the request's context ends): ours is `access.PLUGIN_TIMEOUT_S`, the client's default request
+timeout, or the loader's `plugin_timeout`.
 
 `auth-provider` plugins (oidc, gcp, azure) stay the official client's, which knows how to refresh them;
 its calls are run on a thread of their own and waited for within the same bound.
@@ -30,12 +31,12 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
+from mpioperator.kube.access import PLUGIN_TIMEOUT_S
 from mpioperator.kube.errors import CredentialPluginError
 from mpioperator.kube.privatefiles import write_private
 
 T = TypeVar("T")
 
-PLUGIN_TIMEOUT_S = 30.0
 EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
 EXEC_CLUSTER_EXTENSION = "client.authentication.k8s.io/exec"
 # The transport reuses credentials for up to 10 s (transport.AUTH_REUSE_S): a credential that expires
