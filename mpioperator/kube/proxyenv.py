@@ -15,7 +15,6 @@ import contextlib
 import ipaddress
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -52,15 +51,27 @@ def uses_proxy(host: str, port: str, no_proxy: str) -> bool:
     return not any(rule.matches(host, port, ip) for rule in _rules(no_proxy))
 
 
-@dataclass(frozen=True, slots=True)
 class _Rule:
-    everything: bool = False
-    network: Network | None = None
-    address: Address | None = None
-    # A domain with its leading dot; `exact` when written without one, so it also matches itself.
-    suffix: str = ""
-    exact: bool = False
-    port: str = ""
+    # A plain class: a dataclass costs a millisecond to define, paid by every start-up in a pod.
+    __slots__ = ("address", "everything", "exact", "network", "port", "suffix")
+
+    def __init__(
+        self,
+        *,
+        everything: bool = False,
+        network: Network | None = None,
+        address: Address | None = None,
+        suffix: str = "",
+        exact: bool = False,
+        port: str = "",
+    ) -> None:
+        self.everything = everything
+        self.network = network
+        self.address = address
+        # A domain with its leading dot; `exact` when written without one, so it also matches itself.
+        self.suffix = suffix
+        self.exact = exact
+        self.port = port
 
     def matches(self, host: str, port: str, ip: Address | None) -> bool:
         if self.everything:
