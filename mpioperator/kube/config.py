@@ -21,7 +21,7 @@ from mpioperator.kube.access import (
     bearer_token,
     bearer_token_file,
 )
-from mpioperator.kube.errors import KubeConfigError
+from mpioperator.kube.errors import CredentialPluginError, KubeConfigError
 
 DEFAULT_KUBECONFIG = "~/.kube/config"
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -80,6 +80,9 @@ def load_configuration(
             access = kubeconfig_access(path, context, pool_size, plugin_timeout)
         except (OSError, ValueError, LookupError) as exc:
             raise KubeConfigError(f"cannot load kubeconfig {path}: {exc}") from exc
+        except CredentialPluginError as exc:
+            # The plugin's first run is part of loading: a failure then is the kubeconfig's to report.
+            raise KubeConfigError(f"cannot load kubeconfig {path}: {exc.message}") from exc
     else:
         access = ClusterAccess(host=host, pool_size=pool_size)  # normalised with the override below
     if host is not None:

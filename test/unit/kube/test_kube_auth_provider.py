@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from mpioperator.kube.config import load_configuration
-from mpioperator.kube.errors import CredentialPluginError
+from mpioperator.kube.errors import KubeConfigError
 from mpioperator.testing.wait import in_thread, wait_for
 
 
@@ -78,5 +78,5 @@ def test_an_identity_provider_that_never_answers_fails_the_load_after_the_bound(
     outcome = in_thread(lambda: load_configuration(kubeconfig=path, plugin_timeout=1.0))
     wait_for(lambda: outcome, timeout=60, what="the load to give up on the silent identity provider")
     error = outcome.get("error")
-    assert isinstance(error, CredentialPluginError), outcome
+    assert isinstance(error, KubeConfigError), outcome
     assert "gave no credential within 1 s" in str(error)

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from mpioperator.kube.config import load_configuration
-from mpioperator.kube.errors import CredentialPluginError
+from mpioperator.kube.errors import CredentialPluginError, KubeConfigError
 from mpioperator.kube.transport import Transport
 from mpioperator.testing.wait import in_thread, wait_for
 
@@ -95,7 +95,7 @@ def test_a_plugin_that_hangs_fails_the_load_after_the_bound_and_is_killed_with_i
     # The bound is 1 s; the wait is generous for a loaded machine, and without a bound it never ends.
     wait_for(lambda: outcome, timeout=60, what="the load to give up on the hanging plugin")
     error = outcome["error"]
-    assert isinstance(error, CredentialPluginError)
+    assert isinstance(error, KubeConfigError)
     assert "gave no credential within 1 s: killed" in str(error)
     child = int((tmp_path / "child").read_text())
     wait_for(lambda: gone(child), timeout=30, what=f"the plugin's child {child} to be killed")
@@ -175,7 +175,7 @@ def test_an_answer_in_another_api_version_is_refused(tmp_path: Path) -> None:
     doc["users"][0]["user"]["exec"]["args"][2] = "client.authentication.k8s.io/v1beta1"
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(
-        CredentialPluginError, match=r"configured for client\.authentication\.k8s\.io/v1 and answered"
+        KubeConfigError, match=r"configured for client\.authentication\.k8s\.io/v1 and answered"
     ):
         load_configuration(kubeconfig=path)
 
@@ -190,6 +190,6 @@ def test_no_proxy_holds_for_a_plugin_user(tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_a_missing_plugin_names_its_install_hint(tmp_path: Path) -> None:
     path = plugin_kubeconfig(tmp_path, [], command=str(tmp_path / "absent"), installHint="install it from x")
-    with pytest.raises(CredentialPluginError, match="install it from x"):
+    with pytest.raises(KubeConfigError, match="install it from x"):
         load_configuration(kubeconfig=path)
     assert not os.path.exists(tmp_path / "runs")
