@@ -80,6 +80,10 @@ class ExecCredentials:
         if spec.get("interactiveMode") == "Always":
             raise ValueError("exec plugin: interactiveMode Always needs a terminal, and this client has none")
         self._spec = spec
+        try:
+            self._env = {str(item["name"]): str(item["value"]) for item in spec.get("env") or ()}
+        except (KeyError, TypeError):
+            raise ValueError("exec plugin: every env entry needs a name and a value") from None
         self._api_version = api_version
         self._cluster = cluster if spec.get("provideClusterInfo") else None
         self._timeout = timeout
@@ -112,9 +116,7 @@ class ExecCredentials:
             self._lock.release()
 
     def _run(self) -> _Issued:
-        env = dict(os.environ)
-        for item in self._spec.get("env") or ():
-            env[str(item["name"])] = str(item["value"])
+        env = {**os.environ, **self._env}
         env["KUBERNETES_EXEC_INFO"] = orjson.dumps(self._exec_info()).decode()
         argv = [self.command, *(str(a) for a in self._spec.get("args") or ())]
         try:

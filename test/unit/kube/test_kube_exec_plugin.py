@@ -30,6 +30,7 @@ runs = here / "runs"
 n = int(runs.read_text()) + 1 if runs.exists() else 1
 runs.write_text(str(n))
 (here / f"exec-info-{n}").write_text(os.environ.get("KUBERNETES_EXEC_INFO", ""))
+(here / f"setting-{n}").write_text(os.environ.get("PLUGIN_SETTING", ""))
 step = json.loads((here / "plan").read_text())[n - 1]
 if step.get("hang"):
     child = subprocess.Popen(["sleep", "600"])
@@ -167,6 +168,7 @@ def test_the_plugin_sees_the_cluster_when_it_asks_and_its_env(tmp_path: Path) ->
     assert info["apiVersion"] == V1
     assert info["spec"]["interactive"] is False
     assert info["spec"]["cluster"]["server"] == "https://kube.example.com:6443"
+    assert (tmp_path / "setting-1").read_text() == "on"
 
 
 def test_an_answer_in_another_api_version_is_refused(tmp_path: Path) -> None:
