@@ -55,7 +55,8 @@ class ClusterAccess:
     key_file: str | None = None
     # The proxy every connection to `host` goes through (an http://, https:// or socks5:// URL), already
     # chosen by the loader: a kubeconfig cluster's proxy-url, else the environment's HTTPS_PROXY/HTTP_PROXY
-    # unless NO_PROXY exempts the host (kube/proxyenv.py). None: connect directly.
+    # unless NO_PROXY exempts the host (kube/proxyenv.py). None: connect directly. A user and password
+    # in it (http://user:pass@proxy:3128) are the proxy's credentials (Proxy-Authorization: Basic).
     proxy: str | None = None
     # Whether `proxy` came from the environment: then it is chosen again if the host changes.
     proxy_from_env: bool = False

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import unquote, urlencode, urlsplit
 
 import orjson
 import urllib3
@@ -258,6 +258,11 @@ def pool_manager(access: ClusterAccess) -> urllib3.PoolManager:
         from urllib3.contrib.socks import SOCKSProxyManager  # needs the optional PySocks
 
         return SOCKSProxyManager(access.proxy, **args)
+    proxy = urlsplit(access.proxy)
+    if proxy.username is not None:
+        # Go sends a proxy URL's user and password as Proxy-Authorization; urllib3 needs them given.
+        credentials = f"{unquote(proxy.username)}:{unquote(proxy.password or '')}"
+        args["proxy_headers"] = urllib3.make_headers(proxy_basic_auth=credentials)
     return urllib3.ProxyManager(access.proxy, **args)
 
 

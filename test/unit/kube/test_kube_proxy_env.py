@@ -4,6 +4,7 @@ go through a real CONNECT proxy on loopback that alone knows where the server's 
 
 from __future__ import annotations
 
+import base64
 import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -79,6 +80,17 @@ def test_a_kubeconfig_server_is_reached_through_https_proxy_from_the_environment
     assert get_namespace(Transport(access, "test")) == "seen"
     assert [t.target for t in site.proxy.tunnels] == [f"kube.test:{site.server.port}"]
     assert [path for path, _ in site.server.requests] == ["/api/v1/namespaces/seen"]
+
+
+def test_a_user_and_password_in_the_proxy_url_are_sent_to_the_proxy(
+    site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", site.proxy.url.replace("://", "://jane:s%40cret@"))
+    path = site.kubeconfig(tmp_path / "config", f"https://kube.test:{site.server.port}")
+    assert get_namespace(Transport(load_configuration(kubeconfig=path), "test")) == "seen"
+    (tunnel,) = site.proxy.tunnels
+    expected = "Basic " + base64.b64encode(b"jane:s@cret").decode()
+    assert {k.lower(): v for k, v in tunnel.headers.items()}["proxy-authorization"] == expected
 
 
 def test_no_proxy_naming_the_server_sends_the_request_past_the_proxy(
