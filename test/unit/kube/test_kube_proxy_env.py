@@ -152,3 +152,28 @@ def test_a_loopback_server_is_never_proxied(
     assert access.proxy is None
     assert get_namespace(Transport(access, "test")) == "seen"
     assert site.proxy.tunnels == []
+
+
+def proxy_of(transport: Transport) -> str | None:
+    return transport.access.proxy
+
+
+def test_a_host_override_chooses_the_environments_proxy_again(
+    site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", site.proxy.url)
+    path = site.kubeconfig(
+        tmp_path / "config", f"https://kube.test:{site.server.port}", **{"tls-server-name": "kube.test"}
+    )
+    transport = Transport(load_configuration(kubeconfig=path), "test")
+    assert proxy_of(transport) == site.proxy.url
+    # As --master does: the new host is loopback, which is never proxied.
+    transport.override_host(f"https://127.0.0.1:{site.server.port}")
+    assert proxy_of(transport) is None
+    # Streams (urllib3's pool) and whole answers alike go straight to the server.
+    stream = transport.open("GET", "/api/v1/namespaces/stream", timeout=30)
+    assert stream.status == 200
+    stream.read()
+    stream.release_conn()
+    assert get_namespace(transport) == "seen"
+    assert site.proxy.tunnels == []
