@@ -62,7 +62,7 @@ class ClusterAccess:
     proxy_from_env: bool = False
     # Header fields sent with every request besides the credentials' (impersonation: Impersonate-User,
     # Impersonate-Uid, one Impersonate-Group per group, Impersonate-Extra-<key>). Pairs, since a name
-    # may repeat; already checked and encoded (UTF-8 values carried as latin-1 characters, one per byte).
+    # may repeat. Checked (no CR, LF, NUL); values are text, sent as UTF-8 as client-go sends them.
     default_headers: tuple[tuple[str, str], ...] = ()
     credentials: Credentials = field(default=no_credentials)
     # Every open watch pins a connection; a pool too small for them churns connections under load.

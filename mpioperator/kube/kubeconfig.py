@@ -177,9 +177,7 @@ def impersonation(user: dict[str, Any]) -> tuple[tuple[str, str], ...]:
             fields.append((f"Impersonate-Extra-{_escape_extra_key(str(key))}", str(value)))
     for field_name, value in fields:
         check_header(field_name, value)
-    # http.client and our HTTP/1.1 writer encode header values as latin-1: carry the UTF-8 bytes as
-    # latin-1 characters, so the wire holds UTF-8 as client-go sends it.
-    return tuple((n, v.encode().decode("latin-1")) for n, v in fields)
+    return tuple(fields)
 
 
 _TOKEN_BYTES = frozenset(b"!#$&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")

@@ -74,6 +74,9 @@ class Transport:
         self._auth: dict[str, str] = {}
         self._auth_read_at = -math.inf
         self._unary: Http1Pool | None = None
+        # http.client and our HTTP/1.1 writer encode header values as latin-1: the UTF-8 bytes of each
+        # value are carried as latin-1 characters, so the wire holds UTF-8, as client-go sends it.
+        self._default_headers = [(n, v.encode().decode("latin-1")) for n, v in access.default_headers]
         self._point_at(access.host)
 
     @property
@@ -117,12 +120,12 @@ class Transport:
             if content_type not in _KNOWN_MEDIA_TYPES:
                 check_header("Content-Type", content_type)
             headers["Content-Type"] = content_type
-        if not self.access.default_headers:
+        if not self._default_headers:
             return headers
         # A name may repeat (Impersonate-Group): a dict cannot hold that, urllib3's header dict can, and
         # both HTTP writers send each of its pairs as a line.
         multi = urllib3.HTTPHeaderDict(headers)
-        for name, value in self.access.default_headers:
+        for name, value in self._default_headers:
             multi.add(name, value)
         return multi
 
