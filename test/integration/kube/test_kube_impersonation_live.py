@@ -22,9 +22,13 @@ SELF_SUBJECT_REVIEWS = Resource(
 def impersonating_kubeconfig(cluster: LocalCluster, path: Path) -> Path:
     doc = yaml.safe_load(cluster.kubeconfig.read_text())
     doc["users"][0]["user"].update(
-        {"as": "jane", "as-groups": ["developers"], "as-user-extra": {"reason": ["on call", "audit"]}}
+        {
+            "as": "jane",
+            "as-groups": ["developers", "équipe"],
+            "as-user-extra": {"reason": ["on call", "audit"]},
+        }
     )
-    path.write_text(yaml.safe_dump(doc))
+    path.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
     return path
 
 
@@ -40,7 +44,8 @@ async def test_the_api_server_sees_the_impersonated_user_its_groups_and_extras(
         await client.close()
     user = review["status"]["userInfo"]
     assert user["username"] == "jane"
-    assert "developers" in user["groups"] and "system:masters" not in user["groups"]
+    # A group outside ASCII arrives as written: the value goes out as UTF-8, as client-go sends it.
+    assert {"developers", "équipe"} <= set(user["groups"]) and "system:masters" not in user["groups"]
     assert user["extra"] == {"reason": ["on call", "audit"]}
 
 
