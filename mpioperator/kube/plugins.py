@@ -56,6 +56,10 @@ class _Issued:
     def fresh(self, now: float) -> bool:
         return self.expires_at is None or now < self.expires_at - EXPIRY_MARGIN_S
 
+    def usable(self, now: float) -> bool:
+        """Not expired yet, though perhaps due for renewal."""
+        return self.expires_at is None or now < self.expires_at
+
 
 class ExecCredentials:
     """The credentials of an `exec` user: call it for the auth headers. A client certificate the plugin
@@ -99,10 +103,15 @@ class ExecCredentials:
 
     def __call__(self) -> dict[str, str]:
         issued = self._issued
-        if issued is not None and issued.fresh(self._clock()):
+        now = self._clock()
+        if issued is not None and issued.fresh(now):
             return issued.headers
-        # One run at a time: callers that also need a new credential wait for it, within the bound.
-        if not self._lock.acquire(timeout=self._timeout):
+        if issued is not None and issued.usable(now):
+            if not self._lock.acquire(blocking=False):
+                # Another call is renewing it; this one still works meanwhile, so nobody waits.
+                return issued.headers
+        # One run at a time: callers that need the new credential wait for it, within the bound.
+        elif not self._lock.acquire(timeout=self._timeout):
             raise CredentialPluginError(
                 f"exec plugin {self.command}: the run another call started has not finished within"
                 f" {self._timeout:g} s"

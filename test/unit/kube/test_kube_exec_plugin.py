@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import yaml
 
 from mpioperator.kube.config import load_configuration
 from mpioperator.kube.errors import CredentialPluginError, KubeConfigError
+from mpioperator.kube.plugins import ExecCredentials
 from mpioperator.kube.transport import Transport
 from mpioperator.testing.wait import in_thread, wait_for
 
@@ -122,8 +124,9 @@ def test_a_refresh_that_hangs_fails_that_call_and_the_next_call_runs_the_plugin_
 
 
 def test_callers_waiting_for_a_hung_run_are_bounded_too(tmp_path: Path) -> None:
+    # Run 1's token has expired already: every caller needs the new one.
     plan: list[dict[str, Any]] = [
-        {"token": "one", "expires_in": 5},
+        {"token": "one", "expires_in": -60},
         {"hang": True},
         {"token": "three"},
         {"token": "four"},
@@ -134,6 +137,22 @@ def test_callers_waiting_for_a_hung_run_are_bounded_too(tmp_path: Path) -> None:
     errors = [o["error"] for o in outcomes if "error" in o]
     assert errors and all(isinstance(e, CredentialPluginError) for e in errors)
     assert all(o["result"] == {"authorization": "Bearer three"} for o in outcomes if "result" in o)
+
+
+def test_while_a_renewal_hangs_other_calls_use_the_token_that_still_works(tmp_path: Path) -> None:
+    plan: list[dict[str, Any]] = [{"token": "one", "expires_in": 3600}, {"hang": True}, {"token": "three"}]
+    path = plugin_kubeconfig(tmp_path, plan)
+    spec = yaml.safe_load(path.read_text())["users"][0]["user"]["exec"]
+    # Five seconds before run 1's token expires, for as long as the test runs: due for renewal, still valid.
+    frozen = time.time() + 3600 - 5
+    source = ExecCredentials(spec, None, timeout=15, clock=lambda: frozen)
+    assert source() == {"authorization": "Bearer one"}  # run 1
+    renewing = in_thread(source)  # run 2, which hangs
+    wait_for(lambda: (tmp_path / "child").exists(), timeout=60, what="the renewal to be under way")
+    assert source() == {"authorization": "Bearer one"}
+    assert renewing == {} and runs(tmp_path) == 2
+    wait_for(lambda: renewing, timeout=90, what="the hung renewal to be given up")
+    assert isinstance(renewing.get("error"), CredentialPluginError)
 
 
 def test_a_token_is_reused_until_it_expires_then_asked_for_again(tmp_path: Path) -> None:
