@@ -214,3 +214,10 @@ def test_a_missing_plugin_names_its_install_hint(tmp_path: Path) -> None:
     with pytest.raises(KubeConfigError, match="install it from x"):
         load_configuration(kubeconfig=path)
     assert not os.path.exists(tmp_path / "runs")
+
+
+def test_a_plugin_that_must_be_interactive_is_refused_without_being_run(tmp_path: Path) -> None:
+    path = plugin_kubeconfig(tmp_path, [{"token": "one"}], interactiveMode="Always")
+    with pytest.raises(KubeConfigError, match="interactiveMode Always"):
+        load_configuration(kubeconfig=path)
+    assert not (tmp_path / "runs").exists()
