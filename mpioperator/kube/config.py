@@ -1,9 +1,10 @@
 """Where the operator's access to the cluster comes from: in-cluster, a kubeconfig, or explicit settings.
 
-Our own loader covers what operators run with (service-account tokens, kubeconfig tokens, token files,
-client certificates, basic auth). The official client, with its import cost of a tenth of a second or
-more at start-up, is imported only for kubeconfig users whose credentials come from a plugin (exec,
-auth-provider), which it knows how to run and refresh."""
+Our own loader covers what client-go's does for operators and their users: service-account tokens,
+kubeconfig tokens, token files, client certificates, basic auth, exec plugins (kube/plugins.py),
+impersonation, and proxies from the environment with NO_PROXY (kube/proxyenv.py). The official client,
+with its import cost of a tenth of a second or more, is imported only for auth-provider users, whose
+plugins (oidc, gcp, azure) it knows how to refresh."""
 
 from __future__ import annotations
 
@@ -13,8 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from mpioperator.kube import kubeconfig as kubeconfigs
-from mpioperator.kube.access import ClusterAccess, bearer_token, bearer_token_file
-from mpioperator.kube.errors import KubeConfigError
+from mpioperator.kube.access import (
+    PLUGIN_TIMEOUT_S,
+    ClusterAccess,
+    Credentials,
+    bearer_token,
+    bearer_token_file,
+)
+from mpioperator.kube.errors import CredentialPluginError, KubeConfigError
 
 DEFAULT_KUBECONFIG = "~/.kube/config"
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -57,18 +64,25 @@ def load_configuration(
     token: str | None = None,
     ca_file: str | None = None,
     pool_size: int = 16,
+    plugin_timeout: float = PLUGIN_TIMEOUT_S,
+    environ: Mapping[str, str] | None = None,
 ) -> ClusterAccess:
     """In-cluster, kubeconfig (default path when neither host nor path is given) or explicit settings.
 
-    Explicit host/token/CA override what was loaded, so a kubeconfig can be pointed at another server."""
+    Explicit host/token/CA override what was loaded, so a kubeconfig can be pointed at another server.
+    The proxy is the cluster's proxy-url, else the environment's for the final host, as client-go's.
+    A credential plugin's run is bounded by `plugin_timeout` seconds."""
     if in_cluster:
         access = in_cluster_access(pool_size)
     elif kubeconfig is not None or host is None:
         path = kubeconfig_path(kubeconfig)
         try:
-            access = kubeconfig_access(path, context, pool_size)
+            access = kubeconfig_access(path, context, pool_size, plugin_timeout)
         except (OSError, ValueError, LookupError) as exc:
             raise KubeConfigError(f"cannot load kubeconfig {path}: {exc}") from exc
+        except CredentialPluginError as exc:
+            # The plugin's first run is part of loading: a failure then is the kubeconfig's to report.
+            raise KubeConfigError(f"cannot load kubeconfig {path}: {exc.message}") from exc
     else:
         access = ClusterAccess(host=host, pool_size=pool_size)  # normalised with the override below
     if host is not None:
@@ -77,6 +91,7 @@ def load_configuration(
         access.credentials = bearer_token(token)
     if ca_file is not None:
         access.ca_file, access.ca_data = ca_file, None
+    access.choose_proxy(environ)
     return access
 
 
@@ -91,34 +106,46 @@ def in_cluster_access(
     if not token.is_file():
         raise KubeConfigError(f"not in a cluster: no service-account token at {token}")
     server = f"[{host}]" if ":" in host else host
-    return ClusterAccess(
+    access = ClusterAccess(
         host=f"https://{server}:{port}",
         ca_file=str(account / "ca.crt"),
         credentials=bearer_token_file(token),
         pool_size=pool_size,
     )
+    # client-go's in-cluster config names no proxy: HTTPS_PROXY and NO_PROXY of the pod apply.
+    access.choose_proxy(env)
+    return access
 
 
-def kubeconfig_access(path: str, context: str | None, pool_size: int) -> ClusterAccess:
+def kubeconfig_access(
+    path: str, context: str | None, pool_size: int, plugin_timeout: float = PLUGIN_TIMEOUT_S
+) -> ClusterAccess:
     config = kubeconfigs.read(path)
-    if config.uses_plugin(context):
-        return _plugin_access(path, context, pool_size)
-    return kubeconfigs.access_for(config, context, pool_size)
+    access = kubeconfigs.access_for(config, context, pool_size, plugin_timeout)
+    if config.uses_auth_provider(context):
+        access.credentials = _auth_provider_credentials(path, context, plugin_timeout)
+    return access
 
 
-def _plugin_access(path: str, context: str | None, pool_size: int) -> ClusterAccess:
-    from kubernetes import client as k8s_client  # costly: imported for plugin users only
+def _auth_provider_credentials(path: str, context: str | None, timeout: float) -> Credentials:
+    """The official client runs and refreshes auth-provider plugins; everything else about the cluster
+    (TLS, proxy, impersonation) is read as for any user."""
+    from kubernetes import client as k8s_client  # costly: imported for auth-provider users only
     from kubernetes import config as k8s_config
     from kubernetes.config.config_exception import ConfigException
 
-    cfg: Any = k8s_client.Configuration()
-    try:
-        k8s_config.load_kube_config(config_file=path, context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
-    except ConfigException as exc:
-        raise ValueError(str(exc)) from exc
+    from mpioperator.kube.plugins import Bounded
 
-    def credentials() -> dict[str, str]:
-        # auth_settings runs the loader's refresh hook, which re-runs the plugin once its token expires.
+    cfg: Any = k8s_client.Configuration()
+
+    def load() -> None:
+        try:
+            k8s_config.load_kube_config(config_file=path, context=context, client_configuration=cfg)  # type: ignore[no-untyped-call]
+        except ConfigException as exc:
+            raise ValueError(str(exc)) from exc
+
+    def headers() -> dict[str, str]:
+        # auth_settings runs the loader's refresh hook, which asks the provider again once the token expires.
         settings: dict[str, dict[str, Any]] = dict(cfg.auth_settings())
         return {
             str(s["key"]): str(s["value"])
@@ -126,14 +153,5 @@ def _plugin_access(path: str, context: str | None, pool_size: int) -> ClusterAcc
             if s.get("in") == "header" and s.get("value")
         }
 
-    return ClusterAccess(
-        host=str(cfg.host).rstrip("/"),
-        ca_file=cfg.ssl_ca_cert,
-        verify=bool(cfg.verify_ssl),
-        tls_server_name=cfg.tls_server_name,
-        cert_file=cfg.cert_file,
-        key_file=cfg.key_file,
-        proxy=cfg.proxy,
-        credentials=credentials,
-        pool_size=pool_size,
-    )
+    Bounded(load, f"auth-provider of kubeconfig {path}", timeout)()
+    return Bounded(headers, f"auth-provider of kubeconfig {path}", timeout)

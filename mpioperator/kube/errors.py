@@ -61,6 +61,14 @@ class ServerTimeout(ApiError):
     pass
 
 
+class CredentialPluginError(ApiError):
+    """A kubeconfig's exec or auth-provider plugin failed or did not answer in time. Status 0, as a
+    transport failure: the call failed before it was sent, and a retry may run the plugin again."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(0, "", message)
+
+
 class KubeConfigError(Exception):
     """A kubeconfig that cannot be read or lacks what was asked of it (a context, a cluster)."""
 

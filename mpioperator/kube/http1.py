@@ -24,7 +24,7 @@ import select
 import socket
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from mpioperator.kube.chunked import Dechunker, StreamBroken
@@ -134,7 +134,7 @@ class Http1Pool:
         self,
         method: str,
         target: str,
-        headers: dict[str, str],
+        headers: Mapping[str, str],
         body: bytes | None,
         timeout: float | None,
     ) -> Reply:
@@ -196,7 +196,7 @@ class Http1Pool:
             raise HttpError(f"{type(exc).__name__}: {exc}") from exc
         return _Connection(sock)
 
-    def _encode(self, method: str, target: str, headers: dict[str, str], body: bytes | None) -> bytes:
+    def _encode(self, method: str, target: str, headers: Mapping[str, str], body: bytes | None) -> bytes:
         lines = [f"{method} {target} HTTP/1.1", f"Host: {self._host_header}"]
         lines += [f"{name}: {value}" for name, value in headers.items()]
         if body is not None or method in ("POST", "PUT", "PATCH"):

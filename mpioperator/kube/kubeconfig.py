@@ -4,16 +4,23 @@ inline data preferred over a file path."""
 
 from __future__ import annotations
 
-import atexit
 import base64
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mpioperator.kube.access import ClusterAccess, basic_auth, bearer_token, bearer_token_file
+from mpioperator.kube.access import (
+    PLUGIN_TIMEOUT_S,
+    ClusterAccess,
+    basic_auth,
+    bearer_token,
+    bearer_token_file,
+)
+from mpioperator.kube.requesthead import check_header
+
+if TYPE_CHECKING:
+    from mpioperator.kube.plugins import ExecCredentials
 
 SECTIONS = {"clusters": "cluster", "users": "user", "contexts": "context"}
 # The cluster fields client-go decodes into a Go bool: a quoted "false" there fails the whole file, as it
@@ -44,11 +51,12 @@ class KubeConfig:
             raise LookupError(f"context {chosen!r} not found")
         return chosen, entry.body
 
-    def uses_plugin(self, context: str | None) -> bool:
-        """Whether the context's user authenticates through an exec or auth-provider plugin."""
+    def uses_auth_provider(self, context: str | None) -> bool:
+        """Whether the context's user authenticates through an auth-provider plugin (oidc, gcp, azure),
+        which the official client runs."""
         _, ctx = self.context(context)
         user = self.users.get(str(ctx.get("user") or ""))
-        return user is not None and ("exec" in user.body or "auth-provider" in user.body)
+        return user is not None and "auth-provider" in user.body
 
 
 def read(paths: str) -> KubeConfig:
@@ -83,9 +91,12 @@ def read(paths: str) -> KubeConfig:
     return merged
 
 
-def access_for(config: KubeConfig, context: str | None, pool_size: int) -> ClusterAccess:
-    """The access the context describes, for users with a static credential, a token file, basic auth or
-    a client certificate. Plugin users (exec, auth-provider) are the library's: see `uses_plugin`."""
+def access_for(
+    config: KubeConfig, context: str | None, pool_size: int, plugin_timeout: float = PLUGIN_TIMEOUT_S
+) -> ClusterAccess:
+    """The access the context describes, for users with an exec plugin, a static credential, a token
+    file, basic auth or a client certificate, with the user's impersonation. An auth-provider user's
+    credentials are left to the caller (see `uses_auth_provider`)."""
     _, ctx = config.context(context)
     cluster_name = str(ctx.get("cluster") or "")
     if cluster_name not in config.clusters:
@@ -109,7 +120,10 @@ def access_for(config: KubeConfig, context: str | None, pool_size: int) -> Clust
         access.ca_file = _relative(cluster.base, c["certificate-authority"])
     access.cert_file = _file_or_data(user, "client-certificate")
     access.key_file = _file_or_data(user, "client-key")
-    if u.get("token"):
+    access.default_headers = impersonation(u)
+    if u.get("exec"):
+        access.credentials = _exec_credentials(access, user, cluster, plugin_timeout)
+    elif u.get("token"):
         # Surrounding whitespace (a token pasted with its newline) is dropped, as client-go drops it from
         # token files; a newline inside is refused when the header is made.
         access.credentials = bearer_token(str(u["token"]).strip())
@@ -118,6 +132,60 @@ def access_for(config: KubeConfig, context: str | None, pool_size: int) -> Clust
     elif u.get("username") and u.get("password"):
         access.credentials = basic_auth(str(u["username"]), str(u["password"]))
     return access
+
+
+def _exec_credentials(access: ClusterAccess, user: Entry, cluster: Entry, timeout: float) -> ExecCredentials:
+    # Imported here: an operator in a pod never runs a plugin.
+    from mpioperator.kube.plugins import ExecCredentials
+
+    spec = dict(user.body["exec"])
+    # As kubectl: a command with a path separator is relative to the file that names it, a bare name is
+    # looked up on PATH.
+    if os.sep in str(spec.get("command") or ""):
+        spec["command"] = _relative(user.base, spec["command"])
+    shown = dict(cluster.body)
+    if shown.get("certificate-authority"):
+        shown["certificate-authority"] = _relative(cluster.base, shown["certificate-authority"])
+    source = ExecCredentials(spec, shown, timeout=timeout)
+    # Run once now, as the official loader did: a plugin that cannot give a credential fails the load
+    # with its reason, and a client certificate it gives is in place before the first connection.
+    source()
+    if source.cert_file:
+        access.cert_file, access.key_file = source.cert_file, source.key_file
+    return source
+
+
+def impersonation(user: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The Impersonate-* header fields for a kubeconfig user's `as`, `as-uid`, `as-groups` and
+    `as-user-extra`, as client-go sends them: extra keys percent-encoded where a header name cannot hold
+    the character, values sent as UTF-8."""
+    name = str(user.get("as") or "")
+    uid = str(user.get("as-uid") or "")
+    groups = [str(g) for g in user.get("as-groups") or ()]
+    extra: dict[str, Any] = dict(user.get("as-user-extra") or {})
+    if not name:
+        if uid or groups or extra:
+            # kubectl refuses this too, and the API server refuses to impersonate groups without a user.
+            raise ValueError("as-uid, as-groups and as-user-extra need the user to impersonate (as)")
+        return ()
+    fields = [("Impersonate-User", name)]
+    if uid:
+        fields.append(("Impersonate-Uid", uid))
+    fields += [("Impersonate-Group", group) for group in groups]
+    for key, values in extra.items():
+        for value in values if isinstance(values, list) else [values]:
+            fields.append((f"Impersonate-Extra-{_escape_extra_key(str(key))}", str(value)))
+    for field_name, value in fields:
+        check_header(field_name, value)
+    return tuple(fields)
+
+
+_TOKEN_BYTES = frozenset(b"!#$&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def _escape_extra_key(key: str) -> str:
+    # The API server percent-decodes the key; '%' itself is escaped so it decodes to itself.
+    return "".join(chr(b) if b in _TOKEN_BYTES else f"%{b:02X}" for b in key.encode())
 
 
 def _check_flags(path: Path, cluster: str, body: dict[str, Any]) -> None:
@@ -139,20 +207,8 @@ def _file_or_data(entry: Entry, key: str) -> str | None:
     (the TLS layer loads client certificates from files only)."""
     data = entry.body.get(f"{key}-data")
     if data:
-        return _private_file(base64.b64decode(data))
+        from mpioperator.kube.privatefiles import write_private
+
+        return write_private(base64.b64decode(data))
     path = entry.body.get(key)
     return _relative(entry.base, path) if path else None
-
-
-_private_dir: str | None = None
-
-
-def _private_file(content: bytes) -> str:
-    global _private_dir
-    if _private_dir is None:
-        _private_dir = tempfile.mkdtemp(prefix="mpioperator-kubeconfig-")
-        atexit.register(shutil.rmtree, _private_dir, True)
-    fd, path = tempfile.mkstemp(dir=_private_dir, suffix=".pem")
-    with os.fdopen(fd, "wb") as out:
-        out.write(content)
-    return path

@@ -12,10 +12,10 @@ import math
 import socket
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import unquote, urlencode, urlsplit
 
 import orjson
 import urllib3
@@ -74,6 +74,9 @@ class Transport:
         self._auth: dict[str, str] = {}
         self._auth_read_at = -math.inf
         self._unary: Http1Pool | None = None
+        # http.client and our HTTP/1.1 writer encode header values as latin-1: the UTF-8 bytes of each
+        # value are carried as latin-1 characters, so the wire holds UTF-8, as client-go sends it.
+        self._default_headers = [(n, v.encode().decode("latin-1")) for n, v in access.default_headers]
         self._point_at(access.host)
 
     @property
@@ -82,6 +85,11 @@ class Transport:
 
     def override_host(self, host: str) -> None:
         self.access.host = host
+        proxy = self.access.proxy
+        self.access.choose_proxy()
+        if self.access.proxy != proxy:
+            self._manager.clear()
+            self._manager = pool_manager(self.access)
         self._point_at(host)
 
     def _point_at(self, host: str) -> None:
@@ -100,7 +108,7 @@ class Transport:
             self._auth, self._auth_read_at = dict(check_headers(self.access.credentials())), now
         return self._auth
 
-    def _headers(self, content_type: str | None, accept: str | None = None) -> dict[str, str]:
+    def _headers(self, content_type: str | None, accept: str | None = None) -> Mapping[str, str]:
         headers = {
             "Accept": accept or "application/json",
             "User-Agent": self.user_agent,
@@ -112,7 +120,14 @@ class Transport:
             if content_type not in _KNOWN_MEDIA_TYPES:
                 check_header("Content-Type", content_type)
             headers["Content-Type"] = content_type
-        return headers
+        if not self._default_headers:
+            return headers
+        # A name may repeat (Impersonate-Group): a dict cannot hold that, urllib3's header dict can, and
+        # both HTTP writers send each of its pairs as a line.
+        multi = urllib3.HTTPHeaderDict(headers)
+        for name, value in self._default_headers:
+            multi.add(name, value)
+        return multi
 
     def open(
         self,
@@ -246,6 +261,11 @@ def pool_manager(access: ClusterAccess) -> urllib3.PoolManager:
         from urllib3.contrib.socks import SOCKSProxyManager  # needs the optional PySocks
 
         return SOCKSProxyManager(access.proxy, **args)
+    proxy = urlsplit(access.proxy)
+    if proxy.username is not None:
+        # Go sends a proxy URL's user and password as Proxy-Authorization; urllib3 needs them given.
+        credentials = f"{unquote(proxy.username)}:{unquote(proxy.password or '')}"
+        args["proxy_headers"] = urllib3.make_headers(proxy_basic_auth=credentials)
     return urllib3.ProxyManager(access.proxy, **args)
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -77,3 +78,18 @@ async def async_wait_for(
         if time.monotonic() >= deadline:
             raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {what}; {_describe(last, error)}")
         await asyncio.sleep(interval)
+
+
+def in_thread(call: Callable[[], Any]) -> dict[str, Any]:
+    """Run `call` on a daemon thread of its own; the dict gets its "result" or its "error" once it returns
+    (empty until then), for a test that must not hang with a call that might."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = call()
+        except Exception as exc:  # handed to the test to look at
+            outcome["error"] = exc
+
+    threading.Thread(target=run, name="test-call", daemon=True).start()
+    return outcome
