@@ -1,5 +1,6 @@
-"""Decoding a 10,000-pod list into the pod projection: JSON (msgspec), protobuf by the hand-written wire
-decoder, protobuf by a decoder generated from k8s.io/api's generated.proto (the `protobuf` package, upb).
+"""Decoding a 10,000-pod list into the pod cache's slim pods: JSON (msgspec projection, then slim_pod) and
+protobuf (upb, straight into slim pods); reading a protobuf page's continue token ahead of its items; and
+decoding a protobuf Status (the error answer a real API server sent, test/unit/kube/captured/).
 
 The pods are the recorded running workers of `recorded_pods`, created on a real API server (etcd and
 kube-apiserver of the local cluster) and given their status through the status subresource, then listed
@@ -8,8 +9,6 @@ once as JSON and once as protobuf. The server's own time to serve each is timed 
     KUBEBUILDER_ASSETS=$(bash hack/build-control-plane.sh) \\
         .venv/bin/python -m test.benchmarks.bench_pod_decoders --pods 10000 --save /tmp/pods
     .venv/bin/python -m test.benchmarks.bench_pod_decoders --load /tmp/pods    # decoders only, no cluster
-
-The generated decoder needs `pip install protobuf grpcio-tools` (not a dependency of the project).
 """
 
 from __future__ import annotations
@@ -25,15 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from mpioperator.api.objects import Obj
-from mpioperator.controller.pod_cache import POD_PROJECTION
+from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION
 from mpioperator.kube.client import KubeClient
-from mpioperator.kube.protoapi import PROTOBUF
+from mpioperator.kube.protoapi import PROTOBUF, decode_status, list_continue
 from mpioperator.kube.resources import PODS
 from mpioperator.testing.cluster import LocalCluster
-from test.benchmarks.generated_pods import generated_decoder
 from test.benchmarks.recorded_pods import worker_pod
 
 NAMESPACE = "bench-decoders"
+CAPTURED_STATUS = Path(__file__).parents[1] / "unit" / "kube" / "captured" / "bad-continue.pb"
+STATUS_ROUNDS = 10_000
 IN_FLIGHT = 32
 
 
@@ -134,17 +134,13 @@ def main(argv: list[str] | None = None) -> int:
             args.save.mkdir(parents=True, exist_ok=True)
             (args.save / "pods.json").write_bytes(as_json)
             (args.save / "pods.pb").write_bytes(as_proto)
-    assert POD_PROJECTION.protobuf is not None
+    protobuf = POD_CACHE_PROJECTION.protobuf
+    assert protobuf is not None
     decoders: dict[str, Callable[[], Obj]] = {
-        "JSON, msgspec projection (today)": lambda: POD_PROJECTION.list(as_json),
-        "protobuf, hand-written wire decoder": lambda: POD_PROJECTION.protobuf.list(as_proto),  # type: ignore[union-attr]
+        "JSON, msgspec projection, then slim_pod": lambda: POD_CACHE_PROJECTION.list(as_json),
+        "protobuf, upb straight into slim pods": lambda: protobuf.list(as_proto),
     }
-    generated = generated_decoder()
-    if generated is not None:
-        decoders["protobuf, generated (protobuf package, upb) + projection"] = lambda: generated(as_proto)
-    else:
-        print("generated decoder skipped: pip install protobuf grpcio-tools", file=sys.stderr)
-    items = len(POD_PROJECTION.list(as_json)["items"])
+    items = len(POD_CACHE_PROJECTION.list(as_json)["items"])
     print(f"{items} pods: JSON {len(as_json) / 1e6:.1f} MB, protobuf {len(as_proto) / 1e6:.1f} MB")
     for name, times in serve.items():
         print(
@@ -155,8 +151,13 @@ def main(argv: list[str] | None = None) -> int:
         seconds, out = _best(decode, args.repeats)
         if reference is None:
             reference = out
-        same = "same dicts" if out == reference else "DIFFERENT dicts"
-        print(f"{name:<58} {seconds * 1000:8.0f} ms CPU  {seconds / items * 1e6:6.1f} µs/pod  {same}")
+        same = "same pods" if out == reference else "DIFFERENT pods"
+        print(f"{name:<58} {seconds * 1000:8.1f} ms CPU  {seconds / items * 1e6:6.2f} µs/pod  {same}")
+    seconds, _ = _best(lambda: list_continue(as_proto), args.repeats)
+    print(f"{'protobuf, continue token ahead of the items':<58} {seconds * 1e6:8.1f} µs CPU")
+    status = CAPTURED_STATUS.read_bytes()
+    seconds, _ = _best(lambda: [decode_status(status) for _ in range(STATUS_ROUNDS)], args.repeats)
+    print(f"{'protobuf Status (a real 400)':<58} {seconds / STATUS_ROUNDS * 1e6:8.2f} µs CPU each")
     return 0
 
 
