@@ -20,9 +20,8 @@ from typing import Any
 from mpioperator.api.objects import Obj
 from mpioperator.controller.problems import STUCK_REASONS
 from mpioperator.kube.projection import KEEP, FieldSpec, Projection
-from mpioperator.kube.protodecode import format_seconds
 from mpioperator.kube.protoschema import POD
-from mpioperator.kube.protoupb import string
+from mpioperator.kube.protoupb import string, time_of
 
 # metadata fields read by listers, indexers, ownership checks, cleanup and event handlers.
 _METADATA = (
@@ -61,7 +60,6 @@ POD_FIELDS: FieldSpec = {
         "initContainerStatuses": [_CONTAINER],
     },
 }
-POD_PROJECTION = Projection(POD_FIELDS, "Pod", message=POD)
 
 
 def _interned(values: dict[str, Any]) -> dict[str, Any]:
@@ -171,11 +169,11 @@ def slim_pod_message(pod: Any) -> Obj:
         if value:
             slim_meta[key] = value if value.__class__ is str else string(value)
     if meta.HasField("creationTimestamp"):
-        created = _time(meta.creationTimestamp)
+        created = time_of(meta.creationTimestamp)
         if created is not None:
             slim_meta["creationTimestamp"] = created
     if meta.HasField("deletionTimestamp"):
-        slim_meta["deletionTimestamp"] = _time(meta.deletionTimestamp)
+        slim_meta["deletionTimestamp"] = time_of(meta.deletionTimestamp)
     if meta.ownerReferences:
         slim_meta["ownerReferences"] = [_owner_reference(ref) for ref in meta.ownerReferences]
     if meta.labels:
@@ -209,11 +207,6 @@ _OWNER_TEXT = tuple(sys.intern(k) for k in ("apiVersion", "kind", "name", "uid")
 
 def _interned_string(value: str | bytes) -> str:
     return sys.intern(string(value))
-
-
-def _time(stamp: Any) -> str | None:
-    # A Time message with nothing in it is the zero time, which JSON shows as null.
-    return format_seconds(stamp.seconds) if stamp.ByteSize() else None
 
 
 def _owner_reference(ref: Any) -> Obj:
@@ -266,7 +259,7 @@ def _state_message(state: Any) -> Obj:
             k: string(getattr(waiting, k)) for k in ("reason", "message") if getattr(waiting, k)
         }
     if state.HasField("running"):
-        out["running"] = {"startedAt": _time(state.running.startedAt)}
+        out["running"] = {"startedAt": time_of(state.running.startedAt)}
     if state.HasField("terminated"):
         out["terminated"] = _terminated_message(state.terminated)
     return out

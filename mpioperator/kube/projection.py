@@ -13,8 +13,9 @@ A mapping named KEY_NAMES keeps its keys only: its values are skipped while pars
 into the body, no string is built) and cached as None. A Secret's data is what it is for: the cache of
 every Secret in the cluster then costs its names, not its credentials.
 
-A projection given its kind's protobuf message decodes the same fields from protobuf lists and watch frames
-(`protoapi`), into the same dicts; the client falls back to JSON for anything protobuf does not fit.
+A projection given its kind's protobuf message and a `from_message` also reads protobuf lists and watch
+frames (`protoapi`, upb), into the same objects; the client falls back to JSON for anything protobuf does
+not fit.
 """
 
 from __future__ import annotations
@@ -103,12 +104,12 @@ _OBJECT_EVENTS = frozenset(("ADDED", "MODIFIED", "DELETED"))
 
 
 class Projection:
-    """Decoders for a list response and a watch line of objects shaped by `spec`. Given the protobuf
-    `message` of the kind (`protoschema`), it also decodes the same fields from protobuf (`protobuf`),
-    and the client asks the server for protobuf.
+    """Decoders for a list response and a watch line of objects shaped by `spec`.
 
-    `finish` turns each decoded object into the form its cache keeps; `from_message` must then build that
-    same form from a protobuf message (`ProtoProjection`), so both encodings give equal objects.
+    `finish` turns each decoded object into the form its cache keeps. Given also the protobuf `message`
+    of the kind (`protoschema`) and `from_message`, which builds that same form from a message parsed by
+    upb, it decodes protobuf too (`protobuf`), and the client asks the server for protobuf: both encodings
+    give equal objects.
     """
 
     def __init__(
@@ -125,9 +126,11 @@ class Projection:
         self._key_names = _key_name_paths(spec)
         if self._key_names and message is not None:
             raise ValueError("KEY_NAMES is read from JSON only: give no protobuf message")
+        if (message is None) != (from_message is None):
+            raise ValueError("a protobuf message is read by from_message: give both or neither")
         self.protobuf = (
-            ProtoProjection(message, spec, message.name, from_message=from_message)
-            if message is not None
+            ProtoProjection(message, from_message)
+            if message is not None and from_message is not None
             else None
         )
         self._finish = finish

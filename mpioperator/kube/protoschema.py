@@ -1,17 +1,16 @@
-"""The protobuf messages of the Kubernetes API a projection may read, with their JSON names and rules.
+"""The protobuf messages of the Kubernetes API the operator reads, with their JSON names and rules.
 
 Field numbers and types are those of k8s.io/api's core/v1 and k8s.io/apimachinery's meta/v1 and runtime
-`generated.proto`. Only the fields a projection may keep are listed; every other field is skipped by
-number. Each field also carries what Go's JSON encoding does with its zero value, because a field the
-API server writes to protobuf even when empty (a proto2 string) is left out of its JSON (`omitempty`),
-and the projection of either must come out the same:
+`generated.proto`. Only the fields the operator reads are listed: upb (`protoupb`, which makes message
+classes of these) keeps every other field as unknown bytes that are never read. Each field also carries
+what Go's JSON encoding does with its zero value, because a field the API server writes to protobuf even
+when empty (a proto2 string) is left out of its JSON (`omitempty`), and what is read from either
+encoding must come out the same (`protoupb.as_json`):
 
 * `omitempty`: the zero value ("" / false / an empty list or map / the zero time) is left out;
 * `pointer`: a Go pointer, shown whenever it is set, even to its zero value (a zero time as null);
 * neither: always shown, the zero value included (a condition's `type`, an owner reference's `uid`, a
   time Go tags `omitempty` only, which JSON shows as null when zero).
-
-A message marked `complete` lists every field its JSON shows, so a projection may keep it whole.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Kind = Literal["string", "bool", "int64", "time", "message", "string_map"]
+Kind = Literal["string", "bytes", "bool", "int64", "time", "message", "string_map"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,13 +36,6 @@ class Field:
 class Message:
     name: str
     fields: tuple[Field, ...]
-    complete: bool = False
-
-    def field(self, name: str) -> Field:
-        for field in self.fields:
-            if field.name == name:
-                return field
-        raise KeyError(f"{self.name} has no field {name!r} in mpioperator.kube.protoschema")
 
 
 def _always(number: int, name: str) -> Field:
@@ -60,7 +52,6 @@ OWNER_REFERENCE = Message(
         Field(6, "controller", "bool", pointer=True),
         Field(7, "blockOwnerDeletion", "bool", pointer=True),
     ),
-    complete=True,
 )
 
 OBJECT_META = Message(
@@ -90,7 +81,6 @@ LIST_META = Message(
         Field(4, "remainingItemCount", "int64", pointer=True),
     ),
     # shardInfo (5) is left out: it is only sent to clients that ask for a shard.
-    complete=True,
 )
 
 POD_CONDITION = Message(
@@ -104,16 +94,13 @@ POD_CONDITION = Message(
         Field(5, "reason", "string"),
         Field(6, "message", "string"),
     ),
-    complete=True,
 )
 
 CONTAINER_STATE_WAITING = Message(
-    "ContainerStateWaiting", (Field(1, "reason", "string"), Field(2, "message", "string")), complete=True
+    "ContainerStateWaiting", (Field(1, "reason", "string"), Field(2, "message", "string"))
 )
 
-CONTAINER_STATE_RUNNING = Message(
-    "ContainerStateRunning", (Field(1, "startedAt", "time", omitempty=False),), complete=True
-)
+CONTAINER_STATE_RUNNING = Message("ContainerStateRunning", (Field(1, "startedAt", "time", omitempty=False),))
 
 CONTAINER_STATE_TERMINATED = Message(
     "ContainerStateTerminated",
@@ -126,7 +113,6 @@ CONTAINER_STATE_TERMINATED = Message(
         Field(6, "finishedAt", "time", omitempty=False),
         Field(7, "containerID", "string"),
     ),
-    complete=True,
 )
 
 CONTAINER_STATE = Message(
@@ -136,7 +122,6 @@ CONTAINER_STATE = Message(
         Field(2, "running", "message", CONTAINER_STATE_RUNNING, pointer=True),
         Field(3, "terminated", "message", CONTAINER_STATE_TERMINATED, pointer=True),
     ),
-    complete=True,
 )
 
 CONTAINER_STATUS = Message(
@@ -185,7 +170,6 @@ POD = Message(
 STATUS_CAUSE = Message(
     "StatusCause",
     (Field(1, "reason", "string"), Field(2, "message", "string"), Field(3, "field", "string")),
-    complete=True,
 )
 
 STATUS_DETAILS = Message(
@@ -198,7 +182,6 @@ STATUS_DETAILS = Message(
         Field(4, "causes", "message", STATUS_CAUSE, repeated=True),
         Field(5, "retryAfterSeconds", "int64"),
     ),
-    complete=True,
 )
 
 STATUS = Message(
@@ -211,5 +194,13 @@ STATUS = Message(
         Field(5, "details", "message", STATUS_DETAILS, pointer=True),
         Field(6, "code", "int64"),
     ),
-    complete=True,
+)
+
+# runtime.Unknown's TypeMeta: the kind of the object in a body's `k8s\x00` envelope.
+TYPE_META = Message("TypeMeta", (Field(1, "apiVersion", "string"), Field(2, "kind", "string")))
+
+# A watch frame: meta/v1 WatchEvent, its object a runtime.RawExtension holding the enveloped object.
+RAW_EXTENSION = Message("RawExtension", (Field(1, "raw", "bytes"),))
+WATCH_EVENT = Message(
+    "WatchEvent", (Field(1, "type", "string"), Field(2, "object", "message", RAW_EXTENSION))
 )

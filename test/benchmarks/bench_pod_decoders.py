@@ -1,5 +1,6 @@
-"""Decoding a 10,000-pod list into the pod projection: JSON (msgspec), protobuf by the hand-written wire
-decoder, protobuf by a decoder generated from k8s.io/api's generated.proto (the `protobuf` package, upb).
+"""Decoding a 10,000-pod list into the pod cache's slim pods: JSON (msgspec projection, then slim_pod) and
+protobuf (upb, straight into slim pods); reading a protobuf page's continue token ahead of its items; and
+decoding a protobuf Status (the error answer a real API server sent, test/unit/kube/captured/).
 
 The pods are the recorded running workers of `recorded_pods`, created on a real API server (etcd and
 kube-apiserver of the local cluster) and given their status through the status subresource, then listed
@@ -8,8 +9,10 @@ once as JSON and once as protobuf. The server's own time to serve each is timed 
     KUBEBUILDER_ASSETS=$(bash hack/build-control-plane.sh) \\
         .venv/bin/python -m test.benchmarks.bench_pod_decoders --pods 10000 --save /tmp/pods
     .venv/bin/python -m test.benchmarks.bench_pod_decoders --load /tmp/pods    # decoders only, no cluster
+    .venv/bin/python -m test.benchmarks.bench_pod_decoders --load /tmp/pods --peak by-item   # or whole-list
 
-The generated decoder needs `pip install protobuf grpcio-tools` (not a dependency of the project).
+`--peak` decodes the protobuf list once in this fresh process and prints how far its peak RSS grew: pod by
+pod, as the operator does, or the whole list in one upb parse (the alternative decisions-local L26 weighs).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import resource
 import statistics
 import sys
 import time
@@ -25,15 +29,18 @@ from pathlib import Path
 from typing import Any
 
 from mpioperator.api.objects import Obj
-from mpioperator.controller.pod_cache import POD_PROJECTION
+from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION, slim_pod_message
 from mpioperator.kube.client import KubeClient
-from mpioperator.kube.protoapi import PROTOBUF
+from mpioperator.kube.protoapi import PROTOBUF, decode_status, list_continue, unwrap
+from mpioperator.kube.protoschema import LIST_META, POD, Field, Message
+from mpioperator.kube.protoupb import message_class
 from mpioperator.kube.resources import PODS
 from mpioperator.testing.cluster import LocalCluster
-from test.benchmarks.generated_pods import generated_decoder
 from test.benchmarks.recorded_pods import worker_pod
 
 NAMESPACE = "bench-decoders"
+CAPTURED_STATUS = Path(__file__).parents[1] / "unit" / "kube" / "captured" / "bad-continue.pb"
+STATUS_ROUNDS = 10_000
 IN_FLIGHT = 32
 
 
@@ -114,6 +121,36 @@ def _best(decode: Callable[[], Any], repeats: int) -> tuple[float, Any]:
     return min(times), out
 
 
+def _whole_list(body: bytes) -> list[Obj]:
+    """The slim pods of a list parsed by upb in one piece, its pods and their unknown fields all at once."""
+    pod_list = message_class(
+        Message(
+            "PodList",
+            (Field(1, "metadata", "message", LIST_META), Field(2, "items", "message", POD, repeated=True)),
+        )
+    )
+    _, start, stop = unwrap(body, 0, len(body))
+    return [slim_pod_message(pod) for pod in pod_list.FromString(memoryview(body)[start:stop]).items]
+
+
+def _peak(mode: str, body: bytes) -> None:
+    protobuf = POD_CACHE_PROJECTION.protobuf
+    assert protobuf is not None
+    decoders: dict[str, Callable[[], list[Obj]]] = {
+        "by-item": lambda: protobuf.list(body)["items"],
+        "whole-list": lambda: _whole_list(body),
+    }
+    decode = decoders[mode]
+    gc.collect()
+    gc.disable()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.process_time()
+    pods = decode()
+    cpu = time.process_time() - started
+    grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    print(f"{mode}: {len(pods)} pods, peak RSS grew {grown:.0f} MiB, {cpu * 1000:.0f} ms CPU")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -123,8 +160,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--serve-rounds", type=int, default=5)
     parser.add_argument("--save", type=Path, help="keep the two list bodies here")
     parser.add_argument("--load", type=Path, help="decode bodies saved earlier (no cluster)")
+    parser.add_argument("--peak", choices=("by-item", "whole-list"), help="peak RSS of one decode (--load)")
     args = parser.parse_args(argv)
     serve: dict[str, list[float]] = {}
+    if args.peak:
+        if not args.load:
+            parser.error("--peak reads bodies saved earlier: give --load")
+        _peak(args.peak, (args.load / "pods.pb").read_bytes())
+        return 0
     if args.load:
         as_json = (args.load / "pods.json").read_bytes()
         as_proto = (args.load / "pods.pb").read_bytes()
@@ -134,17 +177,13 @@ def main(argv: list[str] | None = None) -> int:
             args.save.mkdir(parents=True, exist_ok=True)
             (args.save / "pods.json").write_bytes(as_json)
             (args.save / "pods.pb").write_bytes(as_proto)
-    assert POD_PROJECTION.protobuf is not None
+    protobuf = POD_CACHE_PROJECTION.protobuf
+    assert protobuf is not None
     decoders: dict[str, Callable[[], Obj]] = {
-        "JSON, msgspec projection (today)": lambda: POD_PROJECTION.list(as_json),
-        "protobuf, hand-written wire decoder": lambda: POD_PROJECTION.protobuf.list(as_proto),  # type: ignore[union-attr]
+        "JSON, msgspec projection, then slim_pod": lambda: POD_CACHE_PROJECTION.list(as_json),
+        "protobuf, upb straight into slim pods": lambda: protobuf.list(as_proto),
     }
-    generated = generated_decoder()
-    if generated is not None:
-        decoders["protobuf, generated (protobuf package, upb) + projection"] = lambda: generated(as_proto)
-    else:
-        print("generated decoder skipped: pip install protobuf grpcio-tools", file=sys.stderr)
-    items = len(POD_PROJECTION.list(as_json)["items"])
+    items = len(POD_CACHE_PROJECTION.list(as_json)["items"])
     print(f"{items} pods: JSON {len(as_json) / 1e6:.1f} MB, protobuf {len(as_proto) / 1e6:.1f} MB")
     for name, times in serve.items():
         print(
@@ -155,8 +194,14 @@ def main(argv: list[str] | None = None) -> int:
         seconds, out = _best(decode, args.repeats)
         if reference is None:
             reference = out
-        same = "same dicts" if out == reference else "DIFFERENT dicts"
-        print(f"{name:<58} {seconds * 1000:8.0f} ms CPU  {seconds / items * 1e6:6.1f} µs/pod  {same}")
+        # The two lists were taken one after the other: their resourceVersions may differ, not their pods.
+        same = "same pods" if out["items"] == reference["items"] else "DIFFERENT pods"
+        print(f"{name:<58} {seconds * 1000:8.1f} ms CPU  {seconds / items * 1e6:6.2f} µs/pod  {same}")
+    seconds, _ = _best(lambda: list_continue(as_proto), args.repeats)
+    print(f"{'protobuf, continue token ahead of the items':<58} {seconds * 1e6:8.1f} µs CPU")
+    status = CAPTURED_STATUS.read_bytes()
+    seconds, _ = _best(lambda: [decode_status(status) for _ in range(STATUS_ROUNDS)], args.repeats)
+    print(f"{'protobuf Status (a real 400)':<58} {seconds / STATUS_ROUNDS * 1e6:8.2f} µs CPU each")
     return 0
 
 

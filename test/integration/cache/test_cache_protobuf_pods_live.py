@@ -7,8 +7,9 @@ import asyncio
 
 from mpioperator.api.objects import Obj
 from mpioperator.cache.informer import SharedInformer
-from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION, POD_PROJECTION, slim_pod
+from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION, POD_FIELDS, slim_pod
 from mpioperator.kube.client import KubeClient
+from mpioperator.kube.projection import Projection
 from mpioperator.kube.resources import PODS
 from mpioperator.testing.cluster import LocalCluster, NamespaceFactory
 from mpioperator.testing.varied_pods import make_varied_pods, release_varied_pods
@@ -25,7 +26,9 @@ async def pod_informer(client: KubeClient, ns: str, *, operators: bool) -> Share
     if operators:
         informer = SharedInformer(client, PODS, ns, projection=POD_CACHE_PROJECTION)
     else:
-        informer = SharedInformer(client, PODS, ns, transform=slim_pod, projection=POD_PROJECTION)
+        informer = SharedInformer(
+            client, PODS, ns, transform=slim_pod, projection=Projection(POD_FIELDS, "Pod")
+        )
     informer.start()
     await asyncio.wait_for(informer.wait_for_sync(), 30)
     return informer

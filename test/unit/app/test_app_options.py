@@ -6,7 +6,7 @@ import pytest
 
 from mpioperator.app.options import Options, OptionsError, parse
 from mpioperator.app.startup import make_client
-from mpioperator.controller.pod_cache import POD_PROJECTION
+from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION
 from mpioperator.kube.resources import PODS
 
 
@@ -89,7 +89,7 @@ def test_pods_are_asked_for_as_protobuf_unless_the_content_type_flag_says_json()
     def accept(argv: list[str]) -> str | None:
         options = parse([*argv, "--master=https://127.0.0.1:1"], environ={})
         client = make_client(options)
-        return client._negotiation.accept(PODS, POD_PROJECTION)
+        return client._negotiation.accept(PODS, POD_CACHE_PROJECTION)
 
     assert accept([]) == "application/vnd.kubernetes.protobuf, application/json"
     assert accept(["--kube-api-content-type=application/json"]) is None

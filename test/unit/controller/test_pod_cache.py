@@ -5,7 +5,8 @@ from __future__ import annotations
 import orjson
 
 from mpioperator.controller.children import pod_ready
-from mpioperator.controller.pod_cache import POD_PROJECTION, slim_pod
+from mpioperator.controller.pod_cache import POD_FIELDS, slim_pod
+from mpioperator.kube.projection import Projection
 
 
 def full_pod() -> dict[str, object]:
@@ -161,6 +162,6 @@ def test_slim_pod_of_a_pod_without_status_has_an_empty_status() -> None:
 
 def test_a_pod_parsed_through_the_projection_slims_to_the_same_cached_pod() -> None:
     line = orjson.dumps({"type": "MODIFIED", "object": full_pod()})
-    projected = POD_PROJECTION.event(line)["object"]
+    projected = Projection(POD_FIELDS, "Pod").event(line)["object"]
     assert "spec" not in projected
     assert slim_pod(projected) == slim_pod(full_pod())

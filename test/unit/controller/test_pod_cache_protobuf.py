@@ -1,9 +1,10 @@
-"""Pods read from protobuf by upb straight into their slim form equal the slim form of their projection.
+"""Pods read from protobuf by upb straight into their slim form equal the slim form of their JSON.
 
-The reference is the wire decoder (kube/protodecode.py), whose projection equals the JSON projection of
-bodies a real API server sent (test/unit/kube/test_kube_protobuf.py). Pods are generated as protobuf
-messages with any mix of the fields the cache reads, including the empty strings, zero times and unset
-pointers where protobuf and JSON differ.
+The reference is `protoupb.as_json`, which reads a message as the server's JSON shows it by the schema's
+rules for zero values (held to bodies a real API server sent, as protobuf and as JSON, below and in
+test/unit/kube/test_kube_protobuf.py), then `slim_pod`. Pods are generated as protobuf messages with any
+mix of the fields the cache reads, including the empty strings, zero times and unset pointers where
+protobuf and JSON differ.
 """
 
 from __future__ import annotations
@@ -12,24 +13,24 @@ import io
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION, POD_FIELDS, POD_PROJECTION, slim_pod
+from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION, POD_FIELDS, slim_pod, slim_pod_message
 from mpioperator.controller.problems import STUCK_REASONS
 from mpioperator.kube.projection import Projection
-from mpioperator.kube.protoapi import ProtoProjection, read_frames
-from mpioperator.kube.protodecode import Plan
-from mpioperator.kube.protoschema import POD
-from mpioperator.kube.protoupb import message_class
-from mpioperator.kube.protowire import WireError
+from mpioperator.kube.protoapi import MAGIC, ProtoProjection, read_frames, unwrap
+from mpioperator.kube.protoschema import POD, Field, Message
+from mpioperator.kube.protoupb import WireError, as_json, message_class
+from mpioperator.testing.protobuf_pods import field
 
 CAPTURED = Path(__file__).parents[1] / "kube" / "captured"
 PodMessage: Any = message_class(POD)
-REFERENCE = Plan(POD, POD_FIELDS)
 assert POD_CACHE_PROJECTION.protobuf is not None
 CACHED: ProtoProjection = POD_CACHE_PROJECTION.protobuf
+POD_LIST = Message("PodList", (Field(2, "items", "message", POD, repeated=True),))
 
 texts = st.sampled_from(["", "a", "ContainerCreating", "Évincé ✓", "x" * 1500, *STUCK_REASONS, "OOMKilled"])
 seconds = st.one_of(st.none(), st.just(0), st.integers(min_value=1, max_value=4_000_000_000))
@@ -107,18 +108,33 @@ def pods(draw: st.DrawFn) -> bytes:
 
 @settings(max_examples=400, deadline=None)
 @given(pods())
-def test_a_pod_from_upb_is_the_slim_pod_of_its_projection(data: bytes) -> None:
-    reference = slim_pod(REFERENCE.decode(data, 0, len(data)))
-    assert CACHED._decode_item(data, 0, len(data)) == reference
+def test_a_pod_from_upb_is_the_slim_pod_of_its_json(data: bytes) -> None:
+    reference = slim_pod(as_json(PodMessage.FromString(data), POD))
+    assert slim_pod_message(PodMessage.FromString(data)) == reference
+    # And through the list decoder, as the informer reads it.
+    body = MAGIC + field(1, field(2, b"PodList")) + field(2, field(2, data))
+    assert CACHED.list(body)["items"] == [reference]
+
+
+def captured_pods() -> list[Any]:
+    body = (CAPTURED / "pods.pb").read_bytes()
+    _, start, stop = unwrap(body, 0, len(body))
+    listed: Any = message_class(POD_LIST).FromString(body[start:stop])
+    return list(listed.items)
 
 
 def test_a_captured_pod_list_gives_the_same_cached_pods_from_protobuf_and_json() -> None:
     from_proto = CACHED.list((CAPTURED / "pods.pb").read_bytes())
     from_json = POD_CACHE_PROJECTION.list((CAPTURED / "pods.json").read_bytes())
     assert from_proto == from_json
-    projected = POD_PROJECTION.list((CAPTURED / "pods.json").read_bytes())
+    projected = Projection(POD_FIELDS, "Pod").list((CAPTURED / "pods.json").read_bytes())
     assert from_json["items"] == [slim_pod(pod) for pod in projected["items"]]
     assert len(from_proto["items"]) == 5
+
+
+def test_the_reference_reads_captured_pods_as_the_servers_json_shows_them() -> None:
+    whole = orjson.loads((CAPTURED / "pods.json").read_bytes())["items"]
+    assert [slim_pod(as_json(pod, POD)) for pod in captured_pods()] == [slim_pod(pod) for pod in whole]
 
 
 def test_captured_watch_frames_give_the_same_cached_pods_as_json_lines() -> None:
@@ -135,6 +151,11 @@ def test_a_truncated_pod_does_not_decode_so_the_resource_falls_back_to_json() ->
     data = (CAPTURED / "pods.pb").read_bytes()
     with pytest.raises(WireError):
         CACHED.list(data[: len(data) - 7])
+    # Cut inside a pod whose list still says where it ends: upb refuses the pod itself.
+    pod = captured_pods()[0].SerializeToString()
+    body = MAGIC + field(1, field(2, b"PodList")) + field(2, field(2, pod[: len(pod) - 3]))
+    with pytest.raises(WireError, match="did not parse"):
+        CACHED.list(body)
 
 
 def test_a_projection_that_finishes_json_must_build_the_same_form_from_protobuf() -> None:

@@ -10,7 +10,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from mpioperator.api.objects import Obj
-from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION, POD_FIELDS, POD_PROJECTION
+from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION
 from mpioperator.kube import errors
 from mpioperator.kube.negotiation import Negotiation
 from mpioperator.kube.projection import Projection
@@ -110,12 +110,9 @@ def protobuf(projection: Projection) -> ProtoProjection:
     return projection.protobuf
 
 
-@pytest.mark.parametrize("projection", [POD_CACHE_PROJECTION, POD_PROJECTION], ids=["upb", "wire"])
-def test_a_pod_with_strings_that_are_not_utf8_decodes_from_protobuf_as_from_the_servers_json(
-    projection: Projection,
-) -> None:
-    from_proto = protobuf(projection).list(pod_list(odd_pod()))["items"]
-    assert from_proto == as_json(projection)
+def test_a_pod_with_strings_that_are_not_utf8_decodes_from_protobuf_as_from_the_servers_json() -> None:
+    from_proto = protobuf(POD_CACHE_PROJECTION).list(pod_list(odd_pod()))["items"]
+    assert from_proto == as_json(POD_CACHE_PROJECTION)
     assert from_proto[0]["metadata"]["ownerReferences"][0]["kind"] == "MPI\ufffdJob"
 
 
@@ -125,13 +122,12 @@ def test_the_termination_message_cut_inside_a_character_is_text_not_the_repr_of_
     assert message == "Évincé \ufffd\ufffd"  # Go writes a U+FFFD per bad byte; Python's "replace" one in all
 
 
-@pytest.mark.parametrize("projection", [POD_CACHE_PROJECTION, POD_PROJECTION], ids=["upb", "wire"])
-def test_a_time_out_of_range_turns_pods_to_json_with_one_log_line(projection: Projection) -> None:
+def test_a_time_out_of_range_turns_pods_to_json_with_one_log_line() -> None:
     negotiation = Negotiation()
     body = pod_list(odd_pod(created=1 << 62))
     with capture_logs() as logs:
-        assert negotiation.decode_list(PODS, protobuf(projection), body) is None
-    assert negotiation.protobuf(PODS, projection) is None
+        assert negotiation.decode_list(PODS, protobuf(POD_CACHE_PROJECTION), body) is None
+    assert negotiation.protobuf(PODS, POD_CACHE_PROJECTION) is None
     assert [(entry["resource"], entry["log_level"]) for entry in logs] == [("pods", "warning")]
 
 
@@ -139,7 +135,7 @@ def raising(exc: BaseException) -> ProtoProjection:
     def decode(_: object) -> Obj:
         raise exc
 
-    return ProtoProjection(POD, POD_FIELDS, "Pod", from_message=decode)
+    return ProtoProjection(POD, decode)
 
 
 @pytest.mark.parametrize(
