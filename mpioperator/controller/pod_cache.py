@@ -18,21 +18,12 @@ import sys
 from typing import Any
 
 from mpioperator.api.objects import Obj
+from mpioperator.controller.cached_metadata import CACHED_METADATA
 from mpioperator.controller.problems import STUCK_REASONS
 from mpioperator.kube.projection import KEEP, FieldSpec, Projection
 from mpioperator.kube.protoschema import POD
 from mpioperator.kube.protoupb import string, time_of
 
-# metadata fields read by listers, indexers, ownership checks, cleanup and event handlers.
-_METADATA = (
-    "name",
-    "namespace",
-    "uid",
-    "resourceVersion",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "ownerReferences",
-)
 # status fields read by compute_status and the launcher failure message (phase is kept interned).
 _STATUS_TEXT = ("reason", "message")
 _CONDITION = ("type", "status")
@@ -50,7 +41,7 @@ _MESSAGE_BYTES = 1024
 _STUCK = frozenset(STUCK_REASONS)
 
 POD_FIELDS: FieldSpec = {
-    "metadata": {**dict.fromkeys(_METADATA, KEEP), "labels": KEEP},
+    "metadata": {**dict.fromkeys(CACHED_METADATA, KEEP), "labels": KEEP},
     "status": {
         **dict.fromkeys(_STATUS_TEXT, KEEP),
         "phase": KEEP,
@@ -132,7 +123,7 @@ def _slim_containers(statuses: Any) -> list[Obj]:
 def slim_pod(pod: Obj) -> Obj:
     """A copy of `pod` with the fields the controller reads and nothing else."""
     meta = pod.get("metadata") or {}
-    slim_meta: Obj = {k: meta[k] for k in _METADATA if k in meta}
+    slim_meta: Obj = {k: meta[k] for k in CACHED_METADATA if k in meta}
     if meta.get("labels"):
         slim_meta["labels"] = _interned(meta["labels"])
     if "ownerReferences" in slim_meta:

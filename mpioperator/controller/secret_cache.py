@@ -11,22 +11,11 @@ included, into one of them.
 
 from __future__ import annotations
 
+from mpioperator.controller.cached_metadata import CACHED_METADATA
 from mpioperator.kube.projection import KEEP, KEY_NAMES, FieldSpec, Projection
 
-# metadata fields read by listers, ownership checks, cleanup and event handlers.
-_METADATA = (
-    "name",
-    "namespace",
-    "uid",
-    "resourceVersion",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "ownerReferences",
-    "labels",
-)
-
 SECRET_FIELDS: FieldSpec = {
-    "metadata": dict.fromkeys(_METADATA, KEEP),
+    "metadata": dict.fromkeys((*CACHED_METADATA, "labels"), KEEP),
     "type": KEEP,
     "data": KEY_NAMES,
 }
