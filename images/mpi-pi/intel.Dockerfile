@@ -1,6 +1,7 @@
 # mpioperator/mpi-pi:intel: our pi program on mpioperator/intel, compiled in a builder stage with Intel
 # MPI's development kit (PyPI's impi-devel) and Debian's gcc, so the image holds neither.
-# Build: docker build -f images/mpi-pi/intel.Dockerfile -t mpioperator/mpi-pi:intel images/mpi-pi
+# Build (after mpioperator/intel from images/mpi-base/intel.Dockerfile):
+#   docker build -f images/mpi-pi/intel.Dockerfile -t mpioperator/mpi-pi:intel images/mpi-pi
 ARG IMPI_VERSION=2021.19.0
 
 FROM mpioperator/intel AS build

@@ -1,6 +1,7 @@
 # mpioperator/mpi-pi:mpich: our pi program on mpioperator/mpich (the wheel's mpicc, with Debian's gcc),
 # compiled in a builder stage so the image holds no compiler.
-# Build: docker build -f images/mpi-pi/mpich.Dockerfile -t mpioperator/mpi-pi:mpich images/mpi-pi
+# Build (after mpioperator/mpich from images/mpi-base/mpich.Dockerfile):
+#   docker build -f images/mpi-pi/mpich.Dockerfile -t mpioperator/mpi-pi:mpich images/mpi-pi
 FROM mpioperator/mpich AS build
 RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev
 COPY pi.c /src/pi.c

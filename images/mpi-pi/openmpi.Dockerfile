@@ -1,6 +1,7 @@
 # mpioperator/mpi-pi:openmpi: our pi program on mpioperator/openmpi, compiled in a builder stage so the
 # image holds no compiler.
-# Build: docker build -f images/mpi-pi/openmpi.Dockerfile -t mpioperator/mpi-pi:openmpi images/mpi-pi
+# Build (after mpioperator/openmpi from images/mpi-base/openmpi.Dockerfile):
+#   docker build -f images/mpi-pi/openmpi.Dockerfile -t mpioperator/mpi-pi:openmpi images/mpi-pi
 FROM mpioperator/openmpi AS build
 RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev libopenmpi-dev
 COPY pi.c /src/pi.c
