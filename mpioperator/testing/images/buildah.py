@@ -113,7 +113,7 @@ class Buildah:
         volumes: Sequence[str] = (),
     ) -> str:
         """Builds `name` from `dockerfile` (never pulling; reproducible timestamps); returns its image ID."""
-        args = ["bud", "--isolation", "chroot", "--pull=never", "--layers", "--timestamp", "0"]
+        args = ["bud", "--isolation", "chroot", "--pull=never", "--layers", "--force-rm", "--timestamp", "0"]
         args += ["-f", str(dockerfile), "-t", qualified(name)]
         for key, value in sorted(build_args.items()):
             args += ["--build-arg", f"{key}={value}"]
@@ -121,6 +121,10 @@ class Buildah:
             args += ["-v", volume]
         self.run(*args, str(context))
         return self.image_id(qualified(name))
+
+    def prune(self) -> None:
+        """Removes untagged images: replaced ones and the layer cache of RUN and COPY steps."""
+        self.run("rmi", "--prune")
 
     def push(self, name: str, registry: str) -> None:
         """Pushes `name` to `registry` (host:port, plain HTTP) under its mirror repository path."""

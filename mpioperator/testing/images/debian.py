@@ -44,6 +44,8 @@ def slim(root: Path) -> None:
             _remove(path)
     for path in (root / "var/cache/apt").rglob("*.deb"):
         path.unlink()
+    # ldconfig's cache of inodes and times: the one file that differs between two debootstraps.
+    (root / "var/cache/ldconfig/aux-cache").unlink(missing_ok=True)
     for path in (root / "var/log").rglob("*"):
         if path.is_file():
             path.write_bytes(b"")
@@ -66,9 +68,12 @@ def build_base(buildah: Buildah, suite: str, work: Path, apt_archives: Path) -> 
         raise RuntimeError(f"debootstrap failed (exit {result.returncode}):\n{buildah.log_tail()}")
     slim(root)
     layer = work / "rootfs.tar"
-    # /dev, /proc and /sys are a runtime's to fill; a layer holds them empty.
-    tar = ["tar", "-C", str(root), "--numeric-owner", "--xattrs", "--exclude=./dev/*", "--exclude=./proc/*"]
-    subprocess.run([*tar, "--exclude=./sys/*", "-cf", str(layer), "."], check=True)
+    # The same packages give the same layer, so the same image ID (fixed order, times and owners); /dev,
+    # /proc and /sys are a runtime's to fill, so a layer holds them empty.
+    tar = ["tar", "-C", str(root), "--numeric-owner", "--xattrs", "--sort=name", "--mtime=@0"]
+    tar += ["--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime"]
+    tar += ["--exclude=./dev/*", "--exclude=./proc/*", "--exclude=./sys/*"]
+    subprocess.run([*tar, "-cf", str(layer), "."], check=True)
     shutil.rmtree(root)
     container = buildah.run("from", "scratch", capture=True).strip()
     try:

@@ -186,6 +186,9 @@ def build_images(env: BuildEnv) -> dict[str, str]:
         with tempfile.TemporaryDirectory(prefix="debootstrap-", dir=work) as scratch:
             base_id = debian.build_base(env.buildah, suite, Path(scratch), env.root / "apt-archives")
         env.remember(catalog.BASE, key, base_id)
+        # Every image is rebuilt on a new base: the old ones' layers and layer cache only take disk.
+        if keys.get(qualified(catalog.BASE), {}).get("id") not in (None, base_id):
+            env.buildah.prune()
     ids[catalog.BASE] = base_id
     with pip_trust(work) as volumes:
         for image in catalog.CATALOG:
