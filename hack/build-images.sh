@@ -1,21 +1,19 @@
 #!/usr/bin/env bash
-# Builds the real node's images without Docker (cached by content in the mpioperator cache dir) and,
-# with --push, pushes what the registry lacks. Needs root (debootstrap, chroot, mount namespaces).
-# Usage: hack/build-images.sh [--push 127.0.0.1:PORT] [--gzip LEVEL]   -> one "name digest" line per image
-#        hack/build-images.sh verify [openmpi|mpich|intel ...]           -> runs pi in chroots of the images
+# Builds the real node's images from their Dockerfiles with buildah (daemonless, chroot isolation, a store
+# under the mpioperator cache dir), cached by content, and with --push pushes what the registry lacks.
+# The catalog of images is mpioperator/testing/images/catalog.py. Needs root (debootstrap, buildah).
+# Usage: hack/build-images.sh [--push 127.0.0.1:PORT]   -> one "name image-id" line per image
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 component=build-images
 # shellcheck source=lib.sh
 source "$root/hack/lib.sh"
 
-[ "$(id -u)" = 0 ] || { echo "error: building images needs root (debootstrap, chroot, mount namespaces)" >&2; exit 1; }
-bash "$root/hack/install-node-packages.sh" debootstrap gcc libc6-dev util-linux iproute2
+[ "$(id -u)" = 0 ] || { echo "error: building images needs root (debootstrap, buildah)" >&2; exit 1; }
+bash "$root/hack/install-node-packages.sh" debootstrap buildah
 
-# The project's venv has pip (for the Intel MPI wheels); the package itself needs only the standard library.
+# The package itself needs only the standard library.
 py="$root/.venv/bin/python"
 [ -x "$py" ] || py=python3
-command=build
-if [ "${1:-}" = verify ]; then command=verify; shift; fi
 cd "$root"
-PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" exec "$py" -m mpioperator.testing.images "$command" "$@"
+PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" exec "$py" -m mpioperator.testing.images build "$@"

@@ -48,7 +48,16 @@ if [ "$(id -u)" = 0 ]; then
   echo "real node: $MPIOPERATOR_NODE_BIN"
   REGISTRY_BIN=$(bash hack/build-registry.sh)
   export REGISTRY_BIN
-  bash hack/build-images.sh >/dev/null
+  # The images build (minutes when cold) while the first tiers run; the tests that need them wait for
+  # its status file (mpioperator/testing/images/background.py) and fail with its log's tail if it failed.
+  MPIOPERATOR_IMAGES_BUILD=$(mktemp -d "${TMPDIR:-/tmp}/mpioperator-images.XXXXXX")
+  export MPIOPERATOR_IMAGES_BUILD
+  setsid bash -c 'bash hack/build-images.sh >"$1/out" 2>"$1/log"; echo $? >"$1/status"' _ "$MPIOPERATOR_IMAGES_BUILD" &
+  images_pid=$!
+  echo "images: building in the background (log: $MPIOPERATOR_IMAGES_BUILD/log)"
+  # A run that ends early stops the build with it; a finished build's directory goes too.
+  trap 'if [ ! -s "$MPIOPERATOR_IMAGES_BUILD/status" ]; then kill -- -"$images_pid" 2>/dev/null || true; fi
+        rm -rf "$MPIOPERATOR_IMAGES_BUILD"' EXIT
 elif [ ${#ci_args[@]} -gt 0 ]; then
   echo "real node: NOT SET UP (needs root); CI requires every tier to run, so the tests that need root (the real tier, the image builds) fail and so will this run"
 else

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.images.background import BackgroundBuildFailed, wait_for_background_build
 from mpioperator.testing.install import OPERATOR_NAMESPACE, install_manifests
 from mpioperator.testing.node import slot
 from mpioperator.testing.node.realnode import host_problem
@@ -32,6 +33,14 @@ def require_real_node() -> None:
 @pytest.fixture(scope="session")
 def real_cluster() -> Iterator[LocalCluster]:
     require_real_node()
+    # hack/test.sh builds the images while the first tiers run; the node pushes them at its start.
+    failure = ""
+    try:
+        wait_for_background_build()
+    except BackgroundBuildFailed as error:
+        failure = str(error)
+    if failure:
+        pytest.fail(failure, pytrace=False)
     network = NodeNetwork.from_env()
     # The slot is held from the first snapshot to the last, so a run waiting for this bridge cannot start
     # its node in between and have its bridge, rules and cgroups counted as ours.

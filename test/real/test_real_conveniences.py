@@ -26,7 +26,7 @@ from test.real.test_real_mpijobs import (
 )
 
 P = "mpioperator.io/"
-# Where each image has its MPI (mpioperator/testing/images/mpi.py): Debian's Open MPI under /usr, the
+# Where each image has its MPI (images/mpi-base/*.Dockerfile): Debian's Open MPI under /usr, the
 # wheels' Intel MPI and MPICH under /opt.
 MPI_HOMES = {"OpenMPI": "/usr", "Intel": "/opt/intel/mpi", "MPICH": "/opt/mpich"}
 

@@ -1,4 +1,5 @@
-"""The Debian base every other image starts from: debootstrap's minbase, slimmed, as one layer."""
+"""The base every Dockerfile starts FROM: Debian's minbase made by debootstrap, slimmed as Debian's slim
+images are, imported into buildah's store as `debian:<suite>` so `FROM debian:bookworm` finds it there."""
 
 from __future__ import annotations
 
@@ -6,13 +7,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from mpioperator.testing.images.keys import build_key, file_digest
-from mpioperator.testing.images.oci import RuntimeConfig
-from mpioperator.testing.images.store import StoredImage
-from mpioperator.testing.images.workspace import BuildEnv, Workspace
+from mpioperator.testing.images.buildah import Buildah, qualified
 
-BASE_NAME = "local/debian-minbase"
 DEFAULT_PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+MIRROR = "http://deb.debian.org/debian"
 
 # As Debian's slim images do: no manuals, docs or translations in any image built on this base.
 DPKG_EXCLUDES = """\
@@ -25,69 +23,65 @@ path-include /usr/share/locale/locale.alias
 path-exclude /usr/share/lintian/*
 """
 
-APT_NO_CACHE = """\
-// The build mounts shared package caches; nothing apt downloads stays in an image.
-APT::Install-Recommends "false";
-APT::Install-Suggests "false";
-"""
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
 
 
-def base_key(suite: str, mirror: str) -> str:
-    return build_key(
-        "debian-minbase", params={"suite": suite, "mirror": mirror, "recipe": file_digest(Path(__file__))}
-    )
-
-
-def _slim(root: Path) -> None:
-    for pattern in ("usr/share/man/*", "usr/share/info/*", "usr/share/lintian/*"):
+def slim(root: Path) -> None:
+    """What the dpkg excludes would have left out had they been there from the start."""
+    for pattern in ("usr/share/man/*", "usr/share/info/*", "usr/share/lintian/*", "var/lib/apt/lists/*"):
         for path in root.glob(pattern):
-            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+            _remove(path)
     for path in (root / "usr/share/locale").glob("*"):
         if path.name != "locale.alias":
-            shutil.rmtree(path) if path.is_dir() else path.unlink()
+            _remove(path)
     for path in (root / "usr/share/doc").glob("*/*"):
         if path.name != "copyright":
-            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
-    for path in (root / "var/cache/apt/archives").glob("*.deb"):
+            _remove(path)
+    for path in (root / "var/cache/apt").rglob("*.deb"):
         path.unlink()
+    # ldconfig's cache of inodes and times: the one file that differs between two debootstraps.
+    (root / "var/cache/ldconfig/aux-cache").unlink(missing_ok=True)
     for path in (root / "var/log").rglob("*"):
         if path.is_file():
             path.write_bytes(b"")
     (root / "etc/dpkg/dpkg.cfg.d/excludes").write_text(DPKG_EXCLUDES)
-    (root / "etc/apt/apt.conf.d/90mpioperator").write_text(APT_NO_CACHE)
-    # Runtimes mount their own; the build mounts the host's while it runs.
+    # Runtimes and builders mount their own.
     (root / "etc/resolv.conf").write_text("")
     (root / "etc/hostname").write_text("")
 
 
-def ensure_base(env: BuildEnv, suite: str) -> StoredImage:
-    key = base_key(suite, env.mirror)
-    cached = env.store.lookup(BASE_NAME, key)
-    if cached is not None:
-        return cached
-    env.say(f"debootstrap --variant=minbase {suite} (once; cached as a layer)")
-    env.apt_archives.mkdir(parents=True, exist_ok=True)
-    with Workspace(env, None, BASE_NAME) as ws:
-        command = [
-            "debootstrap",
-            "--variant=minbase",
-            f"--cache-dir={env.apt_archives}",
-            suite,
-            str(ws.root),
-            env.mirror,
-        ]
-        with open(env.log, "a") as log:
-            log.write(f"$ {' '.join(command)}\n")
-            log.flush()
-            result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False)
-        if result.returncode != 0:
-            raise RuntimeError(f"debootstrap failed (exit {result.returncode}); see {env.log}")
-        # debootstrap's package lists seed the shared ones later builds mount.
-        lists = ws.root / "var/lib/apt/lists"
-        env.apt_lists.mkdir(parents=True, exist_ok=True)
-        for item in lists.iterdir():
-            if item.is_file():
-                shutil.copy2(item, env.apt_lists / item.name)
-                item.unlink()
-        _slim(ws.root)
-        return ws.commit(key, RuntimeConfig(env=(DEFAULT_PATH_ENV,), cmd=("bash",)), f"debootstrap {suite}")
+def build_base(buildah: Buildah, suite: str, work: Path, apt_archives: Path) -> str:
+    """debootstrap `suite`, import it as `debian:<suite>`; returns its image ID."""
+    root = work / "rootfs"
+    apt_archives.mkdir(parents=True, exist_ok=True)
+    command = ["debootstrap", "--variant=minbase", f"--cache-dir={apt_archives}", suite, str(root), MIRROR]
+    with open(buildah.log, "a") as log:
+        log.write(f"$ {' '.join(command)}\n")
+        log.flush()
+        result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"debootstrap failed (exit {result.returncode}):\n{buildah.log_tail()}")
+    slim(root)
+    layer = work / "rootfs.tar"
+    # The same packages give the same layer, so the same image ID (fixed order, times and owners); /dev,
+    # /proc and /sys are a runtime's to fill, so a layer holds them empty.
+    tar = ["tar", "-C", str(root), "--numeric-owner", "--xattrs", "--sort=name", "--mtime=@0"]
+    tar += ["--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime"]
+    tar += ["--exclude=./dev/*", "--exclude=./proc/*", "--exclude=./sys/*"]
+    subprocess.run([*tar, "-cf", str(layer), "."], check=True)
+    shutil.rmtree(root)
+    container = buildah.run("from", "scratch", capture=True).strip()
+    try:
+        buildah.run("add", container, str(layer), "/")
+        buildah.run("config", "--env", DEFAULT_PATH_ENV, "--cmd", "bash", container)
+        name = qualified(f"debian:{suite}")
+        buildah.run("commit", "--timestamp", "0", container, name)
+    finally:
+        buildah.run("rm", container)
+        layer.unlink(missing_ok=True)
+    return buildah.image_id(name)

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 # Bump to rebuild every image after a change in how images are put together that no input shows.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 def build_key(recipe: str, *, parent: str = "", params: Mapping[str, object] | None = None) -> str:
