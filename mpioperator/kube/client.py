@@ -12,7 +12,7 @@ import asyncio
 import builtins
 import contextlib
 import os
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
 import aiohttp
@@ -71,6 +71,9 @@ def scaled_limit(limit: int | None, body_bytes: int, page_bytes: int | None) -> 
     return max(1, min(MAX_PAGE_LIMIT, limit * page_bytes // body_bytes))
 
 
+# Methods that change nothing on the server.
+READS = frozenset(("GET", "HEAD"))
+
 # The connections of a lane: its calls (a Lease read and write) come one after another.
 LANE_POOL_SIZE = 2
 
@@ -99,8 +102,8 @@ class KubeClient:
         self._limiters = limiters or ClientLimiters(qps, burst)
         self._timeout = request_timeout
         self._metrics = metrics or NoRequestMetrics()
-        # Unary calls sent and not yet answered. A caller cancelled mid-call stops waiting, but a request
-        # already on its way completes (the server may act on it whatever we do); `settled` waits for those.
+        # Writes sent and not yet answered. A caller cancelled mid-call stops waiting, but a write already
+        # on its way completes (the server may act on it whatever we do); `settled` waits for those.
         self._in_flight: set[asyncio.Task[Answer]] = set()
         self._negotiation = Negotiation(enabled=protobuf)
 
@@ -197,27 +200,35 @@ class KubeClient:
         loop = asyncio.get_running_loop()
         started = loop.time()
         code = 0
-        call = asyncio.ensure_future(
-            self._t.request(
-                method,
-                path,
-                query=query,
-                body=body,
-                content_type=content_type,
-                timeout=self._timeout,
-                accept=accept,
-            )
+        request = self._t.request(
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            timeout=self._timeout,
+            accept=accept,
         )
-        self._in_flight.add(call)
-        call.add_done_callback(_settle)
-        call.add_done_callback(self._in_flight.discard)
         try:
-            # Shielded: a caller that stops waiting leaves the request to finish (or fail) on its own.
-            answer = await asyncio.shield(call)
+            if method in READS:
+                # A read whose caller stops waiting is dropped with its connection: it changed nothing.
+                answer = await request
+            else:
+                answer = await self._write(request)
             code = answer.status
             return answer
         finally:
             self._metrics.observe(verb, res.plural, code, loop.time() - started)
+
+    async def _write(self, request: Coroutine[Any, Any, Answer]) -> Answer:
+        """A write runs as a task of its own, shielded from its caller: a caller that stops waiting leaves
+        it to finish (or fail), since the server may act on it whatever we do, and `settled` waits for
+        it. (A task costs a turn of the loop, so reads are not sent this way.)"""
+        call = asyncio.ensure_future(request)
+        self._in_flight.add(call)
+        call.add_done_callback(_settle)
+        call.add_done_callback(self._in_flight.discard)
+        return await asyncio.shield(call)
 
     # -- verbs ---------------------------------------------------------------------------------------
     async def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj:
@@ -293,10 +304,7 @@ class KubeClient:
                 page_limit = scaled_limit(this_limit, len(answer.body), page_bytes)
                 pending = fetch(token, page_limit) if token and 200 <= answer.status < 300 else None
                 if pending is not None:
-                    # Lets the fetch put its request on the wire before we decode: one turn of the loop
-                    # for its task, one for the request's own (kept apart from callers, see _send).
-                    await asyncio.sleep(0)
-                    await asyncio.sleep(0)
+                    await asyncio.sleep(0)  # lets the fetch put its request on the wire before we decode
                 page = await self._page(res, namespace, query(this_token, this_limit), projection, answer)
                 if pending is None and (token := (page.get("metadata") or {}).get("continue")):
                     pending = fetch(token, page_limit)  # not read ahead: the page's own metadata has it
@@ -475,8 +483,8 @@ class KubeClient:
                 yield line
 
     async def settled(self, timeout: float | None = None) -> bool:
-        """Wait until every unary call sent so far has been answered (or has failed); False if `timeout`
-        seconds pass first. After a caller was cancelled this is when its writes are really over."""
+        """Wait until every write sent so far has been answered (or has failed); False if `timeout` seconds
+        pass first. After a caller was cancelled this is when its writes are really over."""
         pending = list(self._in_flight)
         if not pending:
             return True
