@@ -1,5 +1,5 @@
 """The aiohttp session a client's requests go through, set up from a ClusterAccess: its connection
-limit, TLS (following its files), proxy and the socket options of long-lived connections.
+limit, TLS (following its files), proxy and TCP keep-alive on long-lived connections.
 
 It is made on the event loop at the first request (a session belongs to the loop it was made on), so a
 client may be built before its loop runs, and a missing CA file fails a request, not start-up.
@@ -7,6 +7,8 @@ client may be built before its loop runs, and a missing CA file fails a request,
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import socket
 import ssl
@@ -51,15 +53,13 @@ def reloading_tls(access: ClusterAccess) -> ReloadingTls | None:
     return ReloadingTls(functools.partial(tls_context, access), files)
 
 
-# What aiohttp hands a socket factory: family, type, proto, canonical name, address.
-AddrInfo = tuple[int, int, int, str, tuple[Any, ...]]
-
-
-def keepalive_socket(addr_info: AddrInfo) -> socket.socket:
-    """A socket for a new connection, with TCP keep-alive probes on (aiohttp turns Nagle off itself)."""
-    family, kind, proto, _, _ = addr_info
-    sock = socket.socket(family=family, type=kind, proto=proto)
-    try:
+def probe_when_idle(transport: asyncio.BaseTransport | None) -> None:
+    """TCP keep-alive probes on a long-lived connection (a watch, a followed log), so that a peer gone
+    silently is found out by the kernel. Unary calls need none: each is bounded by its own timeout."""
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is None:
+        return
+    with contextlib.suppress(OSError):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
         for name, value in (
             ("TCP_KEEPIDLE", KEEPALIVE_IDLE_S),
@@ -68,10 +68,6 @@ def keepalive_socket(addr_info: AddrInfo) -> socket.socket:
         ):
             if hasattr(socket, name):
                 sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
-    except OSError:
-        sock.close()
-        raise
-    return sock
 
 
 def new_session(pool_size: int) -> aiohttp.ClientSession:
@@ -80,7 +76,6 @@ def new_session(pool_size: int) -> aiohttp.ClientSession:
         limit=pool_size,
         limit_per_host=0,
         keepalive_timeout=IDLE_KEEP_S,
-        socket_factory=keepalive_socket,
         # Names are resolved as before, by the system's resolver (/etc/hosts, nsswitch), on a thread;
         # aiohttp would otherwise pick c-ares when aiodns happens to be installed. An IP address (the
         # in-cluster host) is not resolved at all.

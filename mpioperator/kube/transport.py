@@ -26,7 +26,7 @@ from mpioperator.kube import errors
 from mpioperator.kube.access import ClusterAccess
 from mpioperator.kube.protoapi import MAGIC, PROTOBUF, decode_status
 from mpioperator.kube.requesthead import check_header, check_headers, check_target
-from mpioperator.kube.session import new_session, reloading_tls
+from mpioperator.kube.session import new_session, probe_when_idle, reloading_tls
 
 CONTENT_TYPES = {
     "merge": "application/merge-patch+json",
@@ -227,7 +227,7 @@ class Transport:
         await self._fresh_auth()
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=STREAM_CONNECT_S, sock_read=read_timeout)
         try:
-            return await self._session_now().request(
+            response = await self._session_now().request(
                 "GET",
                 url,
                 headers=self._headers(None, accept),
@@ -238,6 +238,8 @@ class Transport:
             )
         except TRANSPORT_ERRORS as exc:
             raise transport_error(exc) from exc
+        probe_when_idle(response.connection.transport if response.connection is not None else None)
+        return response
 
     async def close(self) -> None:
         if self._session is not None:

@@ -8,8 +8,9 @@ import pytest
 from mpioperator.kube.client import DEFAULT_USER_AGENT, stamp_kind, stamp_list
 from mpioperator.kube.config import load_configuration
 from mpioperator.kube.resources import CONFIG_MAPS, JOBS, MPIJOBS, NAMESPACES, Resource
-from mpioperator.kube.session import KEEPALIVE_IDLE_S, keepalive_socket
+from mpioperator.kube.session import KEEPALIVE_IDLE_S
 from mpioperator.kube.transport import Transport
+from test.unit.kube.test_kube_watch_stream import CHUNKED_HEAD, OneAnswer
 
 
 @pytest.mark.parametrize(
@@ -44,15 +45,29 @@ async def test_explicit_configuration_sends_the_bearer_token_and_user_agent() ->
     assert transport.access.ca_file == "/tmp/ca.crt"
 
 
-async def test_the_session_holds_at_most_the_pool_size_and_its_sockets_probe_idle_connections() -> None:
+async def test_the_session_holds_at_most_the_pool_size() -> None:
     transport = explicit_transport(pool_size=40)
     session = transport._session_now()
     assert session.connector is not None and session.connector.limit == 40
     await transport.close()
-    sock = keepalive_socket((socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", ("127.0.0.1", 0)))
-    with sock:
+
+
+async def test_a_streams_connection_probes_the_peer_when_idle() -> None:
+    def answer(conn: socket.socket) -> None:
+        conn.sendall(CHUNKED_HEAD)
+
+    server = OneAnswer(answer)
+    transport = Transport(load_configuration(host=server.host), "ua/1")
+    try:
+        response = await transport.open("/api/v1/configmaps", query={"watch": "true"}, read_timeout=30)
+        assert response.connection is not None and response.connection.transport is not None
+        sock = response.connection.transport.get_extra_info("socket")
         assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == KEEPALIVE_IDLE_S
+        response.close()
+    finally:
+        await transport.close()
+        server.close()
 
 
 def test_default_user_agent_names_the_operator_and_its_version() -> None:
