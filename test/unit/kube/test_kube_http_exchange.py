@@ -227,3 +227,22 @@ async def test_a_post_on_a_kept_alive_connection_closed_unanswered_is_an_error_n
             await transport.request("POST", "/create", body={}, timeout=5.0)
     assert [r.split(b" ")[1] for r in server.requests] == [b"/first", b"/create"]
     assert server.connections == 1
+
+
+async def test_a_cluster_reached_through_a_proxy_url_sends_its_requests_to_the_proxy() -> None:
+    def answer(conn: socket.socket, request: bytes) -> bool:
+        conn.sendall(by_length(b'{"kind":"Namespace"}'))
+        return True
+
+    proxy = ScriptedServer(answer)
+    access = load_configuration(host="http://api.invalid:6443")
+    access.proxy = f"http://127.0.0.1:{proxy.port}"
+    transport = Transport(access, "ua/1")
+    try:
+        reply = await transport.request("GET", "/api/v1/namespaces/default", timeout=5.0)
+    finally:
+        await transport.close()
+        proxy.close()
+    assert reply.body == b'{"kind":"Namespace"}'
+    # An HTTP proxy is asked for the whole URL; the server's name is never resolved here.
+    assert proxy.requests[0].startswith(b"GET http://api.invalid:6443/api/v1/namespaces/default HTTP/1.1\r\n")
