@@ -27,8 +27,7 @@ KEEPALIVE_IDLE_S, KEEPALIVE_INTERVAL_S, KEEPALIVE_PROBES = 30, 15, 9
 # (Go's default); coming back within this window costs no new handshake.
 IDLE_KEEP_S = 60.0
 # What aiohttp reads into a response's buffer before it stops reading the socket (it pauses at twice
-# this): a watch whose consumer is behind holds the server back by TCP past that, as urllib3's reader
-# thread did past its 256 waiting lines.
+# this): a watch whose consumer is behind holds the server back by TCP past that.
 READ_BUFFER = 256 * 1024
 
 
