@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import ssl
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -122,6 +123,7 @@ class Transport:
         # A server URL may carry a path (an API proxy's prefix), which goes in front of every path.
         self._origin, self._prefix = f"{url.scheme}://{url.netloc}", url.path
         self._tls = reloading_tls(self.access)
+        self._tls_host = URL(self._origin).raw_host
         proxy = self.access.proxy or None
         if proxy is not None and not proxy.startswith(("http://", "https://")):
             # aiohttp speaks HTTP proxies only; a SOCKS one would need a package we do not ship.
@@ -131,8 +133,12 @@ class Transport:
 
     def _session_now(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            self._session = new_session(self._pool_size)
+            self._session = new_session(self._pool_size, self._tls_for)
         return self._session
+
+    def _tls_for(self, host: str | None) -> ssl.SSLContext | None:
+        """The context of a new TLS connection to `host`: ours (following its files) for the API server."""
+        return self._tls() if self._tls is not None and host == self._tls_host else None
 
     async def _fresh_auth(self) -> None:
         """Credentials read again once AUTH_REUSE_S has passed, on a thread: a plugin may run a program.
@@ -176,11 +182,6 @@ class Transport:
             timeout = self._timeouts[seconds] = aiohttp.ClientTimeout(total=seconds, sock_connect=seconds)
         return timeout
 
-    def _tls_now(self) -> Any:
-        # Looked at for every request: connections are pooled per context, so a new context (files
-        # rotated) means new connections from now on, while those open under the old one age out.
-        return self._tls() if self._tls is not None else True
-
     async def request(
         self,
         method: str,
@@ -205,7 +206,6 @@ class Transport:
                 data=_encode(body),
                 headers=headers,
                 timeout=self._unary_timeout(timeout),
-                ssl=self._tls_now(),
                 proxy=self._proxy,
                 server_hostname=self._server_hostname,
             ) as response:
@@ -232,7 +232,6 @@ class Transport:
                 url,
                 headers=self._headers(None, accept),
                 timeout=timeout,
-                ssl=self._tls_now(),
                 proxy=self._proxy,
                 server_hostname=self._server_hostname,
             )
