@@ -197,7 +197,8 @@ class Transport:
         asks for more."""
         content_type = _content_type(body, content_type)
         url = self._url(path, query)
-        await self._fresh_auth()
+        if self._clock() - self._auth_read_at >= AUTH_REUSE_S:
+            await self._fresh_auth()
         headers = self._headers(content_type, accept)
         try:
             async with self._session_now().request(
@@ -224,7 +225,8 @@ class Transport:
         """A GET whose answer is left unread, for a stream (a watch, a followed log): the caller reads it
         and must close it. `read_timeout` bounds each wait for the next bytes, not the whole."""
         url = self._url(path, query)
-        await self._fresh_auth()
+        if self._clock() - self._auth_read_at >= AUTH_REUSE_S:
+            await self._fresh_auth()
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=STREAM_CONNECT_S, sock_read=read_timeout)
         try:
             response = await self._session_now().request(
