@@ -25,17 +25,22 @@ from pathlib import Path
 from mpioperator.testing.cluster import LocalCluster
 
 NAMESPACE = "bench-client"
+POD_NAMESPACE = "bench-startup-pods"
 EVENT_PAD = 2000  # bytes of data per ConfigMap: a small object, as most watch events are
 
 
-async def measure(kubeconfig: str, gets: int, in_flight: int, events: int) -> dict[str, float | str]:
-    """Run inside the measured tree: CPU per GET (one at a time and `in_flight` at once) and per watch
-    event (a watch replaying `events` creates)."""
+async def measure(
+    kubeconfig: str, gets: int, in_flight: int, events: int, pods: int
+) -> dict[str, float | str]:
+    """Run inside the measured tree: CPU per GET (one at a time and `in_flight` at once), per watch
+    event (a watch replaying `events` creates), and the wall and CPU time of listing `pods` pods as the
+    pod informer lists them (protobuf, the cache's projection, pages read ahead)."""
     import mpioperator
+    from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION
     from mpioperator.kube.client import KubeClient
-    from mpioperator.kube.resources import CONFIG_MAPS, NAMESPACES
+    from mpioperator.kube.resources import CONFIG_MAPS, NAMESPACES, PODS
 
-    client = KubeClient.from_kubeconfig(kubeconfig, qps=1e6, burst=1_000_000, protobuf=False)
+    client = KubeClient.from_kubeconfig(kubeconfig, qps=1e6, burst=1_000_000)
     try:
         for _ in range(50):  # connections made, code paths warm
             await client.get(NAMESPACES, "default")
@@ -60,6 +65,16 @@ async def measure(kubeconfig: str, gets: int, in_flight: int, events: int) -> di
                     break
         per_event = (time.process_time() - started) / events
         del rv
+
+        list_wall = list_cpu = 0.0
+        if pods:
+            wall, cpu = time.monotonic(), time.process_time()
+            listed_pods = 0
+            pages = client.list_pages(PODS, POD_NAMESPACE, limit=500, projection=POD_CACHE_PROJECTION)
+            async for page in pages:
+                listed_pods += len(page["items"])
+            list_wall, list_cpu = time.monotonic() - wall, time.process_time() - cpu
+            assert listed_pods == pods, listed_pods
     finally:
         await client.close()
     return {
@@ -67,7 +82,21 @@ async def measure(kubeconfig: str, gets: int, in_flight: int, events: int) -> di
         "get": serial,
         "get_parallel": parallel,
         "event": per_event,
+        "list_wall": list_wall,
+        "list_cpu": list_cpu,
     }
+
+
+async def seed_pods(cluster: LocalCluster, pods: int) -> None:
+    from mpioperator.kube.client import KubeClient
+    from test.benchmarks.bench_pod_decoders import create_running_pods
+
+    cluster.rest.create("/api/v1/namespaces", {"metadata": {"name": POD_NAMESPACE}})
+    client = KubeClient.from_kubeconfig(cluster.kubeconfig, qps=5000.0, burst=5000)
+    try:
+        await create_running_pods(client, pods, POD_NAMESPACE)
+    finally:
+        await client.close()
 
 
 def seed(cluster: LocalCluster, events: int) -> None:
@@ -85,7 +114,7 @@ def run_in(tree: str, kubeconfig: Path, args: argparse.Namespace) -> dict[str, f
         "import asyncio, json, runpy; "
         f"measure = runpy.run_path({__file__!r})['measure']; "
         f"print(json.dumps(asyncio.run(measure({str(kubeconfig)!r}, {args.gets}, {args.in_flight}, "
-        f"{args.events}))))"
+        f"{args.events}, {args.pods}))))"
     )
     env = {**os.environ, "PYTHONPATH": os.path.abspath(tree)}
     out = subprocess.run(
@@ -102,11 +131,14 @@ def main() -> None:
     parser.add_argument("--gets", type=int, default=500)
     parser.add_argument("--in-flight", type=int, default=8)
     parser.add_argument("--events", type=int, default=2000)
+    parser.add_argument("--pods", type=int, default=0, help="recorded running pods to list (0: none)")
     args = parser.parse_args()
     trees = dict(t.split("=", 1) for t in args.tree)
     results: dict[str, list[dict[str, float | str]]] = {name: [] for name in trees}
     with LocalCluster("apiserver") as cluster:
         seed(cluster, args.events)
+        if args.pods:
+            asyncio.run(seed_pods(cluster, args.pods))
         for _ in range(args.rounds):
             for name, tree in trees.items():
                 result = run_in(tree, cluster.kubeconfig, args)
@@ -114,11 +146,17 @@ def main() -> None:
                 print(name, json.dumps(result), file=sys.stderr)
     for name, runs in results.items():
         line = [name, f"({runs[0]['tree']})"]
-        for key, label in (("get", "GET"), ("get_parallel", f"GET x{args.in_flight}"), ("event", "event")):
-            values = sorted(float(r[key]) * 1e6 for r in runs)
-            line.append(
-                f"{label} {values[0]:.0f}-{values[-1]:.0f} us (median {statistics.median(values):.0f})"
-            )
+        for key, label, unit, scale in (
+            ("get", "GET", "us", 1e6),
+            ("get_parallel", f"GET x{args.in_flight}", "us", 1e6),
+            ("event", "event", "us", 1e6),
+            ("list_wall", f"list of {args.pods} pods", "s", 1.0),
+            ("list_cpu", "its CPU", "s", 1.0),
+        ):
+            values = sorted(float(r[key]) * scale for r in runs)
+            digits = 0 if unit == "us" else 2
+            low, high, median = values[0], values[-1], statistics.median(values)
+            line.append(f"{label} {low:.{digits}f}-{high:.{digits}f} {unit} (median {median:.{digits}f})")
         print("  ".join(line))
 
 
