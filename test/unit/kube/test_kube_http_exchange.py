@@ -246,3 +246,10 @@ async def test_a_cluster_reached_through_a_proxy_url_sends_its_requests_to_the_p
     assert reply.body == b'{"kind":"Namespace"}'
     # An HTTP proxy is asked for the whole URL; the server's name is never resolved here.
     assert proxy.requests[0].startswith(b"GET http://api.invalid:6443/api/v1/namespaces/default HTTP/1.1\r\n")
+
+
+def test_a_socks_proxy_is_refused_when_the_client_is_built_naming_what_is_supported() -> None:
+    access = load_configuration(host="https://api.invalid:6443")
+    access.proxy = "socks5://127.0.0.1:1080"
+    with pytest.raises(errors.KubeConfigError, match="only http:// and https:// proxies"):
+        Transport(access, "ua/1")
