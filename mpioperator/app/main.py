@@ -130,7 +130,7 @@ async def run(
             asyncio.get_running_loop().run_in_executor(None, release_free_memory)
 
         if options.leader_elect:
-            # Renewals have their own call thread and QPS bucket: behind pod creates held by a slow
+            # Renewals have their own connections and QPS bucket: behind pod creates held by a slow
             # admission webhook they would miss the renew deadline, and the leader would step down.
             lease_lane = client.lane("leader-election")
             leases = KubeLeaseClient(lease_lane)

@@ -29,8 +29,9 @@ def make_client(options: Options, *, metrics: RequestMetrics | None = None) -> K
     """The API client the flags describe; `metrics`, if given, is told about every request."""
     qps, burst = float(options.kube_api_qps), int(options.kube_api_burst)
     protobuf = options.kube_api_content_type == PROTOBUF
-    # Each sync worker may have several requests in flight (a job's workers are created together);
-    # a connection per watch, one spare for each while it reconnects, and a few for leader election.
+    # The session's connection limit: each sync worker may have several requests in flight (a job's
+    # workers are created together), a connection per watch with one spare for each while it
+    # reconnects, and a few more. Leader election has connections of its own (a lane).
     calls = options.threadiness * 2
     pool = calls + 2 * len(WATCHED) + 4
     try:
@@ -39,7 +40,6 @@ def make_client(options: Options, *, metrics: RequestMetrics | None = None) -> K
                 options.master,
                 user_agent=USER_AGENT,
                 pool_size=pool,
-                workers=calls,
                 qps=qps,
                 burst=burst,
                 metrics=metrics,
@@ -50,7 +50,6 @@ def make_client(options: Options, *, metrics: RequestMetrics | None = None) -> K
                 options.kubeconfig,
                 user_agent=USER_AGENT,
                 pool_size=pool,
-                workers=calls,
                 qps=qps,
                 burst=burst,
                 metrics=metrics,
@@ -62,7 +61,6 @@ def make_client(options: Options, *, metrics: RequestMetrics | None = None) -> K
         return KubeClient.in_cluster(
             user_agent=USER_AGENT,
             pool_size=pool,
-            workers=calls,
             qps=qps,
             burst=burst,
             metrics=metrics,

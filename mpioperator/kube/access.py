@@ -53,7 +53,8 @@ class ClusterAccess:
     tls_server_name: str | None = None
     cert_file: str | None = None
     key_file: str | None = None
-    # The proxy every connection to `host` goes through (an http://, https:// or socks5:// URL), already
+    # The proxy every connection to `host` goes through (an http:// or https:// URL; the transport refuses
+    # others, a socks5:// one included, as aiohttp speaks HTTP proxies only), already
     # chosen by the loader: a kubeconfig cluster's proxy-url, else the environment's HTTPS_PROXY/HTTP_PROXY
     # unless NO_PROXY exempts the host (kube/proxyenv.py). None: connect directly. A user and password
     # in it (http://user:pass@proxy:3128) are the proxy's credentials (Proxy-Authorization: Basic).

@@ -1,23 +1,21 @@
 """The operator's only door to the API server: async calls, plain dicts, typed errors, client-side QPS.
 
-Unary calls run on a bounded thread pool (the official client is blocking); watches read on threads
-of their own. A lane (`KubeClient.lane`) has call threads of its own over the same connections and
-buckets, for calls that must never wait behind the rest (Lease renewals). Nothing here retries: retry
-policy belongs to the callers that know what a retry means.
+Every request and watch goes through one aiohttp session on the event loop (kube/transport.py). A lane
+(`KubeClient.lane`) has a session of its own and shares the token buckets, for calls that must never wait
+behind the rest (Lease renewals). Nothing here retries: retry policy belongs to the callers that know
+what a retry means.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
-import concurrent.futures
 import contextlib
 import os
-from collections.abc import AsyncGenerator, Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
-import urllib3
+import aiohttp
 
 from mpioperator import __version__
 from mpioperator.api.objects import Obj
@@ -28,7 +26,7 @@ from mpioperator.kube.projection import Projection
 from mpioperator.kube.ratelimit import ClientLimiters
 from mpioperator.kube.resources import PODS, Resource
 from mpioperator.kube.transport import CONTENT_TYPES, Answer, Transport, decode, decode_text
-from mpioperator.kube.watch import open_stream, stream_events, stream_frames, stream_lines
+from mpioperator.kube.watch import stream_events, stream_frames, stream_lines
 
 DEFAULT_USER_AGENT = f"mpi-operator/{__version__} (python)"
 
@@ -73,10 +71,16 @@ def scaled_limit(limit: int | None, body_bytes: int, page_bytes: int | None) -> 
     return max(1, min(MAX_PAGE_LIMIT, limit * page_bytes // body_bytes))
 
 
+# Methods that change nothing on the server.
+READS = frozenset(("GET", "HEAD"))
+
+# The connections of a lane: its calls (a Lease read and write) come one after another.
+LANE_POOL_SIZE = 2
+
+
 class KubeClient:
-    """Async verbs over one connection pool of `pool_size`, shared by watches (one connection each,
-    held for the watch's life) and `workers` threads for unary calls (default: a quarter of the pool,
-    leaving the rest to watches so requests never churn connections).
+    """Async verbs over one session of at most `pool_size` connections, shared by watches (one connection
+    each, held for the watch's life) and unary calls.
 
     Lists and watches ask for protobuf where their projection knows the kind's message (kube/negotiation.py).
 
@@ -90,25 +94,17 @@ class KubeClient:
         qps: float = 5.0,
         burst: int = 10,
         request_timeout: float = 30.0,
-        workers: int | None = None,
         metrics: RequestMetrics | None = None,
         limiters: ClientLimiters | None = None,
         protobuf: bool = True,
-        thread_name_prefix: str = "kube-call",
     ) -> None:
         self._t = transport
         self._limiters = limiters or ClientLimiters(qps, burst)
         self._timeout = request_timeout
-        # A lane shares its parent's transport, which only the parent closes.
-        self._owns_transport = True
-        pool = transport.pool_size
-        self._executor = ThreadPoolExecutor(
-            max_workers=workers or max(2, pool // 4), thread_name_prefix=thread_name_prefix
-        )
         self._metrics = metrics or NoRequestMetrics()
-        # Unary calls handed to the pool and not yet answered. A caller cancelled mid-call stops waiting,
-        # but a request already on the wire completes on its thread; `settled` waits for those.
-        self._in_flight: set[concurrent.futures.Future[Answer]] = set()
+        # Writes sent and not yet answered. A caller cancelled mid-call stops waiting, but a write already
+        # on its way completes (the server may act on it whatever we do); `settled` waits for those.
+        self._in_flight: set[asyncio.Task[Answer]] = set()
         self._negotiation = Negotiation(enabled=protobuf)
 
     # -- construction ------------------------------------------------------------------------------
@@ -146,23 +142,19 @@ class KubeClient:
         access = load_configuration(host=host, token=token, ca_file=ca_file, pool_size=pool_size)
         return cls(Transport(access, user_agent), **opts)
 
-    def lane(self, name: str, *, workers: int = 1) -> KubeClient:
-        """A client over this one's connections and token buckets with `workers` call threads of its
-        own: what it sends never waits for a thread this client's calls hold. With the buckets already
-        one per upstream client (`ClientLimiters`: Leases have their own) and a connection pool that
-        connects whenever none is idle, a lane's call waits for nothing of this client's, as client-go's
-        leader election with its own clientset. Closing the lane leaves this client's connections open."""
-        lane = KubeClient(
-            self._t,
+    def lane(self, name: str) -> KubeClient:
+        """A client with this one's settings and token buckets and connections of its own: what it sends
+        never waits for a connection this client's calls hold. With the buckets already one per upstream
+        client (`ClientLimiters`: Leases have their own), a lane's call waits for nothing of this
+        client's, as client-go's leader election with its own clientset. `name` says what it is for;
+        closing the lane leaves this client's connections open."""
+        return KubeClient(
+            self._t.lane(LANE_POOL_SIZE),
             limiters=self._limiters,
             request_timeout=self._timeout,
-            workers=workers,
             metrics=self._metrics,
             protobuf=self._negotiation.enabled,
-            thread_name_prefix=f"kube-{name}",
         )
-        lane._owns_transport = False
-        return lane
 
     @property
     def request_timeout(self) -> float:
@@ -203,12 +195,12 @@ class KubeClient:
         content_type: str | None = None,
         accept: str | None = None,
     ) -> Answer:
+        # Cancelled while it waits for a token, a call is never sent.
         await self._limiters.for_group(res.group).acquire()
         loop = asyncio.get_running_loop()
         started = loop.time()
         code = 0
-        call = self._executor.submit(
-            self._t.request,
+        request = self._t.request(
             method,
             path,
             query=query,
@@ -217,15 +209,26 @@ class KubeClient:
             timeout=self._timeout,
             accept=accept,
         )
-        self._in_flight.add(call)
-        call.add_done_callback(self._in_flight.discard)
         try:
-            # Cancelling this wait cancels a call not yet started, so it is never sent.
-            answer = await asyncio.wrap_future(call)
+            if method in READS:
+                # A read whose caller stops waiting is dropped with its connection: it changed nothing.
+                answer = await request
+            else:
+                answer = await self._write(request)
             code = answer.status
             return answer
         finally:
             self._metrics.observe(verb, res.plural, code, loop.time() - started)
+
+    async def _write(self, request: Coroutine[Any, Any, Answer]) -> Answer:
+        """A write runs as a task of its own, shielded from its caller: a caller that stops waiting leaves
+        it to finish (or fail), since the server may act on it whatever we do, and `settled` waits for
+        it. (A task costs a turn of the loop, so reads are not sent this way.)"""
+        call = asyncio.ensure_future(request)
+        self._in_flight.add(call)
+        call.add_done_callback(_settle)
+        call.add_done_callback(self._in_flight.discard)
+        return await asyncio.shield(call)
 
     # -- verbs ---------------------------------------------------------------------------------------
     async def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj:
@@ -416,23 +419,19 @@ class KubeClient:
         }
         # No read deadline given: the server closes after timeoutSeconds, so allow that plus slack.
         read_timeout = inactivity_timeout or (timeout_seconds + 30.0)
+        accept = self._negotiation.accept(res, projection)
         path = res.path(namespace)
 
-        connect_timeout = min(self._timeout, 10.0)
-        accept = self._negotiation.accept(res, projection)
+        def opening() -> Awaitable[aiohttp.ClientResponse]:
+            return self._t.open(path, query=query, read_timeout=read_timeout, accept=accept)
 
-        def request() -> urllib3.BaseHTTPResponse:
-            timeout = (connect_timeout, read_timeout)
-            return self._t.open("GET", path, query=query, timeout=timeout, accept=accept)
-
-        return self._watch(request, res, projection, read_timeout)
+        return self._watch(opening, res, projection)
 
     async def _watch(
         self,
-        request: Callable[[], urllib3.BaseHTTPResponse],
+        opening: Callable[[], Awaitable[aiohttp.ClientResponse]],
         res: Resource,
         projection: Projection | None,
-        inactivity: float,
     ) -> AsyncGenerator[Obj, None]:
         # No token: a watch is one long request, and client-go does not throttle watches either. What keeps
         # a failing watch from spinning is its caller's back-off (the reflector's, the lease watch's).
@@ -440,18 +439,18 @@ class KubeClient:
         started = loop.time()
         code = 0
         try:
-            response = await open_stream(request)
+            response = await opening()
             code = response.status
         finally:
             self._metrics.observe("watch", res.plural, code, loop.time() - started)
-        # aclosing: closing this generator must close the stream (and free its thread) now, not at GC.
+        # aclosing: closing this generator must close the stream (and its connection) now, not at GC.
         proto = self._negotiation.protobuf(res, projection)
         if proto is not None and self._negotiation.is_protobuf(response.headers):
             decode = self._negotiation.frame_decoder(res, proto)
-            stream = stream_frames(response, stamp_kind(res), decode, inactivity=inactivity)
+            stream = stream_frames(response, stamp_kind(res), decode)
         else:
             loads = projection.event if projection else None
-            stream = stream_events(response, stamp_kind(res), loads, inactivity=inactivity)
+            stream = stream_events(response, stamp_kind(res), loads)
         async with contextlib.aclosing(stream) as events:
             async for event in events:
                 yield event
@@ -473,36 +472,33 @@ class KubeClient:
         silent for as long as it likes."""
         query = {"container": container, "follow": "true"}
         path = PODS.path(namespace, name, "log")
-        connect_timeout = min(self._timeout, 10.0)
+        return self._follow(lambda: self._t.open(path, query=query, read_timeout=None))
 
-        def request() -> urllib3.BaseHTTPResponse:
-            return self._t.open("GET", path, query=query, timeout=(connect_timeout, None))
-
-        return self._follow(request)
-
-    async def _follow(self, request: Callable[[], urllib3.BaseHTTPResponse]) -> AsyncGenerator[str, None]:
-        response = await open_stream(request)
+    async def _follow(
+        self, opening: Callable[[], Awaitable[aiohttp.ClientResponse]]
+    ) -> AsyncGenerator[str, None]:
+        response = await opening()
         async with contextlib.aclosing(stream_lines(response)) as lines:
             async for line in lines:
                 yield line
 
     async def settled(self, timeout: float | None = None) -> bool:
-        """Wait until every unary call sent so far has been answered (or has failed); False if `timeout`
-        seconds pass first. After a caller was cancelled this is when its writes are really over."""
-        pending = [asyncio.wrap_future(call) for call in list(self._in_flight)]
+        """Wait until every write sent so far has been answered (or has failed); False if `timeout` seconds
+        pass first. After a caller was cancelled this is when its writes are really over."""
+        pending = list(self._in_flight)
         if not pending:
             return True
-        done, still = await asyncio.wait(pending, timeout=timeout)
-        # Their callers were cancelled, so nobody else reads these outcomes: a call that failed (its server
-        # gone) would otherwise be logged as "Future exception was never retrieved" with its traceback.
-        for answered in done:
-            if not answered.cancelled():
-                answered.exception()
-        for waiting in still:
-            waiting.cancel()
+        _, still = await asyncio.wait(pending, timeout=timeout)
         return not still
 
     async def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
-        if self._owns_transport:
-            self._t.close()
+        for call in list(self._in_flight):
+            call.cancel()
+        await self._t.close()
+
+
+def _settle(call: asyncio.Task[Answer]) -> None:
+    """Takes a finished call's failure: when its caller was cancelled nobody else reads it, and asyncio
+    would log it as "Task exception was never retrieved" with its traceback."""
+    if not call.cancelled():
+        call.exception()

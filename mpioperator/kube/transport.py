@@ -1,31 +1,33 @@
-"""The blocking HTTP layer: one urllib3 connection pool set up from a ClusterAccess (TLS, CA, client
-certificates, proxy), our own request encoding and JSON handling (no generated models anywhere).
+"""The HTTP layer: requests to the API server through one aiohttp session on the event loop (connections,
+TLS, proxy from a ClusterAccess: kube/session.py), our own request encoding and JSON handling (no
+generated models anywhere).
 
-Requests go straight to the pool: the official client's REST layer re-encodes bodies with the standard
-library, rewrites some content types on its own and inspects every header on every call, which together
-cost more CPU than the request itself under a burst of writes."""
+A unary call is bounded as a whole: its timeout runs from the first byte sent to the last byte of the
+answer, and a body over MAX_BODY fails it. Nothing is retried here but what aiohttp itself retries: a
+request of an idempotent method (GET, HEAD, PUT, DELETE, ...) that met a kept-alive connection the server
+had just closed, before any answer; every other failure is the caller's to retry.
+"""
 
 from __future__ import annotations
 
-import functools
+import asyncio
 import math
-import socket
 import ssl
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlencode, urlsplit
+from urllib.parse import urlencode, urlsplit
 
+import aiohttp
 import orjson
-import urllib3
+from yarl import URL
 
 from mpioperator.kube import errors
 from mpioperator.kube.access import ClusterAccess
-from mpioperator.kube.http1 import Http1Pool, HttpError
 from mpioperator.kube.protoapi import MAGIC, PROTOBUF, decode_status
 from mpioperator.kube.requesthead import check_header, check_headers, check_target
-from mpioperator.kube.tlsreload import ReloadingTls
+from mpioperator.kube.session import new_session, probe_when_idle, reloading_tls
 
 CONTENT_TYPES = {
     "merge": "application/merge-patch+json",
@@ -40,6 +42,13 @@ _KNOWN_MEDIA_TYPES = frozenset(
     (*CONTENT_TYPES.values(), "application/json", PROTOBUF, f"{PROTOBUF}, application/json")
 )
 
+# The largest answer the operator reads is its first list of pods, served whole from the API server's
+# watch cache: a few KiB a pod, some hundreds of MiB at the 150,000 pods Kubernetes supports in a cluster
+# (Secrets, which can be far larger, are always listed in pages of about 16 MiB). Past 1 GiB, the
+# operator Deployment's memory limit, no answer could be held and decoded anyway; the cap turns a
+# runaway body into a failed call instead of growing until the process runs out of memory.
+MAX_BODY = 1 << 30
+
 
 @dataclass(frozen=True, slots=True)
 class Answer:
@@ -48,72 +57,110 @@ class Answer:
     body: bytes
 
 
+class BodyTooLarge(Exception):
+    """The answer's body is over MAX_BODY."""
+
+
 # How long credentials are reused. Reading them may mean reading a token file or running a plugin's
 # refresh, which under load would cost more CPU than the rest of the request; tokens are rotated on a
 # scale of minutes, not seconds.
 AUTH_REUSE_S = 10.0
+# The connect deadline of a stream (a watch, a followed log), whose read deadline is its own.
+STREAM_CONNECT_S = 10.0
 
-# Idle watches otherwise die silently behind proxies and load balancers: a connection idle for 30 s is
-# probed, and dropped after 9 unanswered probes 15 s apart.
-KEEPALIVE_IDLE_S, KEEPALIVE_INTERVAL_S, KEEPALIVE_PROBES = 30, 15, 9
+TRANSPORT_ERRORS = (aiohttp.ClientError, OSError)  # TimeoutError and ssl.SSLError are OSErrors
+
+
+def transport_error(exc: BaseException) -> errors.ApiError:
+    detail = str(exc) or ("no whole answer within the timeout" if isinstance(exc, TimeoutError) else "")
+    return errors.ApiError(0, "", f"{type(exc).__name__}: {detail}")
 
 
 class Transport:
+    """Requests over one session of at most `pool_size` connections (the access's by default). Its
+    methods run on the event loop the session was made on."""
+
     def __init__(
         self,
         access: ClusterAccess,
         user_agent: str,
         *,
         clock: Callable[[], float] = time.monotonic,
+        pool_size: int | None = None,
     ) -> None:
         self.access = access
         check_header("User-Agent", user_agent)
         self.user_agent = user_agent
-        self._manager = pool_manager(access)
         self._clock = clock
+        self._pool_size = pool_size or access.pool_size
         self._auth: dict[str, str] = {}
         self._auth_read_at = -math.inf
-        self._unary: Http1Pool | None = None
-        # http.client and our HTTP/1.1 writer encode header values as latin-1: the UTF-8 bytes of each
-        # value are carried as latin-1 characters, so the wire holds UTF-8, as client-go sends it.
-        self._default_headers = [(n, v.encode().decode("latin-1")) for n, v in access.default_headers]
+        self._auth_reading: asyncio.Future[None] | None = None
+        # Sent with every request (impersonation); aiohttp writes header values as UTF-8, as client-go.
+        self._default_headers = list(access.default_headers)
+        self._session: aiohttp.ClientSession | None = None
+        self._timeouts: dict[float | None, aiohttp.ClientTimeout] = {}
         self._point_at(access.host)
 
     @property
     def pool_size(self) -> int:
-        return self.access.pool_size
+        return self._pool_size
+
+    def lane(self, pool_size: int) -> Transport:
+        """A transport to the same server with the same settings and a session of its own: what it sends
+        never waits for a connection this one's requests hold."""
+        return Transport(self.access, self.user_agent, clock=self._clock, pool_size=pool_size)
 
     def override_host(self, host: str) -> None:
         self.access.host = host
-        proxy = self.access.proxy
+        # A proxy from the environment depends on the host (NO_PROXY); a cluster's proxy-url does not.
         self.access.choose_proxy()
-        if self.access.proxy != proxy:
-            self._manager.clear()
-            self._manager = pool_manager(self.access)
         self._point_at(host)
 
     def _point_at(self, host: str) -> None:
         self.host = host.rstrip("/")
-        # A server URL may carry a path (an API proxy's prefix); the pool is per scheme, host and port.
-        self._prefix = urlsplit(self.host).path
-        self._pool = self._manager.connection_from_url(self.host)
-        if self._unary is not None:
-            self._unary.close()
-        self._unary = unary_pool(self.access, self.host)
+        url = urlsplit(self.host)
+        # A server URL may carry a path (an API proxy's prefix), which goes in front of every path.
+        self._origin, self._prefix = f"{url.scheme}://{url.netloc}", url.path
+        self._tls = reloading_tls(self.access)
+        self._tls_host = URL(self._origin).raw_host
+        proxy = self.access.proxy or None
+        if proxy is not None and not proxy.startswith(("http://", "https://")):
+            # aiohttp speaks HTTP proxies only; a SOCKS one would need a package we do not ship.
+            raise errors.KubeConfigError(f"proxy {proxy!r}: only http:// and https:// proxies are supported")
+        self._proxy = proxy
+        self._server_hostname = self.access.tls_server_name or None
 
-    def _auth_headers(self) -> dict[str, str]:
-        now = self._clock()
-        if now - self._auth_read_at >= AUTH_REUSE_S:
+    def _session_now(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = new_session(self._pool_size, self._tls_for)
+        return self._session
+
+    def _tls_for(self, host: str | None) -> ssl.SSLContext | None:
+        """The context of a new TLS connection to `host`: ours (following its files) for the API server."""
+        return self._tls() if self._tls is not None and host == self._tls_host else None
+
+    async def _fresh_auth(self) -> None:
+        """Credentials read again once AUTH_REUSE_S has passed, on a thread: a plugin may run a program.
+        Calls arriving while they are read wait for that one read."""
+        if self._clock() - self._auth_read_at < AUTH_REUSE_S:
+            return
+        if self._auth_reading is None:
+            self._auth_reading = asyncio.ensure_future(self._read_auth())
+        await asyncio.shield(self._auth_reading)
+
+    async def _read_auth(self) -> None:
+        try:
+            credentials = await asyncio.to_thread(self.access.credentials)
             # Checked as read, not on every request: a token holding a newline is refused, never sent.
-            self._auth, self._auth_read_at = dict(check_headers(self.access.credentials())), now
-        return self._auth
+            self._auth, self._auth_read_at = dict(check_headers(credentials)), self._clock()
+        finally:
+            self._auth_reading = None
 
-    def _headers(self, content_type: str | None, accept: str | None = None) -> Mapping[str, str]:
-        headers = {
-            "Accept": accept or "application/json",
-            "User-Agent": self.user_agent,
-            **self._auth_headers(),
-        }
+    def _headers(
+        self, content_type: str | None, accept: str | None = None
+    ) -> dict[str, str] | list[tuple[str, str]]:
+        headers = {"Accept": accept or "application/json", "User-Agent": self.user_agent, **self._auth}
         if accept and accept not in _KNOWN_MEDIA_TYPES:
             check_header("Accept", accept)
         if content_type:
@@ -122,14 +169,20 @@ class Transport:
             headers["Content-Type"] = content_type
         if not self._default_headers:
             return headers
-        # A name may repeat (Impersonate-Group): a dict cannot hold that, urllib3's header dict can, and
-        # both HTTP writers send each of its pairs as a line.
-        multi = urllib3.HTTPHeaderDict(headers)
-        for name, value in self._default_headers:
-            multi.add(name, value)
-        return multi
+        # A name may repeat (Impersonate-Group): pairs, which aiohttp sends one line each.
+        return [*headers.items(), *self._default_headers]
 
-    def open(
+    def _url(self, path: str, query: dict[str, Any] | None) -> URL:
+        # Checked, then taken as it is: yarl would otherwise parse and quote it again.
+        return URL(self._origin + check_target(f"{self._prefix}{path}{_query(query)}"), encoded=True)
+
+    def _unary_timeout(self, seconds: float | None) -> aiohttp.ClientTimeout:
+        timeout = self._timeouts.get(seconds)
+        if timeout is None:
+            timeout = self._timeouts[seconds] = aiohttp.ClientTimeout(total=seconds, sock_connect=seconds)
+        return timeout
+
+    async def request(
         self,
         method: str,
         path: str,
@@ -137,150 +190,89 @@ class Transport:
         query: dict[str, Any] | None = None,
         body: Any = None,
         content_type: str | None = None,
-        timeout: float | tuple[float, float | None] | None = None,
-        accept: str | None = None,
-    ) -> urllib3.BaseHTTPResponse:
-        """Send a request and return the unread response (a stream, for watches). The answer is JSON
-        unless `accept` asks for more."""
-        content_type = _content_type(body, content_type)
-        try:
-            return self._pool.urlopen(
-                method,
-                check_target(f"{self._prefix}{path}{_query(query)}"),
-                body=_encode(body),
-                headers=self._headers(content_type, accept),
-                timeout=_timeout(timeout),
-                preload_content=False,
-            )
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise errors.ApiError(0, "", f"{type(exc).__name__}: {exc}") from exc
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: dict[str, Any] | None = None,
-        body: Any = None,
-        content_type: str | None = None,
-        timeout: float | tuple[float, float | None] | None = None,
+        timeout: float | None = None,
         accept: str | None = None,
     ) -> Answer:
-        """A whole answer; on our own HTTP/1.1 pool unless the cluster is reached through a proxy."""
-        if self._unary is None:
-            return self._request_urllib3(
-                method,
-                path,
-                query=query,
-                body=body,
-                content_type=content_type,
-                timeout=timeout,
-                accept=accept,
-            )
+        """A whole answer, within `timeout` seconds from start to end. The answer is JSON unless `accept`
+        asks for more."""
         content_type = _content_type(body, content_type)
-        encoded = _encode(body)
+        url = self._url(path, query)
+        if self._clock() - self._auth_read_at >= AUTH_REUSE_S:
+            await self._fresh_auth()
+        headers = self._headers(content_type, accept)
         try:
-            reply = self._unary.request(
+            async with self._session_now().request(
                 method,
-                check_target(f"{self._prefix}{path}{_query(query)}"),
-                self._headers(content_type, accept),
-                encoded.encode() if isinstance(encoded, str) else encoded,
-                _seconds(timeout),
-            )
-        except HttpError as exc:
-            raise errors.ApiError(0, "", str(exc)) from exc
-        return Answer(reply.status, reply.headers, reply.body)
+                url,
+                data=_encode(body),
+                headers=headers,
+                timeout=self._unary_timeout(timeout),
+                proxy=self._proxy,
+                server_hostname=self._server_hostname,
+            ) as response:
+                return Answer(response.status, header_dict(response.headers), await read_capped(response))
+        except (*TRANSPORT_ERRORS, BodyTooLarge) as exc:
+            raise transport_error(exc) from exc
 
-    def _request_urllib3(self, method: str, path: str, **kwargs: Any) -> Answer:
-        response = self.open(method, path, **kwargs)
+    async def open(
+        self,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        read_timeout: float | None,
+        accept: str | None = None,
+    ) -> aiohttp.ClientResponse:
+        """A GET whose answer is left unread, for a stream (a watch, a followed log): the caller reads it
+        and must close it. `read_timeout` bounds each wait for the next bytes, not the whole."""
+        url = self._url(path, query)
+        if self._clock() - self._auth_read_at >= AUTH_REUSE_S:
+            await self._fresh_auth()
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=STREAM_CONNECT_S, sock_read=read_timeout)
         try:
-            data = response.data
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise errors.ApiError(0, "", f"{type(exc).__name__}: {exc}") from exc
-        finally:
-            response.release_conn()
-        return Answer(response.status, dict(response.headers), data)
+            response = await self._session_now().request(
+                "GET",
+                url,
+                headers=self._headers(None, accept),
+                timeout=timeout,
+                proxy=self._proxy,
+                server_hostname=self._server_hostname,
+            )
+        except TRANSPORT_ERRORS as exc:
+            raise transport_error(exc) from exc
+        probe_when_idle(response.connection.transport if response.connection is not None else None)
+        return response
 
-    def close(self) -> None:
-        self._manager.clear()
-        if self._unary is not None:
-            self._unary.close()
-
-
-def unary_pool(access: ClusterAccess, host: str) -> Http1Pool | None:
-    """Our own pool for whole answers from `host`, with the TLS settings urllib3 would use; None where the
-    cluster is reached through a proxy, which urllib3 speaks and we do not."""
-    if access.proxy:
-        return None
-    url = urlsplit(host)
-    tls: Callable[[], ssl.SSLContext] | None = None
-    if url.scheme == "https":
-        # urllib3 (watches, streams) loads these files again for each new connection: so do we.
-        files = [f for f in (access.ca_file, access.cert_file, access.key_file) if f]
-        tls = ReloadingTls(functools.partial(tls_context, access), files)
-    default_port = 443 if url.scheme == "https" else 80
-    return Http1Pool(
-        url.hostname or "localhost",
-        url.port or default_port,
-        tls=tls,
-        server_hostname=access.tls_server_name or None,
-        socket_options=keepalive_socket_options(),
-        maxsize=access.pool_size,
-    )
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
 
 
-def tls_context(access: ClusterAccess) -> ssl.SSLContext:
-    """TLS as the kubeconfig says: its CA (or the system's), its client certificate, or no verification."""
-    context = ssl.create_default_context(cafile=access.ca_file, cadata=access.ca_data)
-    if not access.verify:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    if access.cert_file:
-        context.load_cert_chain(access.cert_file, access.key_file)
-    context.set_alpn_protocols(["http/1.1"])
-    return context
+async def read_capped(response: aiohttp.ClientResponse) -> bytes:
+    """The whole body of `response`, or BodyTooLarge (the connection closed) once it passes MAX_BODY."""
+    length = response.content_length
+    if length is not None:
+        if length > MAX_BODY:
+            response.close()
+            raise BodyTooLarge(f"the answer's body of {length} bytes is over the cap of {MAX_BODY} bytes")
+        return await response.read()
+    parts: list[bytes] = []
+    got = 0
+    content = response.content
+    while data := await content.readany():
+        got += len(data)
+        if got > MAX_BODY:
+            response.close()
+            raise BodyTooLarge(f"the answer's body is over the cap of {MAX_BODY} bytes")
+        parts.append(data)
+    return b"".join(parts)
 
 
-def pool_manager(access: ClusterAccess) -> urllib3.PoolManager:
-    args: dict[str, Any] = {
-        "cert_reqs": ssl.CERT_REQUIRED if access.verify else ssl.CERT_NONE,
-        "ca_certs": access.ca_file,
-        "ca_cert_data": access.ca_data,
-        "cert_file": access.cert_file,
-        "key_file": access.key_file,
-        "maxsize": access.pool_size,
-        # Retries belong to the work queue and the reflector, which know what a retry means.
-        "retries": False,
-        "socket_options": keepalive_socket_options(),
-    }
-    if access.tls_server_name:
-        args["server_hostname"] = access.tls_server_name
-    if not access.proxy:
-        return urllib3.PoolManager(**args)
-    if access.proxy.startswith("socks"):
-        from urllib3.contrib.socks import SOCKSProxyManager  # needs the optional PySocks
-
-        return SOCKSProxyManager(access.proxy, **args)
-    proxy = urlsplit(access.proxy)
-    if proxy.username is not None:
-        # Go sends a proxy URL's user and password as Proxy-Authorization; urllib3 needs them given.
-        credentials = f"{unquote(proxy.username)}:{unquote(proxy.password or '')}"
-        args["proxy_headers"] = urllib3.make_headers(proxy_basic_auth=credentials)
-    return urllib3.ProxyManager(access.proxy, **args)
-
-
-def keepalive_socket_options() -> list[tuple[int, int, int]]:
-    # urllib3 replaces its defaults (Nagle off) with the list it is given: start from them.
-    options = list(urllib3.connection.HTTPConnection.default_socket_options)
-    options.append((socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1))
-    for name, value in (
-        ("TCP_KEEPIDLE", KEEPALIVE_IDLE_S),
-        ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL_S),
-        ("TCP_KEEPCNT", KEEPALIVE_PROBES),
-    ):
-        if hasattr(socket, name):
-            options.append((socket.IPPROTO_TCP, getattr(socket, name), value))
-    return options
+def header_dict(headers: Mapping[str, str]) -> dict[str, str]:
+    """Answer headers as a plain dict; repeated fields joined with ", ", as urllib3 showed them."""
+    out: dict[str, str] = {}
+    for name, value in headers.items():
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
 
 
 def _content_type(body: Any, content_type: str | None) -> str | None:
@@ -297,25 +289,13 @@ def _query(query: dict[str, Any] | None) -> str:
     return f"?{urlencode(params)}" if params else ""
 
 
-def _encode(body: Any) -> bytes | str | None:
+def _encode(body: Any) -> bytes | None:
     # A server-side apply body is YAML, and JSON is YAML: every body can be sent as JSON.
-    if body is None or isinstance(body, (bytes, str)):
+    if body is None or isinstance(body, bytes):
         return body
+    if isinstance(body, str):
+        return body.encode()
     return orjson.dumps(body)
-
-
-def _seconds(timeout: float | tuple[float, float | None] | None) -> float | None:
-    if isinstance(timeout, tuple):
-        return timeout[1] if timeout[1] is not None else timeout[0]
-    return timeout
-
-
-def _timeout(timeout: float | tuple[float, float | None] | None) -> urllib3.Timeout | None:
-    if timeout is None:
-        return None
-    if isinstance(timeout, tuple):
-        return urllib3.Timeout(connect=timeout[0], read=timeout[1])
-    return urllib3.Timeout(total=timeout)
 
 
 def decode(answer: Answer, loads: Callable[[bytes], dict[str, Any]] = orjson.loads) -> dict[str, Any]:

@@ -47,8 +47,8 @@ async def run(args: argparse.Namespace) -> float:
         args.server,
         token=args.token,
         ca_file=args.ca_file,
-        pool_size=args.concurrency * 4,
-        workers=args.concurrency * 2,
+        # As many requests in flight as it had call threads before the client moved to aiohttp.
+        pool_size=args.concurrency * 2,
         qps=1e9,
         burst=1_000_000_000,
     )

@@ -74,14 +74,14 @@ async def create_running_pods(
         await asyncio.gather(*(one(i) for i in range(first, min(first + IN_FLIGHT, count))))
 
 
-def _serve_times(client: KubeClient, rounds: int) -> dict[str, list[float]]:
+async def _serve_times(client: KubeClient, rounds: int) -> dict[str, list[float]]:
     """Wall time of a whole-list GET as JSON and as protobuf, alternating."""
     times: dict[str, list[float]] = {"json": [], "protobuf": []}
     transport = client._t  # the raw bodies, undecoded
     for _ in range(rounds):
         for name, accept in (("json", None), ("protobuf", PROTOBUF)):
             started = time.perf_counter()
-            answer = transport.request("GET", PODS.path(NAMESPACE), accept=accept, timeout=120.0)
+            answer = await transport.request("GET", PODS.path(NAMESPACE), accept=accept, timeout=120.0)
             times[name].append(time.perf_counter() - started)
             assert answer.status == 200, answer.status
     return times
@@ -90,15 +90,15 @@ def _serve_times(client: KubeClient, rounds: int) -> dict[str, list[float]]:
 async def _capture(count: int, serve_rounds: int) -> tuple[bytes, bytes, dict[str, list[float]]]:
     with LocalCluster("apiserver") as cluster:
         cluster.rest.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
-        client = KubeClient.from_kubeconfig(cluster.kubeconfig, qps=5000.0, burst=5000, workers=8)
+        client = KubeClient.from_kubeconfig(cluster.kubeconfig, qps=5000.0, burst=5000)
         try:
             started = time.monotonic()
             await create_running_pods(client, count)
             print(f"created {count} pods in {time.monotonic() - started:.1f}s", file=sys.stderr)
             path = PODS.path(NAMESPACE)
-            as_json = client._t.request("GET", path, timeout=120.0).body
-            as_proto = client._t.request("GET", path, accept=PROTOBUF, timeout=120.0).body
-            serve = _serve_times(client, serve_rounds)
+            as_json = (await client._t.request("GET", path, timeout=120.0)).body
+            as_proto = (await client._t.request("GET", path, accept=PROTOBUF, timeout=120.0)).body
+            serve = await _serve_times(client, serve_rounds)
         finally:
             await client.close()
     return as_json, as_proto, serve

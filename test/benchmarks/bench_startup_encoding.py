@@ -34,7 +34,7 @@ ENCODINGS = {"json": "application/json", "protobuf": PROTOBUF}
 
 async def _fill(bench: Bench, pods: int) -> None:
     ns = bench.namespace("bench-startup-pods")
-    client = KubeClient.from_kubeconfig(bench.cluster.kubeconfig, qps=5000.0, burst=5000, workers=8)
+    client = KubeClient.from_kubeconfig(bench.cluster.kubeconfig, qps=5000.0, burst=5000)
     try:
         await create_running_pods(client, pods, ns, owned=False)
     finally:

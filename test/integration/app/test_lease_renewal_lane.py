@@ -1,5 +1,6 @@
-"""The leader's Lease renewals against pod creates that a slow admission webhook holds: the creates fill
-every call thread of the operator's client, and the renewal must still be sent and answered."""
+"""The leader's Lease renewals against pod creates that a slow admission webhook holds: seven creates wait
+on the operator's client at once, and the renewal, on connections of its own, must still be sent and
+answered."""
 
 from __future__ import annotations
 
@@ -25,14 +26,14 @@ WEBHOOKS = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfiguration
 # A held create is answered after this long at the latest, inside the webhook's 30 s timeout, so nothing
 # is left waiting if the test fails before it lets them go.
 HOLD_LIMIT = 28.0
-# The operator's call threads at the default --threadiness 2 (startup.make_client: 2 per worker).
-CALL_THREADS = 4
+# A job of 8 workers: the first is created alone, the other seven together (L11).
+HELD_AT_ONCE = 7
 
 
 class SlowPodWebhook:
     """A validating admission webhook on loopback (TLS from a throw-away CA) that holds every pod create
     until `release` is set, except dry-run probes and each job's first worker (so the rest of a job's
-    workers are created together, as many at once as the client has threads)."""
+    workers are created together and held at once)."""
 
     def __init__(self, directory: Path) -> None:
         ca = CertificateAuthority(directory, name="slow-webhook-ca")
@@ -123,7 +124,7 @@ def _probe_pod(i: int) -> dict[str, Any]:
     return {"metadata": {"name": f"probe-{i}"}, "spec": {"containers": [{"name": "c", "image": "probe"}]}}
 
 
-async def test_lease_renewal_is_answered_while_held_pod_creates_fill_every_call_thread(
+async def test_lease_renewal_is_answered_while_held_pod_creates_wait_on_the_client(
     with_mpijobs: LocalCluster, make_namespace: Any, tmp_path: Path
 ) -> None:
     cluster = with_mpijobs
@@ -155,10 +156,12 @@ async def test_lease_renewal_is_answered_while_held_pod_creates_fill_every_call_
                         operator.check_alive()
                         return webhook.held
 
-                    # Seven workers created together: every call thread waits on a held create, and three
-                    # more creates queue for a thread.
+                    # Seven workers created together, all held.
                     await async_wait_for(
-                        held, timeout=60, what="held creates on every call thread", done=lambda n: n >= 4
+                        held,
+                        timeout=60,
+                        what="every worker create after the first held",
+                        done=lambda n: n >= HELD_AT_ONCE,
                     )
                     before = await asyncio.to_thread(cluster.rest.get, lease_path)
                     seen = len(operator.answered.calls)
@@ -183,4 +186,4 @@ async def test_lease_renewal_is_answered_while_held_pod_creates_fill_every_call_
     # No held create was answered before the renewal: the one pod create answered was the first worker's.
     created = [code for verb, resource, code in calls if (verb, resource) == ("create", "pods")]
     assert created == [201]
-    assert webhook.held >= CALL_THREADS
+    assert webhook.held >= HELD_AT_ONCE

@@ -21,7 +21,7 @@ AS_JSON_SHOWS_IT = "MPI\ufffdJob"
 
 async def create_non_utf8_pod(client: KubeClient, ns: str, name: str) -> None:
     owner = owner_reference(b"kubeflow.org/v2beta1", BAD_KIND, b"pi", b"0b0e5a1c-0000-4000-8000-000000000001")
-    answer = client._t.request(
+    answer = await client._t.request(
         "POST", PODS.path(ns), body=pod_body(name, ns, owner=owner), content_type=CONTENT_TYPE
     )
     assert answer.status == 201, answer.body[:300]

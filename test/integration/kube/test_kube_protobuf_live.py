@@ -48,8 +48,8 @@ async def test_varied_pods_project_the_same_from_the_servers_protobuf_and_json(
 ) -> None:
     ns, _ = varied
     transport = client._t
-    as_proto = transport.request("GET", PODS.path(ns), accept=PROTOBUF)
-    as_json = transport.request("GET", PODS.path(ns))
+    as_proto = await transport.request("GET", PODS.path(ns), accept=PROTOBUF)
+    as_json = await transport.request("GET", PODS.path(ns))
     assert is_protobuf(as_proto.headers.get("Content-Type"))
     assert POD_CACHE_PROJECTION.protobuf is not None
     projected = POD_CACHE_PROJECTION.protobuf.list(as_proto.body)

@@ -83,6 +83,7 @@ class _Handler(BaseHTTPRequestHandler):
         assert isinstance(self.connection, ssl.SSLSocket)
         peer = self.connection.getpeercert() or {}
         self.server.presented.append(int(str(peer.get("serialNumber", "0")), 16))
+        self.server.alpn.append(self.connection.selected_alpn_protocol())
         if "watch=true" in self.path:
             event = {"type": "ADDED", "object": {"metadata": {"name": "seen", "resourceVersion": "2"}}}
             body = orjson.dumps(event) + b"\n"
@@ -108,6 +109,8 @@ class RecordingServer(ThreadingHTTPServer):
         self.socket = tls.wrap_socket(self.socket, server_side=True)
         # The serial number of the client certificate each connection presented, in order.
         self.presented: list[int] = []
+        # The protocol each connection agreed on by ALPN (the server offers h2 first).
+        self.alpn: list[str | None] = []
 
     def handle_error(self, request: object, client_address: object) -> None:
         pass  # a refused handshake is the client's failure to see, not the server's to print
@@ -144,6 +147,7 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
     tls.load_cert_chain(tmp_path / "server.crt", tmp_path / "server.key")
     tls.load_verify_locations(tmp_path / "ca.crt")
     tls.verify_mode = ssl.CERT_REQUIRED
+    tls.set_alpn_protocols(["h2", "http/1.1"])
     server = RecordingServer(tls)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -212,6 +216,7 @@ async def test_calls_after_the_certificate_files_are_rotated_present_the_new_cer
         await first_event(client)
 
     assert setup.presented({old: "old", new: "new"}) == ["old", "old", "new", "new"]
+    assert setup.server.alpn == ["http/1.1"] * 4, "the client offers HTTP/1.1 only"
 
 
 async def test_a_half_written_pair_keeps_the_previous_certificate_until_the_new_pair_is_whole(

@@ -25,26 +25,25 @@ from mpioperator.kube.resources import (
 from mpioperator.kube.transport import Answer
 
 
+class EmptyBody:
+    def is_eof(self) -> bool:
+        return True
+
+    async def readany(self) -> bytes:
+        return b""
+
+
 class EmptyStream:
-    """A watch answer whose server closes the stream at once."""
+    """A watch answer whose server ends the stream at once: what the watch reads of an aiohttp response."""
 
     status = 200
     headers: dict[str, str] = {}
-    data = b""
+    content = EmptyBody()
 
-    def __iter__(self) -> Any:
-        return iter(())
-
-    def stream(self, amt: int) -> Any:
-        return iter(())
-
-    def shutdown(self) -> None:
+    def release(self) -> None:
         pass
 
     def close(self) -> None:
-        pass
-
-    def release_conn(self) -> None:
         pass
 
 
@@ -56,23 +55,23 @@ class AnsweringTransport:
         self.sent: list[str] = []
         self._lock = threading.Lock()
 
-    def request(self, method: str, path: str, **_: Any) -> Answer:
+    async def request(self, method: str, path: str, **_: Any) -> Answer:
         with self._lock:
             self.sent.append(f"{method} {path}")
         return Answer(200, {}, b'{"items": [], "metadata": {"resourceVersion": "1"}}')
 
-    def open(self, method: str, path: str, **kwargs: Any) -> EmptyStream:
+    async def open(self, path: str, **kwargs: Any) -> EmptyStream:
         with self._lock:
             self.sent.append(f"WATCH {path}")
         return EmptyStream()
 
-    def close(self) -> None:
+    async def close(self) -> None:
         pass
 
 
 def client(limiters: ClientLimiters) -> tuple[KubeClient, AnsweringTransport]:
     transport = AnsweringTransport()
-    return KubeClient(transport, limiters=limiters, workers=1), transport  # type: ignore[arg-type]
+    return KubeClient(transport, limiters=limiters), transport  # type: ignore[arg-type]
 
 
 async def watch_once(kube: KubeClient, res: Resource) -> None:

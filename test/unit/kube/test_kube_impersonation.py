@@ -75,29 +75,27 @@ def impersonation_seen(fields: list[tuple[str, str]]) -> list[tuple[str, str]]:
     ]
 
 
-def test_impersonation_headers_go_with_whole_answers_and_streams(
+async def test_impersonation_headers_go_with_whole_answers_and_streams(
     tmp_path: Path, ca: CertificateAuthority, server: HeaderRecordingServer
 ) -> None:
     path = kubeconfig(tmp_path / "config", f"https://127.0.0.1:{server.port}", ca, IMPERSONATING)
     transport = Transport(load_configuration(kubeconfig=path), "test")
     try:
-        assert (
-            decode(transport.request("GET", "/api/v1/namespaces/unary", timeout=30))["metadata"]["name"]
-            == "seen"
-        )
-        stream = transport.open("GET", "/api/v1/namespaces/stream", timeout=30)
+        answer = await transport.request("GET", "/api/v1/namespaces/unary", timeout=30)
+        assert decode(answer)["metadata"]["name"] == "seen"
+        stream = await transport.open("/api/v1/namespaces/stream", read_timeout=30)
         assert stream.status == 200
-        stream.read()
-        stream.release_conn()
+        await stream.read()
+        stream.release()
     finally:
-        transport.close()
+        await transport.close()
     assert [path for path, _ in server.requests] == ["/api/v1/namespaces/unary", "/api/v1/namespaces/stream"]
     for _, fields in server.requests:
         assert impersonation_seen(fields) == EXPECTED
         assert ("authorization", "Bearer t") in fields
 
 
-def test_impersonation_headers_go_through_a_proxy_too(
+async def test_impersonation_headers_go_through_a_proxy_too(
     tmp_path: Path, ca: CertificateAuthority, server: HeaderRecordingServer
 ) -> None:
     proxy = ConnectProxy(routes={"kube.test": "127.0.0.1"})
@@ -107,23 +105,23 @@ def test_impersonation_headers_go_through_a_proxy_too(
     with serving(proxy):
         transport = Transport(load_configuration(kubeconfig=path), "test")
         try:
-            decode(transport.request("GET", "/api/v1/namespaces/proxied", timeout=30))
+            decode(await transport.request("GET", "/api/v1/namespaces/proxied", timeout=30))
         finally:
-            transport.close()
+            await transport.close()
     assert [t.target for t in proxy.tunnels] == [f"kube.test:{server.port}"]
     ((_, fields),) = server.requests
     assert impersonation_seen(fields) == EXPECTED
 
 
-def test_a_user_without_impersonation_sends_no_impersonate_header(
+async def test_a_user_without_impersonation_sends_no_impersonate_header(
     tmp_path: Path, ca: CertificateAuthority, server: HeaderRecordingServer
 ) -> None:
     path = kubeconfig(tmp_path / "config", f"https://127.0.0.1:{server.port}", ca, {"token": "t"})
     transport = Transport(load_configuration(kubeconfig=path), "test")
     try:
-        decode(transport.request("GET", "/api/v1/namespaces/plain", timeout=30))
+        decode(await transport.request("GET", "/api/v1/namespaces/plain", timeout=30))
     finally:
-        transport.close()
+        await transport.close()
     ((_, fields),) = server.requests
     assert impersonation_seen(fields) == []
 

@@ -70,13 +70,13 @@ class PagedTransport:
         self.release_second = threading.Event()
         self._fail_last = fail_last
 
-    def request(self, method: str, path: str, *, query: dict[str, Any], **_: Any) -> Answer:
+    async def request(self, method: str, path: str, *, query: dict[str, Any], **_: Any) -> Answer:
         token = query.get("continue")
         self.tokens.append(token)
         self.versions.append(query.get("resourceVersion"))
         if token == "p2":
             self.asked_for_second.set()
-            self.release_second.wait(10)
+            await asyncio.to_thread(self.release_second.wait, 10)
             return Answer(200, {}, json_list("p3", ["c", "d"]))
         if token == "p3":
             if self._fail_last:
@@ -84,7 +84,7 @@ class PagedTransport:
             return Answer(200, {}, json_list(None, ["e"]))
         return Answer(200, {}, json_list("p2", ["a", "b"]))
 
-    def close(self) -> None:
+    async def close(self) -> None:
         pass
 
 
@@ -166,7 +166,7 @@ class SizedTransport:
         self._total = total
         self._filler = "x" * item_bytes
 
-    def request(self, method: str, path: str, *, query: dict[str, Any], **_: Any) -> Answer:
+    async def request(self, method: str, path: str, *, query: dict[str, Any], **_: Any) -> Answer:
         start, limit = int(query.get("continue") or 0), int(query["limit"])
         self.limits.append(limit)
         stop = min(self._total, start + limit)
@@ -174,20 +174,20 @@ class SizedTransport:
         items = [{"metadata": {"name": f"c{i}"}, "data": {"v": self._filler}} for i in range(start, stop)]
         return Answer(200, {}, orjson.dumps({"kind": "ConfigMapList", "metadata": meta, "items": items}))
 
-    def close(self) -> None:
+    async def close(self) -> None:
         pass
 
 
 async def test_pages_sized_by_bytes_ask_for_fewer_large_objects_and_more_small_ones() -> None:
     large = SizedTransport(total=40, item_bytes=100_000)
-    client = KubeClient(large, qps=1000, burst=1000, workers=2)  # type: ignore[arg-type]
+    client = KubeClient(large, qps=1000, burst=1000)  # type: ignore[arg-type]
     pages = [p async for p in client.list_pages(CONFIG_MAPS, "ns", limit=8, page_bytes=400_000)]
     await client.close()
     assert sum(len(p["items"]) for p in pages) == 40
     assert large.limits[0] == 8 and all(limit == 3 for limit in large.limits[1:]), large.limits
 
     small = SizedTransport(total=12_000, item_bytes=10)
-    client = KubeClient(small, qps=1000, burst=1000, workers=2)  # type: ignore[arg-type]
+    client = KubeClient(small, qps=1000, burst=1000)  # type: ignore[arg-type]
     pages = [p async for p in client.list_pages(CONFIG_MAPS, "ns", limit=8, page_bytes=400_000)]
     await client.close()
     assert sum(len(p["items"]) for p in pages) == 12_000

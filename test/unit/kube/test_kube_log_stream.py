@@ -3,32 +3,43 @@ server's typed error; a log read whole is the body as text."""
 
 from __future__ import annotations
 
-from typing import cast
+import contextlib
+import socket
 
 import pytest
-import urllib3
 
 from mpioperator.kube import errors
+from mpioperator.kube.client import KubeClient
 from mpioperator.kube.transport import Answer, decode_text
-from mpioperator.kube.watch import stream_lines
-from test.unit.kube.test_kube_watch_stream import FakeResponse
+from test.unit.kube.test_kube_watch_stream import CHUNKED_HEAD, LAST_CHUNK, OneAnswer, chunk
+
+
+async def followed(answer: bytes) -> list[str]:
+    def send(conn: socket.socket) -> None:
+        conn.sendall(answer)
+
+    server = OneAnswer(send)
+    client = KubeClient.explicit(server.host)
+    try:
+        async with contextlib.aclosing(client.follow_pod_log("p", "ns")) as lines:
+            return [line async for line in lines]
+    finally:
+        await client.close()
+        server.close()
 
 
 async def test_followed_log_keeps_blank_lines_and_decodes_bad_bytes() -> None:
-    response = FakeResponse([b"rank 0 of 2\n", b"\n", b"pi is \xff approximately\n", b"no newline"])
-
-    lines = [line async for line in stream_lines(cast(urllib3.BaseHTTPResponse, response))]
-
+    pieces = [b"rank 0 of 2\n\npi is ", b"\xff approximately\n", b"no newline"]
+    lines = await followed(CHUNKED_HEAD + b"".join(map(chunk, pieces)) + LAST_CHUNK)
     assert lines == ["rank 0 of 2\n", "\n", "pi is \ufffd approximately\n", "no newline"]
-    assert response.closed
 
 
 async def test_followed_log_refused_by_the_server_raises_its_error() -> None:
     body = b'{"kind":"Status","code":400,"reason":"BadRequest","message":"container \\"l\\" in pod \\"p\\" is waiting to start: ContainerCreating"}'
-    response = FakeResponse([], status=400, data=body)
+    head = b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
 
     with pytest.raises(errors.ApiError) as raised:
-        _ = [line async for line in stream_lines(cast(urllib3.BaseHTTPResponse, response))]
+        await followed(head % len(body) + body)
 
     assert raised.value.status == 400
     assert "is waiting to start: ContainerCreating" in raised.value.server_message

@@ -61,39 +61,39 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Site]:
         yield Site(ca, server, proxy)
 
 
-def get_namespace(transport: Transport) -> str:
+async def get_namespace(transport: Transport) -> str:
     try:
         return str(
-            decode(transport.request("GET", "/api/v1/namespaces/seen", timeout=30))["metadata"]["name"]
+            decode(await transport.request("GET", "/api/v1/namespaces/seen", timeout=30))["metadata"]["name"]
         )
     finally:
-        transport.close()
+        await transport.close()
 
 
-def test_a_kubeconfig_server_is_reached_through_https_proxy_from_the_environment(
+async def test_a_kubeconfig_server_is_reached_through_https_proxy_from_the_environment(
     site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HTTPS_PROXY", site.proxy.url)
     path = site.kubeconfig(tmp_path / "config", f"https://kube.test:{site.server.port}")
     access = load_configuration(kubeconfig=path)
     assert access.proxy == site.proxy.url
-    assert get_namespace(Transport(access, "test")) == "seen"
+    assert await get_namespace(Transport(access, "test")) == "seen"
     assert [t.target for t in site.proxy.tunnels] == [f"kube.test:{site.server.port}"]
     assert [path for path, _ in site.server.requests] == ["/api/v1/namespaces/seen"]
 
 
-def test_a_user_and_password_in_the_proxy_url_are_sent_to_the_proxy(
+async def test_a_user_and_password_in_the_proxy_url_are_sent_to_the_proxy(
     site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HTTPS_PROXY", site.proxy.url.replace("://", "://jane:s%40cret@"))
     path = site.kubeconfig(tmp_path / "config", f"https://kube.test:{site.server.port}")
-    assert get_namespace(Transport(load_configuration(kubeconfig=path), "test")) == "seen"
+    assert await get_namespace(Transport(load_configuration(kubeconfig=path), "test")) == "seen"
     (tunnel,) = site.proxy.tunnels
     expected = "Basic " + base64.b64encode(b"jane:s@cret").decode()
     assert {k.lower(): v for k, v in tunnel.headers.items()}["proxy-authorization"] == expected
 
 
-def test_no_proxy_naming_the_server_sends_the_request_past_the_proxy(
+async def test_no_proxy_naming_the_server_sends_the_request_past_the_proxy(
     site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("https_proxy", site.proxy.url)
@@ -103,12 +103,12 @@ def test_no_proxy_naming_the_server_sends_the_request_past_the_proxy(
     assert access.proxy is None
     # Straight to kube.test, a name no resolver knows: the client tried on its own and the proxy saw nothing.
     with pytest.raises(errors.ApiError) as failed:
-        get_namespace(Transport(access, "test"))
+        await get_namespace(Transport(access, "test"))
     assert failed.value.status == 0
     assert site.proxy.tunnels == []
 
 
-def test_a_clusters_proxy_url_wins_over_the_environment_and_no_proxy(
+async def test_a_clusters_proxy_url_wins_over_the_environment_and_no_proxy(
     site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # the discard port: nothing proxies there
@@ -116,11 +116,11 @@ def test_a_clusters_proxy_url_wins_over_the_environment_and_no_proxy(
     path = site.kubeconfig(
         tmp_path / "config", f"https://kube.test:{site.server.port}", **{"proxy-url": site.proxy.url}
     )
-    assert get_namespace(Transport(load_configuration(kubeconfig=path), "test")) == "seen"
+    assert await get_namespace(Transport(load_configuration(kubeconfig=path), "test")) == "seen"
     assert [t.target for t in site.proxy.tunnels] == [f"kube.test:{site.server.port}"]
 
 
-def test_in_cluster_the_service_address_is_reached_through_https_proxy(
+async def test_in_cluster_the_service_address_is_reached_through_https_proxy(
     site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     account = tmp_path / "serviceaccount"
@@ -135,13 +135,13 @@ def test_in_cluster_the_service_address_is_reached_through_https_proxy(
     }
     access = in_cluster_access(16, environ=env, account=account)
     assert access.proxy == site.proxy.url
-    assert get_namespace(Transport(access, "test")) == "seen"
+    assert await get_namespace(Transport(access, "test")) == "seen"
     assert [t.target for t in site.proxy.tunnels] == [f"10.96.0.1:{site.server.port}"]
     ((_, fields),) = site.server.requests
     assert ("authorization", "Bearer sa-token") in fields
 
 
-def test_a_loopback_server_is_never_proxied(
+async def test_a_loopback_server_is_never_proxied(
     site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HTTPS_PROXY", site.proxy.url)
@@ -150,7 +150,7 @@ def test_a_loopback_server_is_never_proxied(
     )
     access = load_configuration(kubeconfig=path)
     assert access.proxy is None
-    assert get_namespace(Transport(access, "test")) == "seen"
+    assert await get_namespace(Transport(access, "test")) == "seen"
     assert site.proxy.tunnels == []
 
 
@@ -158,7 +158,7 @@ def proxy_of(transport: Transport) -> str | None:
     return transport.access.proxy
 
 
-def test_a_host_override_chooses_the_environments_proxy_again(
+async def test_a_host_override_chooses_the_environments_proxy_again(
     site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HTTPS_PROXY", site.proxy.url)
@@ -170,10 +170,10 @@ def test_a_host_override_chooses_the_environments_proxy_again(
     # As --master does: the new host is loopback, which is never proxied.
     transport.override_host(f"https://127.0.0.1:{site.server.port}")
     assert proxy_of(transport) is None
-    # Streams (urllib3's pool) and whole answers alike go straight to the server.
-    stream = transport.open("GET", "/api/v1/namespaces/stream", timeout=30)
+    # Streams and whole answers alike go straight to the server.
+    stream = await transport.open("/api/v1/namespaces/stream", read_timeout=30)
     assert stream.status == 200
-    stream.read()
-    stream.release_conn()
-    assert get_namespace(transport) == "seen"
+    await stream.read()
+    stream.release()
+    assert await get_namespace(transport) == "seen"
     assert site.proxy.tunnels == []

@@ -8,7 +8,9 @@ import pytest
 from mpioperator.kube.client import DEFAULT_USER_AGENT, stamp_kind, stamp_list
 from mpioperator.kube.config import load_configuration
 from mpioperator.kube.resources import CONFIG_MAPS, JOBS, MPIJOBS, NAMESPACES, Resource
+from mpioperator.kube.session import KEEPALIVE_IDLE_S
 from mpioperator.kube.transport import Transport
+from test.unit.kube.test_kube_watch_stream import CHUNKED_HEAD, OneAnswer
 
 
 @pytest.mark.parametrize(
@@ -33,21 +35,39 @@ def explicit_transport(**kwargs: Any) -> Transport:
     return Transport(cfg, "ua/1")
 
 
-def test_explicit_configuration_sends_the_bearer_token_and_user_agent() -> None:
+async def test_explicit_configuration_sends_the_bearer_token_and_user_agent() -> None:
     transport = explicit_transport(token="s3cret", ca_file="/tmp/ca.crt", pool_size=40)
-    headers = {k.lower(): v for k, v in transport._headers("application/json").items()}
+    await transport._fresh_auth()
+    headers = {k.lower(): v for k, v in dict(transport._headers("application/json")).items()}
     assert headers["authorization"] == "Bearer s3cret"
     assert headers["user-agent"] == "ua/1"
     assert headers["content-type"] == "application/json"
     assert transport.access.ca_file == "/tmp/ca.crt"
 
 
-def test_the_pool_is_sized_as_asked_keeps_connections_alive_and_leaves_retries_to_callers() -> None:
+async def test_the_session_holds_at_most_the_pool_size() -> None:
     transport = explicit_transport(pool_size=40)
-    pool = transport._pool
-    assert pool.pool is not None and pool.pool.maxsize == 40
-    assert pool.retries.total is False  # type: ignore[union-attr]
-    assert (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1) in pool.conn_kw["socket_options"]
+    session = transport._session_now()
+    assert session.connector is not None and session.connector.limit == 40
+    await transport.close()
+
+
+async def test_a_streams_connection_probes_the_peer_when_idle() -> None:
+    def answer(conn: socket.socket) -> None:
+        conn.sendall(CHUNKED_HEAD)
+
+    server = OneAnswer(answer)
+    transport = Transport(load_configuration(host=server.host), "ua/1")
+    try:
+        response = await transport.open("/api/v1/configmaps", query={"watch": "true"}, read_timeout=30)
+        assert response.connection is not None and response.connection.transport is not None
+        sock = response.connection.transport.get_extra_info("socket")
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == KEEPALIVE_IDLE_S
+        response.close()
+    finally:
+        await transport.close()
+        server.close()
 
 
 def test_default_user_agent_names_the_operator_and_its_version() -> None:
@@ -55,10 +75,12 @@ def test_default_user_agent_names_the_operator_and_its_version() -> None:
     assert DEFAULT_USER_AGENT.endswith("(python)")
 
 
-def test_a_json_patch_that_is_not_a_list_is_refused_before_sending() -> None:
+async def test_a_json_patch_that_is_not_a_list_is_refused_before_sending() -> None:
     transport = explicit_transport()
     with pytest.raises(ValueError, match="list"):
-        transport.open("PATCH", "/api/v1/x", body={"a": 1}, content_type="application/json-patch+json")
+        await transport.request(
+            "PATCH", "/api/v1/x", body={"a": 1}, content_type="application/json-patch+json"
+        )
 
 
 def test_list_items_get_kind_and_api_version() -> None:

@@ -64,10 +64,12 @@ def transport_for(host: str, clock: FakeClock | None = None, token: str = "t0") 
     return Transport(load_configuration(host=host, token=token), "ua/1", clock=(clock or FakeClock()).now)
 
 
-def test_a_body_is_sent_as_json_to_the_path_under_the_servers_prefix(server: tuple[str, Recorded]) -> None:
+async def test_a_body_is_sent_as_json_to_the_path_under_the_servers_prefix(
+    server: tuple[str, Recorded],
+) -> None:
     host, recorded = server
     transport = transport_for(f"{host}/proxy/k8s/")
-    answer = transport.request(
+    answer = await transport.request(
         "POST",
         "/api/v1/namespaces/ns/configmaps",
         query={"fieldManager": "me", "dryRun": None},
@@ -83,12 +85,12 @@ def test_a_body_is_sent_as_json_to_the_path_under_the_servers_prefix(server: tup
     assert json.loads(sent["body"]) == {"metadata": {"name": "cm"}, "data": {"k": "v"}}
 
 
-def test_an_apply_patch_of_a_dict_is_sent_as_json_under_the_apply_content_type(
+async def test_an_apply_patch_of_a_dict_is_sent_as_json_under_the_apply_content_type(
     server: tuple[str, Recorded],
 ) -> None:
     host, recorded = server
     transport = transport_for(host)
-    transport.request(
+    await transport.request(
         "PATCH",
         "/api/v1/namespaces/ns/configmaps/cm",
         body={"data": {"k": "v"}},
@@ -99,9 +101,9 @@ def test_an_apply_patch_of_a_dict_is_sent_as_json_under_the_apply_content_type(
     assert json.loads(sent["body"]) == {"data": {"k": "v"}}
 
 
-def test_a_request_without_a_body_sends_no_content_type(server: tuple[str, Recorded]) -> None:
+async def test_a_request_without_a_body_sends_no_content_type(server: tuple[str, Recorded]) -> None:
     host, recorded = server
-    transport_for(host).request("GET", "/api/v1/pods")
+    await transport_for(host).request("GET", "/api/v1/pods")
     [sent] = recorded.requests
     assert "content-type" not in sent["headers"]
     assert sent["body"] == b""
@@ -115,12 +117,12 @@ async def test_a_rotated_token_file_is_read_again_once_the_reuse_window_has_pass
     token = tmp_path / "token"
     token.write_text("t0\n")
     transport = Transport(ClusterAccess(host, credentials=bearer_token_file(token)), "ua/1", clock=clock.now)
-    transport.request("GET", "/api/v1/pods")
+    await transport.request("GET", "/api/v1/pods")
     token.write_text("t1\n")
     await clock.advance(AUTH_REUSE_S - 0.1)
-    transport.request("GET", "/api/v1/pods")
+    await transport.request("GET", "/api/v1/pods")
     await clock.advance(0.1)
-    transport.request("GET", "/api/v1/pods")
+    await transport.request("GET", "/api/v1/pods")
     assert [r["headers"]["authorization"] for r in recorded.requests] == [
         "Bearer t0",
         "Bearer t0",
@@ -128,13 +130,15 @@ async def test_a_rotated_token_file_is_read_again_once_the_reuse_window_has_pass
     ]
 
 
-def test_query_parameters_are_encoded_and_those_that_are_none_left_out(server: tuple[str, Recorded]) -> None:
+async def test_query_parameters_are_encoded_and_those_that_are_none_left_out(
+    server: tuple[str, Recorded],
+) -> None:
     host, recorded = server
     transport = transport_for(host)
-    transport.request(
+    await transport.request(
         "GET", "/api/v1/pods", query={"labelSelector": "a=b,c in (d)", "limit": 5, "continue": None}
     )
-    transport.request("GET", "/api/v1/pods", query={"continue": None})
+    await transport.request("GET", "/api/v1/pods", query={"continue": None})
     assert [r["path"] for r in recorded.requests] == [
         "/api/v1/pods?labelSelector=a%3Db%2Cc+in+%28d%29&limit=5",
         "/api/v1/pods",

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
 
-from mpioperator.kube import errors, http1
+from mpioperator.kube import errors, transport
 from mpioperator.kube.client import KubeClient
 from mpioperator.kube.config import load_configuration
 from mpioperator.kube.resources import CONFIG_MAPS
@@ -140,7 +140,7 @@ async def test_an_endless_chunked_answer_is_stopped_once_it_passes_the_cap(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The real cap is 1 GiB; a smaller one shows the same stop without holding a gigabyte.
-    monkeypatch.setattr(http1, "MAX_BODY", TEST_CAP)
+    monkeypatch.setattr(transport, "MAX_BODY", TEST_CAP)
     with misbehaving(endless_chunks) as server:
         async with client_of(server, request_timeout=30.0) as client:
             with pytest.raises(errors.ApiError) as failed:

@@ -1,5 +1,5 @@
 """A watch line has a bound: one longer ends that watch as a broken stream (which the reflector answers by
-watching again after a back-off), on the loop and on the reader thread, without waiting for its end."""
+watching again after a back-off), whether the body is chunked or not, without waiting for its end."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from mpioperator.kube import errors, loop_stream
-from mpioperator.kube.chunked import StreamBroken
+from mpioperator.kube import errors, framing
 from mpioperator.kube.client import KubeClient
-from mpioperator.kube.loop_stream import Lines
+from mpioperator.kube.framing import Lines, StreamBroken
 from mpioperator.kube.resources import CONFIG_MAPS
 
 CAP = 64 * 1024
@@ -45,7 +44,7 @@ def test_a_line_read_in_many_pieces_comes_out_whole_and_blank_lines_are_dropped(
 
 
 def test_the_cap_is_far_above_the_largest_object_the_api_server_stores() -> None:
-    assert loop_stream.MAX_LINE >= 32 * 1024 * 1024
+    assert framing.MAX_LINE >= 32 * 1024 * 1024
 
 
 @contextlib.contextmanager
@@ -78,11 +77,11 @@ def endless_watch(*, chunked: bool) -> Iterator[str]:
         thread.join(timeout=5)
 
 
-@pytest.mark.parametrize("chunked", [True, False], ids=["on-the-loop", "on-a-thread"])
+@pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "by-length"])
 async def test_a_watch_line_over_the_cap_ends_the_watch_as_a_broken_stream(
     monkeypatch: pytest.MonkeyPatch, chunked: bool
 ) -> None:
-    monkeypatch.setattr(loop_stream, "MAX_LINE", CAP, raising=False)
+    monkeypatch.setattr(framing, "MAX_LINE", CAP)
     with endless_watch(chunked=chunked) as host:
         client = KubeClient.explicit(host)
         try:

@@ -29,14 +29,14 @@ async def capture(cluster: LocalCluster) -> None:
         await make_varied_pods(client, NAMESPACE)
         path = PODS.path(NAMESPACE)
         for suffix, accept in (("pb", PROTOBUF), ("json", None)):
-            listed = transport.request("GET", path, accept=accept)
+            listed = await transport.request("GET", path, accept=accept)
             (HERE / f"pods.{suffix}").write_bytes(listed.body)
             # A watch from before the first create replays every change, then ends after its timeout.
             query = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": 2}
-            response = transport.open("GET", path, query=query, accept=accept, timeout=(5.0, 30.0))
-            (HERE / f"watch.{suffix}").write_bytes(response.read())
-            response.release_conn()
-        bad = transport.request("GET", path, query={"continue": "not-a-token"}, accept=PROTOBUF)
+            response = await transport.open(path, query=query, accept=accept, read_timeout=30.0)
+            (HERE / f"watch.{suffix}").write_bytes(await response.read())
+            response.release()
+        bad = await transport.request("GET", path, query={"continue": "not-a-token"}, accept=PROTOBUF)
         assert bad.status == 400, bad.status
         (HERE / "bad-continue.pb").write_bytes(bad.body)
         await release_varied_pods(client, NAMESPACE)
