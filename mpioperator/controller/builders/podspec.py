@@ -65,4 +65,6 @@ def role_labels(job: Obj, role: str) -> dict[str, str]:
         api.LABEL_OPERATOR_NAME: api.OPERATOR_NAME,
         api.LABEL_JOB_NAME: job["metadata"]["name"],
         api.LABEL_JOB_ROLE: role,
+        api.LABEL_LEGACY_JOB_NAME: job["metadata"]["name"],
+        api.LABEL_LEGACY_ROLE_TYPE: role,
     }

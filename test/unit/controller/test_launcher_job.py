@@ -33,6 +33,9 @@ ROLE_LABELS = {
     "training.kubeflow.org/operator-name": "mpi-operator",
     "training.kubeflow.org/job-name": "pi",
     "training.kubeflow.org/job-role": "launcher",
+    # ours: the labels Kubeflow's docs select by
+    "mpi_job_name": "pi",
+    "mpi_role_type": "launcher",
 }
 NVIDIA = [{"name": "NVIDIA_VISIBLE_DEVICES"}, {"name": "NVIDIA_DRIVER_CAPABILITIES"}]
 
