@@ -259,7 +259,8 @@ async def test_missing_then_incomplete_then_right_user_secret_holds_the_job_unti
     scene.rest.create(scene.path("secrets"), ssh_secret("site-keys", keys=("ssh-privatekey",)))
     await scene.sync("own")
     no_public = (
-        'Secret "site-keys" has no key "ssh-publickey" (it needs "ssh-privatekey" and "ssh-publickey")'
+        'Secret "site-keys" has no key "ssh-publickey" (it needs "ssh-privatekey" and "ssh-publickey", '
+        'or "id_rsa" and "id_rsa.pub")'
     )
     assert scene.conditions("own")[-1] == ("SSHSecretInvalid", "True", "SSHSecretKeyMissing", no_public)
     assert scene.names("pods") == [] and scene.names("jobs") == []

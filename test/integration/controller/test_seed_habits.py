@@ -3,11 +3,14 @@ test_upstream_sync_scenarios.py: the test plays kubelet and the Job controller).
 
 from __future__ import annotations
 
+import base64
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest_asyncio
 
+from mpioperator.api.objects import Obj
+from mpioperator.controller.builders.secret import new_key_pair
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
 from test.integration.controller.test_upstream_sync_scenarios import ALL, Scene, informers_only
@@ -64,3 +67,71 @@ async def test_legacy_labels_leave_discover_hosts_and_the_service_selector_as_up
     assert config["data"]["discover_hosts.sh"] == "#!/bin/sh\n" + "".join(
         f"echo hosts-worker-{i}.hosts.{scene.ns}.svc\n" for i in range(2)
     )
+
+
+def prototype_secret(name: str) -> Obj:
+    """The Secret of the openmpi prototype's README: `kubectl create secret generic <name>
+    --from-file=id_rsa=... --from-file=id_rsa.pub=... --from-file=authorized_keys=...`."""
+    private, public = new_key_pair()
+    files = {"id_rsa": private, "id_rsa.pub": public, "authorized_keys": public}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name},
+        "type": "Opaque",
+        "data": {k: base64.b64encode(v).decode() for k, v in files.items()},
+    }
+
+
+async def test_openmpi_prototype_secret_and_hostfile_path_are_mounted_where_its_exec_line_looks(
+    scene: Scene,
+) -> None:
+    """The prototype's Secret (id_rsa, id_rsa.pub, authorized_keys) is accepted as it is and mounted key by
+    key; `mpioperator.io/hostfile-path` puts the job's hostfile at /kubeflow/openmpi/assets/hostfile too."""
+    scene.rest.create(scene.path("secrets"), prototype_secret("openmpi-secret"))
+    body = mpijob("proto", workers=2, run_policy=ALL)
+    body["metadata"]["annotations"] = {
+        "mpioperator.io/ssh-secret": "openmpi-secret",
+        "mpioperator.io/hostfile-path": "/kubeflow/openmpi/assets/hostfile",
+    }
+    scene.submit(body)
+
+    writes = await scene.sync("proto")
+
+    assert ("create", "jobs", "proto-launcher") in writes
+    assert scene.condition("proto", "SSHSecretInvalid") is None
+    launcher = scene.launcher_job("proto")
+    assert launcher is not None
+    specs = [launcher["spec"]["template"]["spec"], *(p["spec"] for p in scene.worker_pods("proto"))]
+    assert len(specs) == 3
+    for spec in specs:
+        (volume,) = [v for v in spec["volumes"] if v["name"] == "ssh-auth"]
+        assert volume["secret"]["secretName"] == "openmpi-secret"
+        assert [(i["key"], i["path"]) for i in volume["secret"]["items"]] == [
+            ("id_rsa", "id_rsa"),
+            ("id_rsa.pub", "id_rsa.pub"),
+            ("authorized_keys", "authorized_keys"),
+        ]
+    template = launcher["spec"]["template"]["spec"]
+    (hostfile,) = [v for v in template["volumes"] if v["name"] == "mpi-job-hostfile"]
+    assert hostfile["configMap"]["name"] == "proto-config"
+    assert hostfile["configMap"]["items"] == [{"key": "hostfile", "path": "hostfile", "mode": 0o444}]
+    mounts = {m["name"]: m["mountPath"] for m in template["containers"][0]["volumeMounts"]}
+    assert mounts["mpi-job-hostfile"] == "/kubeflow/openmpi/assets"
+    assert mounts["mpi-job-config"] == "/etc/mpi"
+    assert scene.names("secrets") == ["openmpi-secret"]
+    await scene.assert_converged("proto")
+
+
+async def test_a_hostfile_path_that_would_cover_upstreams_mounts_is_a_validation_error(scene: Scene) -> None:
+    body = mpijob("over", workers=1, run_policy=ALL)
+    body["metadata"]["annotations"] = {"mpioperator.io/hostfile-path": "/etc/mpi/hosts"}
+    scene.submit(body)
+
+    assert await scene.sync("over") == [("update_status", "mpijobs", "over")]
+
+    invalid = scene.condition("over", "Invalid")
+    assert invalid is not None and invalid["reason"] == "ValidationError"
+    assert "metadata.annotations[mpioperator.io/hostfile-path]" in invalid["message"]
+    assert "would overlap /etc/mpi" in invalid["message"]
+    assert scene.names("pods") == [] and scene.names("jobs") == []
