@@ -366,6 +366,7 @@ async def test_debug_mode_launcher_waits_workers_run_sshd_and_the_event_gives_th
     await scene.sync("dbg")
     assert scene.condition("dbg", "Running") is not None
     assert (scene.condition("dbg", "DebugMode") or {}).get("status") == "True"
+    assert scene.status("dbg")["phase"] == "Running", "debug mode is told by its condition, not the phase"
     await scene.assert_converged("dbg")
 
 
