@@ -117,11 +117,30 @@ def launcher_program(job: Obj) -> LauncherProgram | None:
     found = job_annotations(job)
     if LAUNCHER_PROGRAM not in found or validate_conveniences(job):
         return None
-    program = _words(found[LAUNCHER_PROGRAM]) or ()
+    words = _words(found[LAUNCHER_PROGRAM]) or ()
+    resolved = program_path(job, words[0]) if words else None
+    program = (resolved, *words[1:]) if resolved is not None else words
     extra = _words(found.get(MPIRUN_EXTRA_ARGS)) or ()
     mca, _ = _mca_pairs(found.get(MCA_PARAMS, ""))
     home = found.get(MPI_HOME, "").strip().rstrip("/") or None
     return LauncherProgram(program, extra, tuple(mca), home)
+
+
+def program_path(job: Obj, word: str) -> str | None:
+    """The program's absolute path: the word itself when absolute; a path with a `/` in it (`./train`,
+    `bin/train`) taken in the launcher container's `workingDir`, as a shell in that directory would; None
+    when it cannot be known here (no `workingDir`, or a bare name, which a shell would look up in PATH)."""
+    if word.startswith("/"):
+        return word
+    directory = _launcher_container(job).get("workingDir")
+    if "/" not in word or not isinstance(directory, str) or not directory.startswith("/"):
+        return None
+    # `.` and empty segments name the same directory, so they go; `..` stays for the kernel to resolve
+    # (through symlinks, as the shell's exec would).
+    parts = [part for part in word.split("/") if part not in ("", ".")]
+    if not parts or parts[-1] == "..":
+        return None
+    return directory.rstrip("/") + "/" + "/".join(parts)
 
 
 def ssh_secret(job: Obj) -> str | None:
@@ -207,12 +226,13 @@ def _program_errors(job: Obj, found: dict[str, str]) -> list[FieldError]:
         errors.append(
             invalid(_field(LAUNCHER_PROGRAM), JSONString(found[LAUNCHER_PROGRAM]), "unbalanced quotes")
         )
-    elif not words or not words[0].startswith("/"):
+    elif not words or program_path(job, words[0]) is None:
         errors.append(
             invalid(
                 _field(LAUNCHER_PROGRAM),
                 JSONString(found[LAUNCHER_PROGRAM]),
-                "must start with the program's absolute path",
+                "must start with the program's absolute path, or its path relative to the launcher "
+                "container's workingDir (./program) when that is set",
             )
         )
     container = _launcher_container(job)

@@ -44,8 +44,9 @@ class AnnotationSetters:
         mca: Mapping[str, str] | None = None,
         mpi_home: str | None = None,
     ) -> Self:
-        """The operator writes the mpirun line that runs `argv` (the program's absolute path, then its
-        arguments); the launcher container must have no command or args of its own."""
+        """The operator writes the mpirun line that runs `argv` (the program's absolute path, or a path
+        relative to the launcher container's workingDir, then its arguments); the launcher container must
+        have no command or args of its own."""
         self._annotations[conveniences.LAUNCHER_PROGRAM] = shlex.join(argv)
         if mpirun_args:
             self._annotations[conveniences.MPIRUN_EXTRA_ARGS] = shlex.join(mpirun_args)

@@ -131,7 +131,8 @@ async def test_generated_line_counts_the_launcher_that_runs_as_a_worker(scene: S
             {f"{P}launcher-program": "pi --digits 9"},
             "OpenMPI",
             'metadata.annotations[mpioperator.io/launcher-program]: Invalid value: "pi --digits 9": '
-            "must start with the program's absolute path",
+            "must start with the program's absolute path, or its path relative to the launcher "
+            "container's workingDir (./program) when that is set",
         ),
         (
             {f"{P}launcher-program": "/home/mpiuser/pi", f"{P}mca-params": "btl=tcp"},

@@ -135,3 +135,25 @@ async def test_a_hostfile_path_that_would_cover_upstreams_mounts_is_a_validation
     assert "metadata.annotations[mpioperator.io/hostfile-path]" in invalid["message"]
     assert "would overlap /etc/mpi" in invalid["message"]
     assert scene.names("pods") == [] and scene.names("jobs") == []
+
+
+async def test_t9k_relative_program_runs_in_the_launchers_working_dir(scene: Scene) -> None:
+    """T9k's `cmd: ./random_walk` with a `workingDir`: the generated mpirun line names the program in that
+    directory, as a shell there would, and the event says the line."""
+    body = mpijob("walk", workers=2, run_policy=ALL)
+    container = body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    del container["command"], container["args"]
+    container["workingDir"] = "/workspace/random-walk"
+    body["metadata"]["annotations"] = {"mpioperator.io/launcher-program": "./random_walk 1000 10"}
+    scene.submit(body)
+
+    writes = await scene.sync("walk")
+
+    assert ("create", "jobs", "walk-launcher") in writes
+    assert scene.condition("walk", "Invalid") is None
+    launcher = scene.launcher_job("walk")
+    assert launcher is not None
+    line = "mpirun --hostfile /etc/mpi/hostfile -np 2 /workspace/random-walk/random_walk 1000 10"
+    assert launcher["spec"]["template"]["spec"]["containers"][0]["args"] == line.split()
+    generated = [e for e in scene.recorded("walk") if e[1] == "LauncherCommandGenerated"]
+    assert generated == [("Normal", "LauncherCommandGenerated", f"Launcher walk-launcher runs: {line}")]

@@ -8,6 +8,7 @@ import pytest
 
 from mpioperator.api.conveniences import (
     HOSTFILE_PATH,
+    LAUNCHER_PROGRAM,
     SSH_SECRET,
     LauncherProgram,
     hostfile_path,
@@ -209,3 +210,54 @@ def test_the_prototypes_hostfile_path_is_a_good_one() -> None:
     job["metadata"]["annotations"] = {HOSTFILE_PATH: "/kubeflow/openmpi/assets/hostfile"}
     assert validate_conveniences(job) == []
     assert hostfile_path(job) == "/kubeflow/openmpi/assets/hostfile"
+
+
+def _t9k_job(program: str, working_dir: str | None) -> Obj:
+    job = mpijob("walk", workers=2)
+    container = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    del container["command"], container["args"]
+    if working_dir is not None:
+        container["workingDir"] = working_dir
+    job["metadata"]["annotations"] = {LAUNCHER_PROGRAM: program}
+    return job
+
+
+@pytest.mark.parametrize(
+    ("program", "working_dir", "resolved"),
+    [
+        ("./random_walk 1000 10", "/workspace", ("/workspace/random_walk", "1000", "10")),
+        ("bin/./run", "/workspace/", ("/workspace/bin/run",)),
+        ("../tools/run", "/workspace", ("/workspace/../tools/run",)),
+        ("/opt/run", None, ("/opt/run",)),
+    ],
+)
+def test_a_relative_program_is_taken_in_the_launchers_working_dir_as_a_shell_would(
+    program: str, working_dir: str | None, resolved: tuple[str, ...]
+) -> None:
+    job = _t9k_job(program, working_dir)
+    assert validate_conveniences(job) == []
+    found = launcher_program(job)
+    assert found is not None and found.program == resolved
+    line = mpirun_command(job, found, "/etc/mpi/hostfile")
+    assert line[-len(resolved) :] == list(resolved)
+
+
+@pytest.mark.parametrize(
+    ("program", "working_dir"),
+    [
+        ("./random_walk", None),  # the image's WORKDIR is not known to the operator
+        ("random_walk", "/workspace"),  # a shell would look a bare name up in PATH
+        ("./random_walk", "workspace"),
+        ("./..", "/workspace"),
+    ],
+)
+def test_a_program_whose_path_cannot_be_known_here_is_invalid(program: str, working_dir: str | None) -> None:
+    job = _t9k_job(program, working_dir)
+    assert [(e.field, e.detail) for e in validate_conveniences(job)] == [
+        (
+            f"metadata.annotations[{LAUNCHER_PROGRAM}]",
+            "must start with the program's absolute path, or its path relative to the launcher "
+            "container's workingDir (./program) when that is set",
+        )
+    ]
+    assert launcher_program(job) is None
