@@ -72,6 +72,10 @@ LABEL_JOB_NAME: Final = "training.kubeflow.org/job-name"
 LABEL_JOB_ROLE: Final = "training.kubeflow.org/job-role"
 ROLE_LAUNCHER: Final = "launcher"
 ROLE_WORKER: Final = "worker"
+# Ours (decisions-local): the labels of upstream's v1 operator, which Kubeflow's docs still select by
+# (`kubectl get pods -l mpi_job_name=<job>,mpi_role_type=launcher`); values as the role label's.
+LABEL_LEGACY_JOB_NAME: Final = "mpi_job_name"
+LABEL_LEGACY_ROLE_TYPE: Final = "mpi_role_type"
 
 # Condition types (status.conditions[*].type).
 COND_CREATED: Final = "Created"

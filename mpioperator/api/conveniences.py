@@ -11,6 +11,7 @@ is a validation error: the controller's `Invalid` condition and one Warning even
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ MCA_PARAMS = f"{PREFIX}mca-params"
 MPI_HOME = f"{PREFIX}mpi-home"
 SSH_SECRET = f"{PREFIX}ssh-secret"
 ROLL_WORKERS = f"{PREFIX}roll-workers-on-template-change"
+HOSTFILE_PATH = f"{PREFIX}hostfile-path"
 
 DEFAULT_DEBUG_COMMAND = ("sleep", "infinity")
 # shlex reads about 100 KB a second and a sync reads the words a few times: a 200 KB value held the event
@@ -40,6 +42,9 @@ _MCA_KEY = re.compile(r"[A-Za-z0-9_]+")
 _MCA_SEPARATORS = re.compile(r"[;\n]")
 # A Secret's name: a DNS-1123 subdomain, at most 253 characters.
 _SUBDOMAIN_MAX = 253
+# Where upstream mounts the hostfile; another path for it may not be there or under it.
+_CONFIG_DIR = "/etc/mpi"
+_PATH_MAX = 1024
 _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
@@ -112,17 +117,60 @@ def launcher_program(job: Obj) -> LauncherProgram | None:
     found = job_annotations(job)
     if LAUNCHER_PROGRAM not in found or validate_conveniences(job):
         return None
-    program = _words(found[LAUNCHER_PROGRAM]) or ()
+    words = _words(found[LAUNCHER_PROGRAM]) or ()
+    resolved = program_path(job, words[0]) if words else None
+    program = (resolved, *words[1:]) if resolved is not None else words
     extra = _words(found.get(MPIRUN_EXTRA_ARGS)) or ()
     mca, _ = _mca_pairs(found.get(MCA_PARAMS, ""))
     home = found.get(MPI_HOME, "").strip().rstrip("/") or None
     return LauncherProgram(program, extra, tuple(mca), home)
 
 
+def program_path(job: Obj, word: str) -> str | None:
+    """The program's absolute path: the word itself when absolute; a path with a `/` in it (`./train`,
+    `bin/train`) taken in the launcher container's `workingDir`, as a shell in that directory would; None
+    when it cannot be known here (no `workingDir`, or a bare name, which a shell would look up in PATH)."""
+    if word.startswith("/"):
+        return word
+    directory = _launcher_container(job).get("workingDir")
+    if "/" not in word or not isinstance(directory, str) or not directory.startswith("/"):
+        return None
+    # `.` and empty segments name the same directory, so they go; `..` stays for the kernel to resolve
+    # (through symlinks, as the shell's exec would).
+    parts = [part for part in word.split("/") if part not in ("", ".")]
+    if not parts or parts[-1] == "..":
+        return None
+    return directory.rstrip("/") + "/" + "/".join(parts)
+
+
 def ssh_secret(job: Obj) -> str | None:
     """The user's own SSH Secret, when the job names one."""
     name = job_annotations(job).get(SSH_SECRET, "").strip()
     return name or None
+
+
+def hostfile_path(job: Obj) -> str | None:
+    """Another path where the launcher finds the hostfile (the openmpi prototype's
+    `/kubeflow/openmpi/assets/hostfile`), when the job asks for one and names it well."""
+    value = job_annotations(job).get(HOSTFILE_PATH)
+    if value is None or _hostfile_path_error(job, value) is not None:
+        return None
+    return value
+
+
+def _hostfile_path_error(job: Obj, value: str) -> str | None:
+    if len(value) > _PATH_MAX:
+        return f"must be at most {_PATH_MAX} characters"
+    if not value.startswith("/") or posixpath.normpath(value) != value or value.startswith("//"):
+        return "must be an absolute path to a file, without '.', '..' or repeated '/'"
+    directory = posixpath.dirname(value)
+    if directory == "/":
+        return "must be in a directory other than '/'"
+    taken = {_CONFIG_DIR: "the job's config", accessors.ssh_auth_mount_path(job): "the SSH keys"}
+    for mount, what in taken.items():
+        if directory == mount or directory.startswith(mount + "/") or mount.startswith(directory + "/"):
+            return f"its directory would overlap {mount}, which holds {what}"
+    return None
 
 
 def _launcher_container(job: Obj) -> Obj:
@@ -158,6 +206,10 @@ def validate_conveniences(job: Obj) -> list[FieldError]:
         len(secret.strip()) > _SUBDOMAIN_MAX or _SUBDOMAIN.fullmatch(secret.strip()) is None
     ):
         errors.append(invalid(_field(SSH_SECRET), JSONString(secret), "must be the name of a Secret"))
+    hostfile = found.get(HOSTFILE_PATH)
+    detail = None if hostfile is None else _hostfile_path_error(job, hostfile)
+    if hostfile is not None and detail is not None:
+        errors.append(invalid(_field(HOSTFILE_PATH), JSONString(hostfile), detail))
     return errors
 
 
@@ -174,12 +226,13 @@ def _program_errors(job: Obj, found: dict[str, str]) -> list[FieldError]:
         errors.append(
             invalid(_field(LAUNCHER_PROGRAM), JSONString(found[LAUNCHER_PROGRAM]), "unbalanced quotes")
         )
-    elif not words or not words[0].startswith("/"):
+    elif not words or program_path(job, words[0]) is None:
         errors.append(
             invalid(
                 _field(LAUNCHER_PROGRAM),
                 JSONString(found[LAUNCHER_PROGRAM]),
-                "must start with the program's absolute path",
+                "must start with the program's absolute path, or its path relative to the launcher "
+                "container's workingDir (./program) when that is set",
             )
         )
     container = _launcher_container(job)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -62,7 +63,34 @@ def job_from_flags(args: argparse.Namespace) -> Obj:
         builder.resources(cpu=args.cpu, memory=args.memory)
     if args.gpus:
         builder.resources(gpus=args.gpus, replica="Worker")
+    set_extensions(builder, args)
     return builder.build()
+
+
+def set_extensions(builder: MPIJobBuilder, args: argparse.Namespace) -> None:
+    """The annotation flags of submit, each through the builder's setter (so a bad value is refused the
+    same way: by build(), naming the annotation)."""
+    if args.worker_startup_deadline_seconds is not None:
+        builder.worker_startup_deadline_seconds(args.worker_startup_deadline_seconds)
+    if args.keep_failed_launcher:
+        builder.keep_failed_launcher()
+    if args.debug or args.debug_command:
+        command = shlex.split(args.debug_command) if args.debug_command else None
+        builder.debug_mode(True, command=command)
+    if args.launcher_program:
+        mca = dict(pair.partition("=")[::2] for pair in args.mca or ())
+        builder.launcher_program(
+            *shlex.split(args.launcher_program),
+            mpirun_args=shlex.split(args.mpirun_args or ""),
+            mca=mca,
+            mpi_home=args.mpi_home,
+        )
+    if args.ssh_secret:
+        builder.ssh_secret(args.ssh_secret)
+    if args.roll_workers:
+        builder.roll_workers_on_template_change()
+    if args.hostfile_path:
+        builder.hostfile_path(args.hostfile_path)
 
 
 def read_jobs(filename: str) -> list[Obj]:

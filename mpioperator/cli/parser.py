@@ -73,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--memory", help="memory limit per container, e.g. 1Gi")
     submit.add_argument("--gpus", type=_positive, help="GPUs per worker (nvidia.com/gpu)")
     submit.add_argument("--dry-run", action="store_true", help="print the MPIJob as YAML, create nothing")
+    _extension_flags(submit)
 
     listing = command("list", "list MPIJobs with their phase and workers")
     listing.add_argument("-A", "--all-namespaces", action="store_true", help="in every namespace")
@@ -101,6 +102,55 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The submit flags that set the operator's annotations (docs/extensions.md): dest -> flag.
+EXTENSION_FLAGS = {
+    "worker_startup_deadline_seconds": "--worker-startup-deadline-seconds",
+    "keep_failed_launcher": "--keep-failed-launcher",
+    "debug": "--debug",
+    "debug_command": "--debug-command",
+    "launcher_program": "--launcher-program",
+    "mpirun_args": "--mpirun-args",
+    "mca": "--mca",
+    "mpi_home": "--mpi-home",
+    "ssh_secret": "--ssh-secret",
+    "roll_workers": "--roll-workers-on-template-change",
+    "hostfile_path": "--hostfile-path",
+}
+
+
+def _extension_flags(submit: argparse.ArgumentParser) -> None:
+    group = submit.add_argument_group("operator extensions (mpioperator.io/ annotations, docs/extensions.md)")
+    group.add_argument(
+        "--worker-startup-deadline-seconds",
+        type=_non_negative,
+        help="fail the job if its workers are not all Ready this long after it starts (0: off)",
+    )
+    group.add_argument(
+        "--keep-failed-launcher", action="store_true", help="each launcher attempt a pod that stays"
+    )
+    group.add_argument(
+        "--debug", action="store_true", help="debug mode: the launcher waits, run mpirun by hand"
+    )
+    group.add_argument("--debug-command", help="what the launcher waits with in debug mode (sleep infinity)")
+    group.add_argument(
+        "--launcher-program",
+        help="the program and its arguments, one quoted string: the operator writes the mpirun line",
+    )
+    group.add_argument("--mpirun-args", help="extra mpirun arguments, one quoted string (--launcher-program)")
+    group.add_argument(
+        "--mca", action="append", metavar="KEY=VALUE", help="an Open MPI MCA parameter (repeatable)"
+    )
+    group.add_argument("--mpi-home", help="the MPI installation whose bin/mpirun runs the program")
+    group.add_argument("--ssh-secret", help="a Secret of yours with the SSH keys, instead of a generated one")
+    group.add_argument(
+        "--roll-workers-on-template-change",
+        dest="roll_workers",
+        action="store_true",
+        help="re-create the workers when their template changes, before the launcher starts",
+    )
+    group.add_argument("--hostfile-path", help="another path where the launcher finds the hostfile")
+
+
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The parsed command line. Everything after the first `--` is the launcher's command line (submit),
     kept away from argparse, which would take its dashes for flags of ours."""
@@ -125,8 +175,14 @@ def _check_submit(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     if args.command_line:
         args.launcher_argv = shlex.split(args.command_line)
     args.worker_argv = shlex.split(args.worker_command) if args.worker_command else []
+    needing_program = [
+        f"--{f.replace('_', '-')}" for f in ("mpirun_args", "mca", "mpi_home") if getattr(args, f)
+    ]
+    if needing_program and not args.launcher_program:
+        parser.error(f"submit: {', '.join(needing_program)} need --launcher-program")
     if args.filename:
-        flags = [f for f in ("name", "image", "command_line", "worker_command") if getattr(args, f)]
+        job_flags = ("name", "image", "command_line", "worker_command", *EXTENSION_FLAGS)
+        flags = [f for f in job_flags if getattr(args, f) not in (None, False)]
         if flags or args.launcher_argv:
             parser.error("submit: -f takes the whole job from the file; drop the other job flags")
         return
@@ -138,6 +194,13 @@ def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
 
 

@@ -22,6 +22,7 @@ from typing import Any, Literal, Self
 from mpioperator.api import constants as api
 from mpioperator.api.defaults import set_defaults
 from mpioperator.api.validation import validate_mpijob
+from mpioperator.client.annotations import AnnotationSetters
 from mpioperator.client.errors import InvalidMPIJob
 
 Obj = dict[str, Any]
@@ -42,7 +43,7 @@ class _Replica:
     image: str | None = None
     command: list[str] | None = None
     args: list[str] | None = None
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, Obj] = field(default_factory=dict)  # by name: the whole EnvVar
     limits: dict[str, str] = field(default_factory=dict)
     requests: dict[str, str] = field(default_factory=dict)
     restart_policy: RestartPolicy | None = None
@@ -67,7 +68,7 @@ class _Replica:
         if self.args is not None:
             container["args"] = list(self.args)
         if self.env:
-            container["env"] = [{"name": k, "value": v} for k, v in self.env.items()]
+            container["env"] = [copy.deepcopy(v) for v in self.env.values()]
         resources = {k: v for k, v in (("limits", self.limits), ("requests", self.requests)) if v}
         if resources:
             container["resources"] = copy.deepcopy(resources)
@@ -83,8 +84,9 @@ class _Replica:
         return template
 
 
-class MPIJobBuilder:
+class MPIJobBuilder(AnnotationSetters):
     """Builds one MPIJob. Each setter returns the builder; `build()` checks and returns the object.
+    The setters of the operator's `mpioperator.io/` annotations are AnnotationSetters'.
 
     `image`, `env`, `run_as_user`, `resources` and `pod_annotation` without `replica=` apply to the
     launcher and the workers alike; `launcher(...)` and `worker(...)` set one side only."""
@@ -109,9 +111,25 @@ class MPIJobBuilder:
         self._image = image
         return self
 
-    def env(self, name: str, value: str, *, replica: ReplicaType | None = None) -> Self:
+    def env(
+        self,
+        name: str,
+        value: str | None = None,
+        *,
+        value_from: Obj | None = None,
+        replica: ReplicaType | None = None,
+    ) -> Self:
+        """An environment variable: a plain `value`, or `value_from` (an EnvVarSource as the API takes it:
+        `{"secretKeyRef": {"name": ..., "key": ...}}`, `{"fieldRef": {"fieldPath": ...}}`, ...)."""
+        if (value is None) == (value_from is None):
+            raise InvalidMPIJob(self._name, f"env {name}: give a value or value_from, not both or neither")
+        var: Obj = {"name": name}
+        if value is not None:
+            var["value"] = value
+        else:
+            var["valueFrom"] = copy.deepcopy(value_from)
         for replica_spec in self._sides(replica):
-            replica_spec.env[name] = value
+            replica_spec.env[name] = var
         return self
 
     def run_as_user(self, uid: int, *, replica: ReplicaType | None = None) -> Self:

@@ -7,16 +7,18 @@ from collections import OrderedDict
 
 import structlog
 
-from mpioperator.api import accessors, names
+from mpioperator.api import accessors, conveniences, names
 from mpioperator.api import constants as api
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller.builders import configmap, launcher_job, secret, service, worker_pod
+from mpioperator.controller.builders.podspec import UPSTREAM_KEYS, SSHKeys
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING
 from mpioperator.controller.fields import get_path, same, set_path
 from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.rejections import ChildRejected, is_permanent
+from mpioperator.controller.user_ssh_secret import key_names
 from mpioperator.kube import errors
 from mpioperator.kube.resources import CONFIG_MAPS, JOBS, PODS, SECRETS, SERVICES, Resource
 from mpioperator.podgroup.backend import PodGroupBackend, decorator_for
@@ -249,10 +251,11 @@ class ChildReconciler:
         ns = job["metadata"]["namespace"]
         gate = asyncio.Semaphore(_CREATE_CONCURRENCY)
         decorate = decorator_for(self._backend, job)
+        keys = self._ssh_keys(job)
 
         async def create(i: int) -> Obj:
             async with gate:
-                desired = worker_pod.new_worker(job, i, decorate)
+                desired = worker_pod.new_worker(job, i, decorate, keys)
                 try:
                     return await self._w.create(PODS, desired, ns)
                 except errors.AlreadyExists:
@@ -290,8 +293,18 @@ class ChildReconciler:
             if index >= replicas:
                 await self._delete_pod(pod)
 
+    def _ssh_keys(self, job: Obj) -> SSHKeys:
+        """The keys pods mount from the job's SSH Secret: a user's own may name them as the openmpi
+        prototype did (the sync checked it before any pod is made)."""
+        name = conveniences.ssh_secret(job)
+        if name is None:
+            return UPSTREAM_KEYS
+        return key_names(self._l.secrets.get(job["metadata"]["namespace"], name))
+
     async def create_launcher(self, job: Obj) -> Obj:
-        desired, overridden = launcher_job.new_launcher_job(job, decorator_for(self._backend, job))
+        desired, overridden = launcher_job.new_launcher_job(
+            job, decorator_for(self._backend, job), self._ssh_keys(job)
+        )
         if overridden:
             self._rec.record(
                 job,

@@ -1,9 +1,11 @@
 """Whether a Secret the user names for SSH (`mpioperator.io/ssh-secret`) can stand in for the one we generate.
 
-Pods mount it exactly as the generated one (builders/podspec.ssh_volume): `ssh-privatekey` as `id_rsa`,
-`ssh-publickey` as `id_rsa.pub` and `authorized_keys`. So both keys must be there, the private key in PEM
-(any type sshd takes) and the public key an OpenSSH line. The operator only reads the Secret: no owner
-reference is added, so neither we nor the garbage collector ever edit or delete it.
+Pods mount it at the generated one's paths (builders/podspec.ssh_volume): `ssh-privatekey` as `id_rsa`,
+`ssh-publickey` as `id_rsa.pub` and `authorized_keys`. A Secret made for Kubeflow's openmpi prototype names
+its keys after those files instead (`id_rsa`, `id_rsa.pub`, `authorized_keys`), and is mounted key by key;
+without `authorized_keys` its `id_rsa.pub` stands in. Either way the private and the public key must be
+there, the private key in PEM (any type sshd takes) and the public key an OpenSSH line. The operator only
+reads the Secret: no owner reference is added, so neither we nor the garbage collector ever edit or delete it.
 
 The Secret cache keeps key names, never values (controller/secret_cache.py): whether the Secret exists and
 has both keys is read there, and its values are read from the API server, once per resourceVersion.
@@ -17,6 +19,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from mpioperator.api.objects import Obj
+from mpioperator.controller.builders.podspec import UPSTREAM_KEYS, SSHKeys
 from mpioperator.controller.builders.secret import PRIVATE_KEY, PUBLIC_KEY
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.ports import Writer
@@ -27,6 +30,10 @@ REASON_NOT_FOUND = "SSHSecretNotFound"
 REASON_KEY_MISSING = "SSHSecretKeyMissing"
 REASON_KEY_MALFORMED = "SSHSecretKeyMalformed"
 _PUBLIC_KEY_TYPES = ("ssh-", "ecdsa-", "sk-")
+# The key names of the openmpi prototype's Secret (its README makes it with `--from-file=id_rsa=...`).
+PROTOTYPE_PRIVATE_KEY = "id_rsa"
+PROTOTYPE_PUBLIC_KEY = "id_rsa.pub"
+PROTOTYPE_AUTHORIZED_KEYS = "authorized_keys"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,15 +63,29 @@ def _not_found(name: str, namespace: str) -> Problem:
 def _key_missing(name: str, key: str) -> Problem:
     return Problem(
         REASON_KEY_MISSING,
-        f'Secret "{name}" has no key "{key}" (it needs "{PRIVATE_KEY}" and "{PUBLIC_KEY}")',
+        f'Secret "{name}" has no key "{key}" (it needs "{PRIVATE_KEY}" and "{PUBLIC_KEY}", '
+        f'or "{PROTOTYPE_PRIVATE_KEY}" and "{PROTOTYPE_PUBLIC_KEY}")',
     )
+
+
+def key_names(secret: Obj | None) -> SSHKeys:
+    """Which of the Secret's keys the pods mount, from its key names: the prototype's only when it has
+    neither of upstream's, so a Secret with both sets is read as upstream's."""
+    data = (secret or {}).get("data") or {}
+    if PRIVATE_KEY in data or PUBLIC_KEY in data:
+        return UPSTREAM_KEYS
+    if PROTOTYPE_PRIVATE_KEY not in data and PROTOTYPE_PUBLIC_KEY not in data:
+        return UPSTREAM_KEYS
+    authorized = PROTOTYPE_AUTHORIZED_KEYS if PROTOTYPE_AUTHORIZED_KEYS in data else PROTOTYPE_PUBLIC_KEY
+    return SSHKeys(PROTOTYPE_PRIVATE_KEY, PROTOTYPE_PUBLIC_KEY, authorized)
 
 
 def key_problem(name: str, namespace: str, cached: Obj | None) -> Problem | None:
     """What the cached Secret (key names, no values) shows is wrong, or None when its values need a look."""
     if cached is None:
         return _not_found(name, namespace)
-    for key in (PRIVATE_KEY, PUBLIC_KEY):
+    keys = key_names(cached)
+    for key in (keys.private, keys.public):
         if key not in (cached.get("data") or {}):
             return _key_missing(name, key)
     return None
@@ -75,18 +96,19 @@ def problem(name: str, namespace: str, secret: Obj | None) -> Problem | None:
     None when it can."""
     if secret is None:
         return _not_found(name, namespace)
-    for key in (PRIVATE_KEY, PUBLIC_KEY):
+    keys = key_names({"data": {**(secret.get("stringData") or {}), **(secret.get("data") or {})}})
+    for key in (keys.private, keys.public):
         if _decoded(secret, key) is None:
             return _key_missing(name, key)
-    private = _decoded(secret, PRIVATE_KEY) or ""
+    private = _decoded(secret, keys.private) or ""
     if "-----BEGIN" not in private or "PRIVATE KEY-----" not in private:
         return Problem(
-            REASON_KEY_MALFORMED, f'key "{PRIVATE_KEY}" of Secret "{name}" is not a PEM private key'
+            REASON_KEY_MALFORMED, f'key "{keys.private}" of Secret "{name}" is not a PEM private key'
         )
-    words = (_decoded(secret, PUBLIC_KEY) or "").split()
+    words = (_decoded(secret, keys.public) or "").split()
     if len(words) < 2 or not words[0].startswith(_PUBLIC_KEY_TYPES):
         return Problem(
-            REASON_KEY_MALFORMED, f'key "{PUBLIC_KEY}" of Secret "{name}" is not an OpenSSH public key line'
+            REASON_KEY_MALFORMED, f'key "{keys.public}" of Secret "{name}" is not an OpenSSH public key line'
         )
     return None
 

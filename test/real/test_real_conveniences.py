@@ -133,21 +133,20 @@ MIGRATING = sorted(
 def test_converted_example_applied_as_it_is_computes_pi(
     real_cluster: LocalCluster, ns: str, example: Path
 ) -> None:
-    """docs/migrating.md's examples; the openmpi prototype's needs the Secret its comment says to create."""
+    """docs/migrating.md's examples; the openmpi prototype's needs the Secret its comment says to create,
+    made with the prototype's key names (`id_rsa`, `id_rsa.pub`, `authorized_keys`)."""
     body = yaml.safe_load(example.read_text())
     name = body["metadata"]["name"]
     secret = body["metadata"].get("annotations", {}).get(f"{P}ssh-secret")
     if secret is not None:
         private, public = new_key_pair()
+        files = {"id_rsa": private, "id_rsa.pub": public, "authorized_keys": public}
         real_cluster.rest.create(
             f"/api/v1/namespaces/{ns}/secrets",
             {
                 "metadata": {"name": secret},
-                "type": "kubernetes.io/ssh-auth",
-                "data": {
-                    "ssh-privatekey": base64.b64encode(private).decode(),
-                    "ssh-publickey": base64.b64encode(public).decode(),
-                },
+                "type": "Opaque",
+                "data": {key: base64.b64encode(value).decode() for key, value in files.items()},
             },
         )
     real_cluster.kubectl("-n", ns, "apply", "-f", str(example))
@@ -155,3 +154,8 @@ def test_converted_example_applied_as_it_is_computes_pi(
     run_to_success(Job(real_cluster, ns, name))
 
     assert_computed_pi(launcher_log(real_cluster, ns, name), ranks=2)
+    # Kubeflow's docs: PODNAME=$(kubectl get pods -l mpi_job_name=<job>,mpi_role_type=launcher -o name)
+    selector = f"mpi_job_name={name},mpi_role_type=launcher"
+    pod_names = real_cluster.kubectl("-n", ns, "get", "pods", "-l", selector, "-o", "name").stdout.split()
+    assert len(pod_names) == 1, pod_names
+    assert_computed_pi(real_cluster.kubectl("-n", ns, "logs", pod_names[0]).stdout, ranks=2)

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from mpioperator.api import accessors, extensions
+import posixpath
+
+from mpioperator.api import accessors, conveniences, extensions
 from mpioperator.api import constants as api
 from mpioperator.api.names import config_map_name, launcher_name
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import child_metadata, controller_ref
 from mpioperator.controller.builders.launcher_command import mark_debug, set_launcher_command
 from mpioperator.controller.builders.podspec import (
+    UPSTREAM_KEYS,
     Decorator,
+    SSHKeys,
     add_env,
     add_volume,
     pod_restart_policy,
@@ -20,6 +24,7 @@ from mpioperator.controller.builders.podspec import (
 
 CONFIG_VOLUME = "mpi-job-config"
 CONFIG_MOUNT = "/etc/mpi"
+EXTRA_HOSTFILE_VOLUME = "mpi-job-hostfile"
 HOSTFILE_PATH = "/etc/mpi/hostfile"
 SSH_RETRY_ARGS = "-o ConnectionAttempts=10"
 
@@ -43,7 +48,9 @@ def implementation_env(job: Obj) -> list[tuple[str, str | None]]:
     ]
 
 
-def launcher_pod_template(job: Obj, decorate: Decorator | None = None) -> tuple[Obj, bool]:
+def launcher_pod_template(
+    job: Obj, decorate: Decorator | None = None, ssh_keys: SSHKeys = UPSTREAM_KEYS
+) -> tuple[Obj, bool]:
     """The launcher's pod template, and whether the user's template restartPolicy was overridden."""
     replica = job["spec"]["mpiReplicaSpecs"][api.LAUNCHER]
     template = json_copy(replica.get("template") or {})
@@ -66,7 +73,7 @@ def launcher_pod_template(job: Obj, decorate: Decorator | None = None) -> tuple[
     # Ours: a launcher that fails with nothing in its termination file leaves the tail of its log there,
     # which the MPIJob's Failed condition quotes (docs/extensions.md). A user's own choice stands.
     container.setdefault("terminationMessagePolicy", "FallbackToLogsOnError")
-    add_volume(spec, container, ssh_volume(job), accessors.ssh_auth_mount_path(job))
+    add_volume(spec, container, ssh_volume(job, ssh_keys), accessors.ssh_auth_mount_path(job))
     overridden = bool(spec.get("restartPolicy"))
     spec["restartPolicy"] = pod_restart_policy(
         replica.get("restartPolicy") or api.DEFAULT_LAUNCHER_RESTART_POLICY
@@ -86,6 +93,18 @@ def launcher_pod_template(job: Obj, decorate: Decorator | None = None) -> tuple[
         },
     }
     add_volume(spec, container, config_volume, CONFIG_MOUNT)
+    extra_hostfile = conveniences.hostfile_path(job)
+    if extra_hostfile is not None:
+        # Ours (annotation): the same hostfile where the openmpi prototype's exec lines look for it.
+        directory, file_name = posixpath.split(extra_hostfile)
+        hostfile_volume = {
+            "name": EXTRA_HOSTFILE_VOLUME,
+            "configMap": {
+                "name": config_map_name(job),
+                "items": [{"key": "hostfile", "path": file_name, "mode": 0o444}],
+            },
+        }
+        add_volume(spec, container, hostfile_volume, directory)
     pod_template: Obj = {"metadata": metadata, "spec": spec}
     set_launcher_command(job, pod_template, HOSTFILE_PATH)  # ours (issue 18); nothing without annotations
     if decorate is not None:
@@ -95,8 +114,10 @@ def launcher_pod_template(job: Obj, decorate: Decorator | None = None) -> tuple[
     return pod_template, overridden
 
 
-def new_launcher_job(job: Obj, decorate: Decorator | None = None) -> tuple[Obj, bool]:
-    template, overridden = launcher_pod_template(job, decorate)
+def new_launcher_job(
+    job: Obj, decorate: Decorator | None = None, ssh_keys: SSHKeys = UPSTREAM_KEYS
+) -> tuple[Obj, bool]:
+    template, overridden = launcher_pod_template(job, decorate, ssh_keys)
     run_policy = accessors.run_policy(job)
     spec: Obj = {}
     for ours, theirs in (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from mpioperator.api import accessors
 from mpioperator.api import constants as api
@@ -17,14 +18,28 @@ SSH_VOLUME = "ssh-auth"
 SSH_DEFAULT_MODE = 0o600
 
 
-def ssh_volume(job: Obj) -> Obj:
+@dataclass(frozen=True, slots=True)
+class SSHKeys:
+    """The keys of the SSH Secret that pods mount as `id_rsa`, `id_rsa.pub` and `authorized_keys`."""
+
+    private: str = "ssh-privatekey"
+    public: str = "ssh-publickey"
+    authorized: str = "ssh-publickey"
+
+
+# The generated Secret's keys (upstream's), also those of a `kubernetes.io/ssh-auth` Secret.
+UPSTREAM_KEYS = SSHKeys()
+
+
+def ssh_volume(job: Obj, keys: SSHKeys = UPSTREAM_KEYS) -> Obj:
     secret: Obj = {
-        # A Secret of the user's own (issue 18) is mounted the same way: same keys, paths and mode.
+        # A Secret of the user's own (issue 18) is mounted at the same paths with the same mode; its keys
+        # may be named as the openmpi prototype's (controller/user_ssh_secret.py).
         "secretName": ssh_secret(job) or secret_name(job),
         "items": [
-            {"key": "ssh-privatekey", "path": "id_rsa"},
-            {"key": "ssh-publickey", "path": "id_rsa.pub"},
-            {"key": "ssh-publickey", "path": "authorized_keys"},
+            {"key": keys.private, "path": "id_rsa"},
+            {"key": keys.public, "path": "id_rsa.pub"},
+            {"key": keys.authorized, "path": "authorized_keys"},
         ],
     }
     if accessors.ssh_auth_mount_path(job) == api.DEFAULT_SSH_AUTH_MOUNT_PATH:
@@ -65,4 +80,6 @@ def role_labels(job: Obj, role: str) -> dict[str, str]:
         api.LABEL_OPERATOR_NAME: api.OPERATOR_NAME,
         api.LABEL_JOB_NAME: job["metadata"]["name"],
         api.LABEL_JOB_ROLE: role,
+        api.LABEL_LEGACY_JOB_NAME: job["metadata"]["name"],
+        api.LABEL_LEGACY_ROLE_TYPE: role,
     }

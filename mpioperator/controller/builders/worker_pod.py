@@ -9,7 +9,9 @@ from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import controller_ref
 from mpioperator.controller.builders import worker_template
 from mpioperator.controller.builders.podspec import (
+    UPSTREAM_KEYS,
     Decorator,
+    SSHKeys,
     add_env,
     add_volume,
     pod_restart_policy,
@@ -21,7 +23,9 @@ from mpioperator.controller.builders.podspec import (
 SSHD_COMMAND = ["/usr/sbin/sshd", "-De"]
 
 
-def new_worker(job: Obj, index: int, decorate: Decorator | None = None) -> Obj:
+def new_worker(
+    job: Obj, index: int, decorate: Decorator | None = None, ssh_keys: SSHKeys = UPSTREAM_KEYS
+) -> Obj:
     replica = job["spec"]["mpiReplicaSpecs"][api.WORKER]
     template = json_copy(replica.get("template") or {})
     source_meta = template.get("metadata") or {}
@@ -51,7 +55,7 @@ def new_worker(job: Obj, index: int, decorate: Decorator | None = None) -> Obj:
     if not container.get("command") and not container.get("args"):
         container["command"] = list(SSHD_COMMAND)
     add_env(container, ("K_MPI_JOB_ROLE", "worker"))
-    add_volume(spec, container, ssh_volume(job), accessors.ssh_auth_mount_path(job))
+    add_volume(spec, container, ssh_volume(job, ssh_keys), accessors.ssh_auth_mount_path(job))
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
     worker_template.stamp(job, pod)  # ours (issue 18): only with the roll annotation
     if decorate is not None:

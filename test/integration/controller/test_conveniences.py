@@ -131,7 +131,8 @@ async def test_generated_line_counts_the_launcher_that_runs_as_a_worker(scene: S
             {f"{P}launcher-program": "pi --digits 9"},
             "OpenMPI",
             'metadata.annotations[mpioperator.io/launcher-program]: Invalid value: "pi --digits 9": '
-            "must start with the program's absolute path",
+            "must start with the program's absolute path, or its path relative to the launcher "
+            "container's workingDir (./program) when that is set",
         ),
         (
             {f"{P}launcher-program": "/home/mpiuser/pi", f"{P}mca-params": "btl=tcp"},
@@ -259,7 +260,8 @@ async def test_missing_then_incomplete_then_right_user_secret_holds_the_job_unti
     scene.rest.create(scene.path("secrets"), ssh_secret("site-keys", keys=("ssh-privatekey",)))
     await scene.sync("own")
     no_public = (
-        'Secret "site-keys" has no key "ssh-publickey" (it needs "ssh-privatekey" and "ssh-publickey")'
+        'Secret "site-keys" has no key "ssh-publickey" (it needs "ssh-privatekey" and "ssh-publickey", '
+        'or "id_rsa" and "id_rsa.pub")'
     )
     assert scene.conditions("own")[-1] == ("SSHSecretInvalid", "True", "SSHSecretKeyMissing", no_public)
     assert scene.names("pods") == [] and scene.names("jobs") == []
@@ -365,6 +367,7 @@ async def test_debug_mode_launcher_waits_workers_run_sshd_and_the_event_gives_th
     await scene.sync("dbg")
     assert scene.condition("dbg", "Running") is not None
     assert (scene.condition("dbg", "DebugMode") or {}).get("status") == "True"
+    assert scene.status("dbg")["phase"] == "Running", "debug mode is told by its condition, not the phase"
     await scene.assert_converged("dbg")
 
 

@@ -33,6 +33,9 @@ ROLE_LABELS = {
     "training.kubeflow.org/operator-name": "mpi-operator",
     "training.kubeflow.org/job-name": "pi",
     "training.kubeflow.org/job-role": "launcher",
+    # ours: the labels Kubeflow's docs select by
+    "mpi_job_name": "pi",
+    "mpi_role_type": "launcher",
 }
 NVIDIA = [{"name": "NVIDIA_VISIBLE_DEVICES"}, {"name": "NVIDIA_DRIVER_CAPABILITIES"}]
 
@@ -274,13 +277,18 @@ def test_launcher_job_is_created_suspended_only_when_the_mpijob_is() -> None:
         ("ExitCode", None, "Never", False),
         ("OnFailure", "Never", "OnFailure", True),
         ("Never", "Always", "Never", True),
+        # FFFFFaraway's launcher template says Never and no replica policy: upstream's default wins
+        (None, "Never", "OnFailure", True),
     ],
 )
 def test_launcher_restart_policy_and_override_warning(
-    replica_policy: str, template_policy: str | None, expected: str, warned: bool
+    replica_policy: str | None, template_policy: str | None, expected: str, warned: bool
 ) -> None:
     job = reference_job()
-    job["spec"]["mpiReplicaSpecs"]["Launcher"]["restartPolicy"] = replica_policy
+    if replica_policy is None:
+        job["spec"]["mpiReplicaSpecs"]["Launcher"].pop("restartPolicy", None)
+    else:
+        job["spec"]["mpiReplicaSpecs"]["Launcher"]["restartPolicy"] = replica_policy
     if template_policy is not None:
         _launcher_template(job)["spec"]["restartPolicy"] = template_policy
     body, overridden = new_launcher_job(job)

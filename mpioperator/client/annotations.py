@@ -1,0 +1,73 @@
+"""The builder's setters for the operator's `mpioperator.io/` annotations (docs/extensions.md): one method
+per behaviour, so a job's extensions are spelt as Python rather than as annotation keys and string values.
+`build()` checks the values as the operator will, like every other field."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Self
+
+from mpioperator.api import conveniences, extensions
+
+
+def _flag(enabled: bool) -> str:
+    return "true" if enabled else "false"
+
+
+class AnnotationSetters:
+    """Mixed into MPIJobBuilder; each setter writes the job's annotations and returns the builder."""
+
+    _annotations: dict[str, str]
+
+    def worker_startup_deadline_seconds(self, seconds: int) -> Self:
+        """Fail the job when its workers are not all Ready this long after it starts; 0 turns it off."""
+        self._annotations[extensions.WORKER_STARTUP_DEADLINE] = str(seconds)
+        return self
+
+    def keep_failed_launcher(self, enabled: bool = True) -> Self:
+        """Each launcher attempt a pod of its own that stays after it fails (restartPolicy Never)."""
+        self._annotations[extensions.KEEP_FAILED_LAUNCHER] = _flag(enabled)
+        return self
+
+    def debug_mode(self, enabled: bool = True, *, command: Sequence[str] | None = None) -> Self:
+        """The launcher waits (`sleep infinity`, or `command`) instead of running its own command."""
+        self._annotations[conveniences.DEBUG_MODE] = _flag(enabled)
+        if command is not None:
+            self._annotations[conveniences.DEBUG_COMMAND] = shlex.join(command)
+        return self
+
+    def launcher_program(
+        self,
+        *argv: str,
+        mpirun_args: Sequence[str] = (),
+        mca: Mapping[str, str] | None = None,
+        mpi_home: str | None = None,
+    ) -> Self:
+        """The operator writes the mpirun line that runs `argv` (the program's absolute path, or a path
+        relative to the launcher container's workingDir, then its arguments); the launcher container must
+        have no command or args of its own."""
+        self._annotations[conveniences.LAUNCHER_PROGRAM] = shlex.join(argv)
+        if mpirun_args:
+            self._annotations[conveniences.MPIRUN_EXTRA_ARGS] = shlex.join(mpirun_args)
+        if mca:
+            self._annotations[conveniences.MCA_PARAMS] = "\n".join(f"{k}={v}" for k, v in mca.items())
+        if mpi_home is not None:
+            self._annotations[conveniences.MPI_HOME] = mpi_home
+        return self
+
+    def ssh_secret(self, name: str) -> Self:
+        """Mount the user's own Secret (`ssh-privatekey`/`ssh-publickey`, or the openmpi prototype's
+        `id_rsa`/`id_rsa.pub`/`authorized_keys`) instead of a generated one."""
+        self._annotations[conveniences.SSH_SECRET] = name
+        return self
+
+    def roll_workers_on_template_change(self, enabled: bool = True) -> Self:
+        """Re-create the workers when their template changes, while the launcher has not started."""
+        self._annotations[conveniences.ROLL_WORKERS] = _flag(enabled)
+        return self
+
+    def hostfile_path(self, path: str) -> Self:
+        """The launcher also finds the hostfile at `path` (e.g. `/kubeflow/openmpi/assets/hostfile`)."""
+        self._annotations[conveniences.HOSTFILE_PATH] = path
+        return self

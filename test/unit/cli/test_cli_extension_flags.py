@@ -1,0 +1,79 @@
+"""submit's flags for the operator's annotations: each one sets its annotation through the SDK's setter."""
+
+from __future__ import annotations
+
+import pytest
+
+from mpioperator.cli.commands import job_from_flags
+from mpioperator.cli.parser import EXTENSION_FLAGS, parse
+from mpioperator.client import InvalidMPIJob
+from test.unit.cli.test_cli_args import usage_error
+from test.unit.client.test_builder_annotations import documented_annotations
+
+BASE = ["submit", "pi", "--image", "img"]
+
+
+def test_every_annotation_has_a_submit_flag() -> None:
+    args = parse(
+        [
+            *BASE,
+            "--worker-startup-deadline-seconds",
+            "300",
+            "--keep-failed-launcher",
+            "--debug",
+            "--debug-command",
+            "sh -c 'sleep 7200'",
+            "--launcher-program",
+            "/home/mpiuser/pi --digits 9",
+            "--mpirun-args",
+            "--bind-to none",
+            "--mca",
+            "btl=self,tcp",
+            "--mca",
+            "btl_tcp_if_include=eth0",
+            "--mpi-home",
+            "/usr",
+            "--ssh-secret",
+            "site-keys",
+            "--roll-workers-on-template-change",
+            "--hostfile-path",
+            "/kubeflow/openmpi/assets/hostfile",
+        ]
+    )
+
+    annotations = job_from_flags(args)["metadata"]["annotations"]
+
+    assert annotations == {
+        "mpioperator.io/worker-startup-deadline-seconds": "300",
+        "mpioperator.io/keep-failed-launcher": "true",
+        "mpioperator.io/debug-mode": "true",
+        "mpioperator.io/debug-command": "sh -c 'sleep 7200'",
+        "mpioperator.io/launcher-program": "/home/mpiuser/pi --digits 9",
+        "mpioperator.io/mpirun-extra-args": "--bind-to none",
+        "mpioperator.io/mca-params": "btl=self,tcp\nbtl_tcp_if_include=eth0",
+        "mpioperator.io/mpi-home": "/usr",
+        "mpioperator.io/ssh-secret": "site-keys",
+        "mpioperator.io/roll-workers-on-template-change": "true",
+        "mpioperator.io/hostfile-path": "/kubeflow/openmpi/assets/hostfile",
+    }
+    assert set(annotations) == documented_annotations()
+    assert len(EXTENSION_FLAGS) == len(annotations)
+
+
+def test_a_job_without_extension_flags_has_no_annotations() -> None:
+    assert "annotations" not in job_from_flags(parse(BASE))["metadata"]
+
+
+def test_a_bad_value_is_refused_naming_the_annotation() -> None:
+    with pytest.raises(InvalidMPIJob, match=r"metadata.annotations\[mpioperator.io/hostfile-path\]"):
+        job_from_flags(parse([*BASE, "--hostfile-path", "relative/hostfile"]))
+
+
+@pytest.mark.parametrize("flag", ["--mpirun-args=-v", "--mca=btl=self", "--mpi-home=/usr"])
+def test_mpirun_settings_need_the_launcher_program(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert "need --launcher-program" in usage_error([*BASE, flag], capsys)
+
+
+def test_extension_flags_do_not_mix_with_a_file(capsys: pytest.CaptureFixture[str]) -> None:
+    err = usage_error(["submit", "-f", "a.yaml", "--ssh-secret", "k"], capsys)
+    assert "-f takes the whole job from the file" in err

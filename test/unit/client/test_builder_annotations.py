@@ -1,0 +1,131 @@
+"""The builder's setters for the operator's annotations, and env() with valueFrom."""
+
+from __future__ import annotations
+
+import pytest
+
+from mpioperator.api import conveniences, extensions
+from mpioperator.client import InvalidMPIJob, MPIJobBuilder
+
+PI = "mpioperator/mpi-pi:openmpi"
+
+
+def documented_annotations() -> set[str]:
+    """Every job annotation the operator reads: the modules' constants under our prefix."""
+    found = set()
+    for module in (extensions, conveniences):
+        for name, value in vars(module).items():
+            is_key = isinstance(value, str) and value.startswith("mpioperator.io/")
+            if name.isupper() and is_key and value != conveniences.PREFIX:
+                found.add(value)
+    return found
+
+
+def test_every_annotation_of_the_operator_has_a_setter() -> None:
+    job = (
+        MPIJobBuilder("all")
+        .image(PI)
+        .worker_startup_deadline_seconds(300)
+        .keep_failed_launcher()
+        .debug_mode(command=["sh", "-c", "sleep 7200"])
+        .launcher_program(
+            "/home/mpiuser/pi",
+            "--digits",
+            "9",
+            mpirun_args=["--bind-to", "none"],
+            mca={"btl": "self,tcp", "btl_tcp_if_include": "eth0"},
+            mpi_home="/usr",
+        )
+        .ssh_secret("site-keys")
+        .roll_workers_on_template_change()
+        .hostfile_path("/kubeflow/openmpi/assets/hostfile")
+        .build()
+    )
+
+    assert job["metadata"]["annotations"] == {
+        "mpioperator.io/worker-startup-deadline-seconds": "300",
+        "mpioperator.io/keep-failed-launcher": "true",
+        "mpioperator.io/debug-mode": "true",
+        "mpioperator.io/debug-command": "sh -c 'sleep 7200'",
+        "mpioperator.io/launcher-program": "/home/mpiuser/pi --digits 9",
+        "mpioperator.io/mpirun-extra-args": "--bind-to none",
+        "mpioperator.io/mca-params": "btl=self,tcp\nbtl_tcp_if_include=eth0",
+        "mpioperator.io/mpi-home": "/usr",
+        "mpioperator.io/ssh-secret": "site-keys",
+        "mpioperator.io/roll-workers-on-template-change": "true",
+        "mpioperator.io/hostfile-path": "/kubeflow/openmpi/assets/hostfile",
+    }
+    assert set(job["metadata"]["annotations"]) == documented_annotations()
+
+
+def test_switches_can_be_set_off_and_the_generated_line_parsed_back() -> None:
+    job = (
+        MPIJobBuilder("off")
+        .image(PI)
+        .debug_mode(False)
+        .keep_failed_launcher(False)
+        .roll_workers_on_template_change(False)
+        .launcher_program("/opt/my app/run", "a b")
+        .build()
+    )
+
+    annotations = job["metadata"]["annotations"]
+    assert annotations["mpioperator.io/debug-mode"] == "false"
+    assert annotations["mpioperator.io/keep-failed-launcher"] == "false"
+    assert annotations["mpioperator.io/roll-workers-on-template-change"] == "false"
+    program = conveniences.launcher_program(job)
+    assert program is not None and program.program == ("/opt/my app/run", "a b")
+
+
+@pytest.mark.parametrize(
+    ("builder", "field"),
+    [
+        (MPIJobBuilder("bad").image(PI).hostfile_path("hostfile"), "mpioperator.io/hostfile-path"),
+        (MPIJobBuilder("bad").image(PI).ssh_secret("My_Keys"), "mpioperator.io/ssh-secret"),
+        (
+            MPIJobBuilder("bad").image(PI).worker_startup_deadline_seconds(-1),
+            "mpioperator.io/worker-startup-deadline-seconds",
+        ),
+        (
+            MPIJobBuilder("bad").image(PI).launcher_command("mpirun").launcher_program("/p"),
+            "mpioperator.io/launcher-program",
+        ),
+    ],
+)
+def test_a_bad_annotation_value_is_refused_by_build_naming_the_annotation(
+    builder: MPIJobBuilder, field: str
+) -> None:
+    with pytest.raises(InvalidMPIJob) as caught:
+        builder.build()
+    assert f"metadata.annotations[{field}]" in str(caught.value)
+
+
+def test_env_takes_a_value_or_a_value_from_source() -> None:
+    secret_ref = {"secretKeyRef": {"name": "wandb", "key": "token"}}
+    job = (
+        MPIJobBuilder("env")
+        .image(PI)
+        .env("MODE", "fast")
+        .env("TOKEN", value_from=secret_ref, replica="Launcher")
+        .env("NODE", value_from={"fieldRef": {"fieldPath": "spec.nodeName"}}, replica="Worker")
+        .build()
+    )
+    secret_ref["secretKeyRef"]["key"] = "changed later"
+
+    replicas = job["spec"]["mpiReplicaSpecs"]
+    launcher = replicas["Launcher"]["template"]["spec"]["containers"][0]["env"]
+    worker = replicas["Worker"]["template"]["spec"]["containers"][0]["env"]
+    assert launcher == [
+        {"name": "MODE", "value": "fast"},
+        {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "wandb", "key": "token"}}},
+    ]
+    assert worker == [
+        {"name": "MODE", "value": "fast"},
+        {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+    ]
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"value": "v", "value_from": {"fieldRef": {"fieldPath": "x"}}}])
+def test_env_needs_exactly_one_of_value_and_value_from(kwargs: dict[str, object]) -> None:
+    with pytest.raises(InvalidMPIJob, match="give a value or value_from"):
+        MPIJobBuilder("env").env("X", **kwargs)  # type: ignore[arg-type]
