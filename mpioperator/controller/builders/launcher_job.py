@@ -45,7 +45,32 @@ def implementation_env(job: Obj) -> list[tuple[str, str | None]]:
         ("OMPI_MCA_orte_default_hostfile", HOSTFILE_PATH),
         ("OMPI_MCA_plm_rsh_args", SSH_RETRY_ARGS),
         ("OMPI_MCA_orte_set_default_slots", slots),
+        *prrte_env(slots),
     ]
+
+
+def prrte_env(slots: str) -> list[tuple[str, str | None]]:
+    """Open MPI 5's launcher (PRRTE) reads none of the OMPI_MCA_orte_* names above and, without these,
+    runs every rank on the launcher and exits 0. Open MPI 4 ignores PRTE_MCA_*, and an image does not say
+    which of the two it holds, so every Open MPI launcher gets both families."""
+    return [
+        ("PRTE_MCA_prte_keep_fqdn_hostnames", "true"),
+        ("PRTE_MCA_prte_default_hostfile", HOSTFILE_PATH),
+        ("PRTE_MCA_plm_ssh_args", SSH_RETRY_ARGS),
+        ("PRTE_MCA_prte_set_default_slots", slots),
+        # PRRTE cuts the ssh args it forwards to its daemons at '=' ("-o ConnectionAttempts"), which
+        # breaks the daemons' own ssh in a tree spawn (jobs past 64 hosts); the launcher reaching every
+        # host itself never uses that copy.
+        ("PRTE_MCA_plm_ssh_no_tree_spawn", "1"),
+    ]
+
+
+def _unless_set_by_user(container: Obj, pairs: list[tuple[str, str | None]]) -> list[tuple[str, str | None]]:
+    # Ours, not upstream's: a variable the user's template already sets keeps the user's value. (Upstream's
+    # own variables are appended after the user's, and the kubelet lets the last of a name win.)
+    theirs = {entry.get("name") for entry in container.get("env") or ()}
+    ours = {name for name, _ in prrte_env("")}
+    return [(name, value) for name, value in pairs if name not in ours or name not in theirs]
 
 
 def launcher_pod_template(
@@ -65,7 +90,10 @@ def launcher_pod_template(
     set_host(spec, launcher_name(job), job)
     launcher_as_worker = accessors.run_launcher_as_worker(job)
     container = spec["containers"][0]
-    env: list[tuple[str, str | None]] = [("K_MPI_JOB_ROLE", "launcher"), *implementation_env(job)]
+    env: list[tuple[str, str | None]] = [
+        ("K_MPI_JOB_ROLE", "launcher"),
+        *_unless_set_by_user(container, implementation_env(job)),
+    ]
     if not launcher_as_worker:
         # Present with no value: keeps the NVIDIA runtime from handing the launcher any GPU.
         env += [("NVIDIA_VISIBLE_DEVICES", None), ("NVIDIA_DRIVER_CAPABILITIES", None)]

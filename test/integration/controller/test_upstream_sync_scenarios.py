@@ -339,6 +339,12 @@ IMPLEMENTATION_ENV = {
         "OMPI_MCA_orte_default_hostfile",
         "OMPI_MCA_plm_rsh_args",
         "OMPI_MCA_orte_set_default_slots",
+        # Ours: what Open MPI 5 reads instead (docs/extensions.md).
+        "PRTE_MCA_prte_keep_fqdn_hostnames",
+        "PRTE_MCA_prte_default_hostfile",
+        "PRTE_MCA_plm_ssh_args",
+        "PRTE_MCA_prte_set_default_slots",
+        "PRTE_MCA_plm_ssh_no_tree_spawn",
     ],
     "Intel": ["I_MPI_HYDRA_HOST_FILE", "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS", "I_MPI_PERHOST"],
     "MPICH": ["HYDRA_HOST_FILE", "HYDRA_LAUNCH_EXTRA_ARGS"],

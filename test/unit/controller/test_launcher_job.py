@@ -44,6 +44,17 @@ def _env(*pairs: tuple[str, str]) -> list[Obj]:
     return [{"name": n, "value": v} for n, v in pairs]
 
 
+def _prrte(slots: str) -> tuple[tuple[str, str], ...]:
+    """What Open MPI 5's mpirun (PRRTE) reads instead of the OMPI_MCA_orte_* names."""
+    return (
+        ("PRTE_MCA_prte_keep_fqdn_hostnames", "true"),
+        ("PRTE_MCA_prte_default_hostfile", "/etc/mpi/hostfile"),
+        ("PRTE_MCA_plm_ssh_args", "-o ConnectionAttempts=10"),
+        ("PRTE_MCA_prte_set_default_slots", slots),
+        ("PRTE_MCA_plm_ssh_no_tree_spawn", "1"),
+    )
+
+
 def _launcher_template(job: Obj) -> Obj:
     template: Obj = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]
     return template
@@ -82,6 +93,7 @@ def test_launcher_job_renders_appendix_a() -> None:
                                     ("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"),
                                     ("OMPI_MCA_plm_rsh_args", "-o ConnectionAttempts=10"),
                                     ("OMPI_MCA_orte_set_default_slots", "1"),
+                                    *_prrte("1"),
                                 ),
                                 *NVIDIA,
                             ],
@@ -117,6 +129,7 @@ def test_launcher_job_renders_appendix_a() -> None:
                 ("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"),
                 ("OMPI_MCA_plm_rsh_args", "-o ConnectionAttempts=10"),
                 ("OMPI_MCA_orte_set_default_slots", "3"),
+                *_prrte("3"),
             ),
         ),
         (
@@ -147,6 +160,31 @@ def test_launcher_env_per_implementation(implementation: str, slots: int, expect
     # When the launcher is also a worker it keeps its GPUs: no blanking variables.
     as_worker, _ = launcher_pod_template(with_spec(job, runLauncherAsWorker=True))
     assert as_worker["spec"]["containers"][0]["env"] == expected
+
+
+def test_prrte_variables_the_user_sets_in_the_launcher_template_keep_the_users_value() -> None:
+    job = reference_job()
+    container = _launcher_template(job)["spec"]["containers"][0]
+    container["env"] = _env(
+        ("PRTE_MCA_plm_ssh_args", "-o ConnectionAttempts=3 -p 22"),
+        ("PRTE_MCA_plm_ssh_no_tree_spawn", "0"),
+    )
+    template, _ = launcher_pod_template(job)
+    env = [(e["name"], e.get("value")) for e in template["spec"]["containers"][0]["env"]]
+    assert [value for name, value in env if name == "PRTE_MCA_plm_ssh_args"] == [
+        "-o ConnectionAttempts=3 -p 22"
+    ]
+    assert [value for name, value in env if name == "PRTE_MCA_plm_ssh_no_tree_spawn"] == ["0"]
+    # The ones the user left alone are still set.
+    assert ("PRTE_MCA_prte_default_hostfile", "/etc/mpi/hostfile") in env
+    assert ("PRTE_MCA_prte_set_default_slots", "1") in env
+
+
+def test_prrte_variables_are_for_open_mpi_only() -> None:
+    for implementation in ("Intel", "MPICH"):
+        template, _ = launcher_pod_template(with_spec(reference_job(), mpiImplementation=implementation))
+        names = [e["name"] for e in template["spec"]["containers"][0]["env"]]
+        assert not [name for name in names if name.startswith("PRTE_")], names
 
 
 def test_launcher_as_worker_gets_replica_index_zero_after_decoration() -> None:
