@@ -1,9 +1,42 @@
 #!/bin/sh
-# Entry point of the mpi-pi images: loads the MPI environment, and in a launcher (K_MPI_JOB_ROLE=launcher,
-# set by the operator) waits until its own name and every host of /etc/mpi/hostfile resolve, since
-# Hydra (MPICH, Intel MPI) gives up at once on a name that does not resolve yet. Then runs the command.
+# Entry point of the mpi-pi images: loads the MPI environment; hands the container's environment to the
+# sshd that starts ranks; in a launcher (K_MPI_JOB_ROLE=launcher, set by the operator) waits until its own
+# name and every host of /etc/mpi/hostfile resolve, since Hydra (MPICH, Intel MPI) gives up at once on a
+# name that does not resolve yet. Then runs the command.
 if [ -r /etc/profile.d/mpi.sh ]; then
   . /etc/profile.d/mpi.sh
+fi
+
+# sshd starts ranks with a fresh environment, so what the pod template sets (NCCL_DEBUG, ...) would never
+# reach them. One sshd_config SetEnv line of this container's environment, which the image's sshd configs
+# Include: the system sshd's (run as root) from /etc/ssh/sshd_config.d, mpiuser's ~/.sshd_config from
+# ~/.sshd_environment. What mpirun sets for a rank (OMPI_*, PMIX_*, -x) is set later, by the MPI daemon,
+# so it still wins. Left out: what sshd sets for the login itself, and values sshd_config cannot hold.
+sshd_environment() {
+  awk 'BEGIN {
+    skip = "^(HOME|USER|LOGNAME|SHELL|MAIL|PWD|OLDPWD|SHLVL|TERM|_|SSH_[A-Za-z_0-9]*)$"
+    line = ""
+    for (name in ENVIRON) {
+      value = ENVIRON[name]
+      if (name !~ /^[A-Za-z_][A-Za-z_0-9]*$/ || name ~ skip || value ~ /\n/) continue
+      quoted = ""
+      for (i = 1; i <= length(value); i++) {
+        c = substr(value, i, 1)
+        quoted = quoted (c == "\\" || c == "\"" ? "\\" : "") c
+      }
+      line = line " \"" name "=" quoted "\""
+    }
+    if (line != "") print "SetEnv" line
+  }'
+}
+if [ "$(id -u)" = 0 ]; then
+  environment_conf=/etc/ssh/sshd_config.d/environment.conf
+else
+  environment_conf="${HOME:-/nonexistent}/.sshd_environment"
+fi
+if [ -d "$(dirname "$environment_conf")" ]; then
+  sshd_environment >"$environment_conf" 2>/dev/null \
+    || echo "entrypoint: cannot write $environment_conf; ranks started over ssh get sshd's environment" >&2
 fi
 
 resolves_all() {

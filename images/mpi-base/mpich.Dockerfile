@@ -27,7 +27,7 @@ RUN apt-get update \
  && mkdir -p /run/sshd && chmod 0755 /run/sshd \
  && useradd --create-home --uid 1000 --user-group --shell /bin/bash mpiuser \
  && install -d -m 0700 -o mpiuser -g mpiuser /home/mpiuser/.ssh \
- && printf '%s\n' 'PidFile /home/mpiuser/sshd.pid' 'HostKey /home/mpiuser/.ssh/id_rsa' 'StrictModes no' 'Port 2222' \
+ && printf '%s\n' 'Include /home/mpiuser/.sshd_environment' 'PidFile /home/mpiuser/sshd.pid' 'HostKey /home/mpiuser/.ssh/id_rsa' 'StrictModes no' 'Port 2222' \
       "SetEnv PATH=$PATH" > /home/mpiuser/.sshd_config \
  && chown mpiuser:mpiuser /home/mpiuser/.sshd_config
 COPY ssh_config /etc/ssh/ssh_config.d/mpi.conf

@@ -51,10 +51,11 @@ _MPI_ARGS = {
     "openmpi": {},
     "mpich": {"MPICH_VERSION": pinned("MPICH_VERSION")},
     "intel": {"IMPI_VERSION": pinned("IMPI_VERSION")},
+    "openmpi5": {"OPENMPI5_VERSION": pinned("OPENMPI5_VERSION")},
 }
 
 # The pi builder of Intel MPI installs the matching development kit.
-_PI_ARGS = {"openmpi": {}, "mpich": {}, "intel": _MPI_ARGS["intel"]}
+_PI_ARGS = {"openmpi": {}, "mpich": {}, "intel": _MPI_ARGS["intel"], "openmpi5": {}}
 
 CATALOG: tuple[Image, ...] = (
     # A stand-in for python:3.11-slim, the operator Dockerfile's default base, which cannot be pulled here.

@@ -71,6 +71,7 @@ def test_images_whose_build_runs_pip_and_only_those_get_the_hosts_ca_mounted(tmp
     assert uses_pip == {
         "mpioperator/mpich",
         "mpioperator/intel",
+        "mpioperator/openmpi5",
         "mpioperator/mpi-pi:intel",
         catalog.OPERATOR,
     }
