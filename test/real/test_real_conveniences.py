@@ -14,14 +14,15 @@ from mpioperator.controller.builders.secret import new_key_pair
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.jobs import Job
 from mpioperator.testing.operator import OperatorProcess
+from mpioperator.testing.ranks import ranks_by_host
 from mpioperator.testing.wait import wait_for
 from test.real.test_real_mpijobs import (
     RUN_TIMEOUT,
     assert_computed_pi,
+    assert_pi_ran_where_the_hostfile_says,
     diagnosis,
     launcher_log,
     pi_job,
-    ranks_by_host,
     run_to_success,
 )
 
@@ -68,7 +69,7 @@ def test_debug_mode_job_waits_until_mpirun_run_by_hand_in_its_launcher_computes_
     ran = real_cluster.kubectl("exec", *words[3:-1], "mpirun", "-n", "2", "/home/mpiuser/pi", check=False)
 
     assert ran.returncode == 0, f"{ran.stdout}{ran.stderr}\n{diagnosis(job)}"
-    assert_computed_pi(ran.stdout, ranks=2)
+    assert_pi_ran_where_the_hostfile_says(real_cluster, ns, "dbg", ran.stdout, ranks=2)
     assert ranks_by_host(ran.stdout) == {"dbg-worker-0": [0], "dbg-worker-1": [1]}, ran.stdout
     assert job.condition("Succeeded") is None, "the launcher still waits after the hand-run mpirun"
 
@@ -87,7 +88,7 @@ def test_generated_mpirun_line_computes_pi_for_each_implementation(
     run_to_success(job, body)
 
     log = launcher_log(real_cluster, ns, name)
-    assert_computed_pi(log, ranks=2)
+    assert_pi_ran_where_the_hostfile_says(real_cluster, ns, name, log, ranks=2)
     assert ranks_by_host(log) == {f"{name}-worker-0": [0], f"{name}-worker-1": [1]}, log
     events = real_cluster.rest.get(f"/api/v1/namespaces/{ns}/events")["items"]
     generated = [e["message"] for e in events if e["reason"] == "LauncherCommandGenerated"]
@@ -114,7 +115,9 @@ def test_job_with_its_own_ssh_secret_runs_and_the_secret_stays_as_it_was(
 
     run_to_success(Job(real_cluster, ns, "own"), body)
 
-    assert_computed_pi(launcher_log(real_cluster, ns, "own"), ranks=2)
+    assert_pi_ran_where_the_hostfile_says(
+        real_cluster, ns, "own", launcher_log(real_cluster, ns, "own"), ranks=2
+    )
     names = [
         s["metadata"]["name"] for s in real_cluster.rest.get(f"/api/v1/namespaces/{ns}/secrets")["items"]
     ]
@@ -153,7 +156,9 @@ def test_converted_example_applied_as_it_is_computes_pi(
 
     run_to_success(Job(real_cluster, ns, name))
 
-    assert_computed_pi(launcher_log(real_cluster, ns, name), ranks=2)
+    assert_pi_ran_where_the_hostfile_says(
+        real_cluster, ns, name, launcher_log(real_cluster, ns, name), ranks=2
+    )
     # Kubeflow's docs: PODNAME=$(kubectl get pods -l mpi_job_name=<job>,mpi_role_type=launcher -o name)
     selector = f"mpi_job_name={name},mpi_role_type=launcher"
     pod_names = real_cluster.kubectl("-n", ns, "get", "pods", "-l", selector, "-o", "name").stdout.split()

@@ -18,7 +18,12 @@ from mpioperator.testing.helm import Helm, find_helm, release_leftovers
 from mpioperator.testing.install import lease_holder
 from mpioperator.testing.jobs import Job
 from mpioperator.testing.wait import wait_for
-from test.real.test_real_mpijobs import assert_computed_pi, launcher_log, pi_job, run_to_success
+from test.real.test_real_mpijobs import (
+    assert_pi_ran_where_the_hostfile_says,
+    launcher_log,
+    pi_job,
+    run_to_success,
+)
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -80,7 +85,9 @@ def test_helm_install_runs_pi_in_real_pods_upgrade_rolls_them_uninstall_leaves_n
 
         ns = make_namespace(real_cluster)
         run_to_success(Job(real_cluster, ns, "pi-installed"), pi_job("pi-installed", workers=2, ranks=2))
-        assert_computed_pi(launcher_log(real_cluster, ns, "pi-installed"), ranks=2)
+        assert_pi_ran_where_the_hostfile_says(
+            real_cluster, ns, "pi-installed", launcher_log(real_cluster, ns, "pi-installed"), ranks=2
+        )
 
         helm.install(
             RELEASE, NAMESPACE, {"crds": {"install": False}, "replicas": 1, "logVerbosity": 4}, upgrade=True
@@ -90,7 +97,9 @@ def test_helm_install_runs_pi_in_real_pods_upgrade_rolls_them_uninstall_leaves_n
         (pod,) = operator_pods(real_cluster)
         wait_for(lambda: metric(pod, "mpi_operator_is_leader"), timeout=90, what="the new pod to lead")
         run_to_success(Job(real_cluster, ns, "pi-upgraded"), pi_job("pi-upgraded", workers=2, ranks=2))
-        assert_computed_pi(launcher_log(real_cluster, ns, "pi-upgraded"), ranks=2)
+        assert_pi_ran_where_the_hostfile_says(
+            real_cluster, ns, "pi-upgraded", launcher_log(real_cluster, ns, "pi-upgraded"), ranks=2
+        )
 
         objects = helm.manifest(RELEASE, NAMESPACE)
         assert {"Deployment", "Lease", "Service", "ClusterRole"} <= {o["kind"] for o in objects}

@@ -14,15 +14,15 @@ import yaml
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.install import OPERATOR_NAMESPACE
 from mpioperator.testing.jobs import Job
-from mpioperator.testing.mpijobs import PI_IMAGES
+from mpioperator.testing.mpijobs import OPEN_MPI_5_PI_IMAGE, PI_IMAGES
 from mpioperator.testing.operator import OperatorProcess
+from mpioperator.testing.ranks import assert_ranks_ran_on_hostfile_hosts, ranks_by_host
 from mpioperator.testing.wait import WaitTimeout, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "v2beta1" / "pi"
 RUN_TIMEOUT = 240.0
 PI_LINE = re.compile(r"^pi is approximately (\d\.\d+), error ([0-9.e+-]+), (\d+) ranks", re.MULTILINE)
-RANK_LINE = re.compile(r"^rank (\d+) of (\d+) on (\S+)$", re.MULTILINE)
 
 
 @pytest.fixture
@@ -36,18 +36,21 @@ def launcher_log(cluster: LocalCluster, namespace: str, job: str) -> str:
     return cluster.kubectl("-n", namespace, "logs", f"job/{job}-launcher").stdout
 
 
-def ranks_by_host(log: str) -> dict[str, list[int]]:
-    hosts: dict[str, list[int]] = {}
-    for rank, _, hostname in RANK_LINE.findall(log):
-        hosts.setdefault(hostname, []).append(int(rank))
-    return {host: sorted(ranks) for host, ranks in hosts.items()}
-
-
 def assert_computed_pi(log: str, ranks: int) -> None:
     found = PI_LINE.search(log)
     assert found, f"no pi line in the launcher log:\n{log}"
     assert found.group(1).startswith("3.141592"), log
     assert int(found.group(3)) == ranks, log
+
+
+def assert_pi_ran_where_the_hostfile_says(
+    cluster: LocalCluster, namespace: str, job: str, log: str, ranks: int
+) -> None:
+    """pi computed by `ranks` ranks, each on a host of the job's hostfile: a launcher that ran them all
+    itself (an MPI that ignored the operator's settings) computes pi just as well."""
+    assert_computed_pi(log, ranks)
+    config = cluster.rest.get(f"/api/v1/namespaces/{namespace}/configmaps/{job}-config")
+    assert_ranks_ran_on_hostfile_hosts(log, config["data"]["hostfile"], ranks)
 
 
 def run_to_success(job: Job, body: dict[str, Any] | None = None) -> None:
@@ -85,7 +88,7 @@ def test_pi_example_applied_as_it_is_computes_pi_on_both_workers(
     run_to_success(Job(real_cluster, ns, name))
 
     log = launcher_log(real_cluster, ns, name)
-    assert_computed_pi(log, ranks=2)
+    assert_pi_ran_where_the_hostfile_says(real_cluster, ns, name, log, ranks=2)
     assert ranks_by_host(log) == {f"{name}-worker-0": [0], f"{name}-worker-1": [1]}, log
 
 
@@ -97,11 +100,12 @@ def pi_job(
     slots: int = 1,
     implementation: str = "OpenMPI",
     launcher_args: tuple[str, ...] = (),
+    image: str | None = None,
     worker_image: str | None = None,
     spec: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A pi MPIJob for the real node: the example's shape with small CPU requests, so many pods fit."""
-    image = PI_IMAGES[implementation]
+    image = image or PI_IMAGES[implementation]
     resources = {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}}
     user = {"runAsUser": 1000}
     sshd = ["/usr/sbin/sshd", "-De", "-f", "/home/mpiuser/.sshd_config"]
@@ -157,6 +161,54 @@ def pi_job(
     return body
 
 
+def test_open_mpi_5_spreads_its_ranks_over_the_workers(real_cluster: LocalCluster, ns: str) -> None:
+    """Open MPI 5's mpirun reads none of upstream's OMPI_MCA_orte_* variables; given only those it runs every
+    rank on the launcher and exits 0. The operator's PRTE_MCA_* variables send them to the hostfile."""
+    job = Job(real_cluster, ns, "ompi5")
+
+    run_to_success(job, pi_job("ompi5", workers=2, ranks=2, image=OPEN_MPI_5_PI_IMAGE))
+
+    log = launcher_log(real_cluster, ns, "ompi5")
+    print(f"launcher log:\n{log}")
+    assert_pi_ran_where_the_hostfile_says(real_cluster, ns, "ompi5", log, ranks=2)
+    assert ranks_by_host(log) == {"ompi5-worker-0": [0], "ompi5-worker-1": [1]}, log
+
+
+ENV_LINE = re.compile(r"^env of rank (\d+): NCCL_DEBUG=(\S*) WHO=(\S*)$", re.MULTILINE)
+
+
+@pytest.mark.parametrize("image", [PI_IMAGES["OpenMPI"], OPEN_MPI_5_PI_IMAGE])
+def test_the_worker_templates_environment_reaches_every_rank_and_mpiruns_own_variables_still_win(
+    real_cluster: LocalCluster, ns: str, image: str
+) -> None:
+    """T9k's recipe: NCCL_DEBUG in the worker template, seen by every rank (started by sshd, which gives a
+    fresh environment). What mpirun sets for a rank wins over the worker's: `-x WHO=launcher` and the rank
+    number itself, which the worker's template sets to a wrong value."""
+    name = "wenv-5" if image == OPEN_MPI_5_PI_IMAGE else "wenv-4"
+    show = (
+        'echo "rank $OMPI_COMM_WORLD_RANK of $OMPI_COMM_WORLD_SIZE on $(hostname)";'
+        ' echo "env of rank $OMPI_COMM_WORLD_RANK: NCCL_DEBUG=$NCCL_DEBUG WHO=$WHO"'
+    )
+    body = pi_job(name, workers=2, ranks=2, image=image)
+    launcher = body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    launcher["args"] = ["mpirun", "-n", "2", "-x", "WHO=launcher", "sh", "-c", show]
+    worker = body["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    worker["env"] = [
+        {"name": "NCCL_DEBUG", "value": "INFO"},
+        {"name": "WHO", "value": "worker"},
+        {"name": "OMPI_COMM_WORLD_RANK", "value": "99"},
+    ]
+    job = Job(real_cluster, ns, name)
+
+    run_to_success(job, body)
+
+    log = launcher_log(real_cluster, ns, name)
+    print(f"launcher log:\n{log}")
+    config = real_cluster.rest.get(f"/api/v1/namespaces/{ns}/configmaps/{name}-config")
+    assert_ranks_ran_on_hostfile_hosts(log, config["data"]["hostfile"], ranks=2)
+    assert sorted(ENV_LINE.findall(log)) == [("0", "INFO", "launcher"), ("1", "INFO", "launcher")], log
+
+
 def test_launcher_runs_as_a_worker_beside_four_workers_of_two_slots_once_they_are_ready(
     real_cluster: LocalCluster, ns: str
 ) -> None:
@@ -181,7 +233,7 @@ def test_launcher_runs_as_a_worker_beside_four_workers_of_two_slots_once_they_ar
     run_to_success(job, body)
 
     log = launcher_log(real_cluster, ns, "wide")
-    assert_computed_pi(log, ranks=10)
+    assert_pi_ran_where_the_hostfile_says(real_cluster, ns, "wide", log, ranks=10)
     hosts = ranks_by_host(log)
     assert sorted(hosts) == ["wide-launcher", *(f"wide-worker-{i}" for i in range(4))], log
     assert all(len(ranks) == 2 for ranks in hosts.values()), log
@@ -205,7 +257,9 @@ def test_hostfile_with_the_cluster_domain_resolves_and_runs(
             "hostfile"
         ]
         assert f"fqdn-worker-0.fqdn.{ns}.svc.cluster.local" in hostfile
-        assert_computed_pi(launcher_log(real_cluster, ns, "fqdn"), ranks=2)
+        assert_pi_ran_where_the_hostfile_says(
+            real_cluster, ns, "fqdn", launcher_log(real_cluster, ns, "fqdn"), ranks=2
+        )
     finally:
         operator.terminate()
 

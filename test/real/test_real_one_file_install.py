@@ -15,7 +15,7 @@ from mpioperator.testing.cluster import LocalCluster, wait_crd_established
 from mpioperator.testing.install import OPERATOR_NAMESPACE, install_manifests, wait_deployment_ready
 from mpioperator.testing.wait import wait_for
 from test.integration.client.conftest import kubeconfig_with_namespace, run_cli
-from test.real.test_real_mpijobs import assert_computed_pi
+from test.real.test_real_mpijobs import assert_computed_pi, assert_pi_ran_where_the_hostfile_says
 
 REPO = Path(__file__).resolve().parents[2]
 ONE_FILE = REPO / "deploy" / "v2beta1" / "mpi-operator.yaml"
@@ -55,7 +55,7 @@ def test_one_file_install_runs_pi_driven_by_the_cli_and_by_the_readme_sdk_exampl
         assert waited.stdout.splitlines()[-1].startswith("pi: Succeeded")
         logs = run_cli(real_cluster, "logs", "pi", "-n", ns)
         assert logs.returncode == 0, logs.stderr
-        assert_computed_pi(logs.stdout, ranks=2)
+        assert_pi_ran_where_the_hostfile_says(real_cluster, ns, "pi", logs.stdout, ranks=2)
         # The launcher has ended, so following its log gives the whole log and returns.
         followed = run_cli(real_cluster, "logs", "pi", "-n", ns, "-f")
         assert (followed.returncode, followed.stdout) == (0, logs.stdout), followed.stderr

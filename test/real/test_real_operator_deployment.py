@@ -17,7 +17,12 @@ from mpioperator.testing.install import (
 )
 from mpioperator.testing.jobs import Job
 from mpioperator.testing.wait import wait_for
-from test.real.test_real_mpijobs import assert_computed_pi, launcher_log, pi_job, run_to_success
+from test.real.test_real_mpijobs import (
+    assert_pi_ran_where_the_hostfile_says,
+    launcher_log,
+    pi_job,
+    run_to_success,
+)
 
 NAMESPACE = "kubeflow"
 
@@ -56,7 +61,9 @@ def test_kubeflow_overlay_deployment_runs_a_job_and_its_standby_takes_over(
 
         ns = make_namespace(real_cluster)
         run_to_success(Job(real_cluster, ns, "before"), pi_job("before", workers=2, ranks=2))
-        assert_computed_pi(launcher_log(real_cluster, ns, "before"), ranks=2)
+        assert_pi_ran_where_the_hostfile_says(
+            real_cluster, ns, "before", launcher_log(real_cluster, ns, "before"), ranks=2
+        )
 
         deleted_at = time.monotonic()
         real_cluster.kubectl("-n", NAMESPACE, "delete", "pod", first, "--wait=false")
@@ -70,7 +77,9 @@ def test_kubeflow_overlay_deployment_runs_a_job_and_its_standby_takes_over(
         print(f"standby {standby} took the Lease {takeover:.1f}s after the leader's pod was deleted")
 
         run_to_success(Job(real_cluster, ns, "after"), pi_job("after", workers=2, ranks=2))
-        assert_computed_pi(launcher_log(real_cluster, ns, "after"), ranks=2)
+        assert_pi_ran_where_the_hostfile_says(
+            real_cluster, ns, "after", launcher_log(real_cluster, ns, "after"), ranks=2
+        )
     finally:
         real_cluster.kubectl(
             "-n", NAMESPACE, "delete", "deployment", "mpi-operator", "--wait=true", check=False
