@@ -50,11 +50,15 @@ class Failure:
     what: str
 
 
-def _failed_condition(launcher: Obj) -> Obj | None:
+def _condition(launcher: Obj, cond_type: str) -> Obj | None:
     for cond in (launcher.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == "Failed" and cond.get("status") == "True":
+        if cond.get("type") == cond_type and cond.get("status") == "True":
             return dict(cond)
     return None
+
+
+def _has_condition(launcher: Obj, cond_type: str) -> bool:
+    return _condition(launcher, cond_type) is not None
 
 
 class Restarter:
@@ -82,6 +86,13 @@ class Restarter:
             return None
         attempt = policy.current_attempt(job)
         ns = job["metadata"].get("namespace", "")
+        launcher = self._l.jobs.get(ns, names.launcher_name(job))
+        if launcher is not None and (
+            policy.attempt_of(launcher) != attempt or not is_controlled_by(launcher, job)
+        ):
+            launcher = None  # an earlier attempt's, still going (or not ours, which the sync reports)
+        if launcher is not None and _has_condition(launcher, "Complete"):
+            return None  # the attempt succeeded: a worker that ends now is not worth running it again
         workers = [w for w in self._children.existing_workers(job) if w is not None]
         current = [w for w in workers if policy.attempt_of(w) == attempt and is_controlled_by(w, job)]
         failed = [w for w in current if (w.get("status") or {}).get("phase") == "Failed"]
@@ -94,16 +105,10 @@ class Restarter:
             if gone:
                 more = " and more" if gone[3:] else ""
                 return Failure(f"worker {', '.join(gone[:3])}{more} was deleted")
-        if policy.restarts_launcher(job):
-            launcher = self._l.jobs.get(ns, names.launcher_name(job))
-            if (
-                launcher is not None
-                and is_controlled_by(launcher, job)
-                and policy.attempt_of(launcher) == attempt
-                and (cond := _failed_condition(launcher)) is not None
-            ):
-                reason = cond.get("reason") or api.REASON_FAILED
-                return Failure(f"launcher {launcher['metadata']['name']} failed ({reason})")
+        failed_launcher = None if launcher is None else _condition(launcher, "Failed")
+        if policy.restarts_launcher(job) and launcher is not None and failed_launcher is not None:
+            reason = failed_launcher.get("reason") or api.REASON_FAILED
+            return Failure(f"launcher {launcher['metadata']['name']} failed ({reason})")
         return None
 
     @staticmethod

@@ -211,6 +211,19 @@ async def test_the_new_attempt_running_replaces_restarting_with_running() -> Non
     assert [e[1] for e in scene.recorder.events] == ["MPIJobRunning"]
 
 
+async def test_a_worker_failing_as_the_launcher_completes_does_not_restart_a_succeeded_job() -> None:
+    pi = _opted_in()
+    scene = _scene(
+        pi, worker(pi, 0), worker(pi, 1, "Failed", reason="Evicted"), launcher_condition="Complete"
+    )
+
+    await scene.sync()
+
+    status = scene.written_status()
+    assert "restarts" not in status
+    assert (_condition(status, "Succeeded") or {}).get("status") == "True"
+
+
 async def test_a_suspended_job_with_a_failed_worker_is_not_restarted() -> None:
     pi = _opted_in()
     pi["spec"]["runPolicy"]["suspend"] = True
