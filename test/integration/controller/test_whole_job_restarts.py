@@ -13,6 +13,7 @@ from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
 from test.integration.controller.actors import Actors, LauncherJobController
 from test.integration.controller.conftest import CountingWriter, Harness, running_controller
+from test.integration.controller.test_gang_scheduling import VOLCANO_ROOT, GangActors
 
 JOB = "again"
 
@@ -221,6 +222,58 @@ async def test_a_job_without_the_annotation_is_not_restarted_and_its_pods_carry_
         )
     finally:
         await job_controller.stop()
+    assert "restarts" not in a.status(JOB)
+    await harness.controller.recorder.flush()
+    assert "MPIJobRestarting" not in a.event_reasons(JOB)
+
+
+async def test_a_gangs_pod_group_is_kept_across_a_restart_and_the_new_attempt_joins_it(
+    podgroup_crds: LocalCluster, make_namespace: Any
+) -> None:
+    ns = make_namespace(podgroup_crds)
+    async with running_controller(podgroup_crds, ns, gang_scheduling="volcano") as h:
+        a = GangActors(h, VOLCANO_ROOT)
+        a.submit(_restartable())
+        group = await a.wait_pod_group(JOB)
+        job_controller = LauncherJobController(a, JOB)
+        job_controller.start()
+        try:
+            await _attempt_running(a, 0)
+            a.set_pod(f"{JOB}-worker-1", "Failed", reason="Evicted")
+            await a.until_true(lambda: a.status(JOB).get("restarts") == 1, "the restart counted")
+            second = await _attempt_running(a, 1)
+        finally:
+            await job_controller.stop()
+        kept = a.pod_group(JOB)
+        assert kept is not None and kept["metadata"]["uid"] == group["metadata"]["uid"]
+        assert kept["spec"]["minMember"] == group["spec"]["minMember"]
+        for pod in second:
+            assert pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == JOB
+        template = a.launcher_template(JOB)
+        assert template["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == JOB
+
+
+async def test_suspending_a_restartable_job_deletes_its_workers_without_counting_a_restart(
+    harness: Harness,
+) -> None:
+    a = Actors(harness.cluster, harness.namespace)
+    a.submit(_restartable())
+    job_controller = LauncherJobController(a, JOB)
+    job_controller.start()
+    try:
+        first = await _attempt_running(a, 0)
+
+        a.patch_spec(JOB, {"spec": {"runPolicy": {"suspend": True}}})
+
+        await a.until_true(lambda: a.worker_pods(JOB) == [], "the workers deleted by the suspension")
+        await a.until_true(
+            lambda: (a.condition(JOB, "Suspended") or {}).get("status") == "True", "the job Suspended"
+        )
+        a.patch_spec(JOB, {"spec": {"runPolicy": {"suspend": False}}})
+        resumed = await _attempt_running(a, 0)
+    finally:
+        await job_controller.stop()
+    assert not _uids(first) & _uids(resumed)
     assert "restarts" not in a.status(JOB)
     await harness.controller.recorder.flush()
     assert "MPIJobRestarting" not in a.event_reasons(JOB)
