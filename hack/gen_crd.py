@@ -223,6 +223,10 @@ def extension_status() -> Schema:
             "Pods per replica type (Launcher, Worker) by phase, the Ready ones, and their restarts.",
             {"type": "object", "additionalProperties": pod_counts},
         ),
+        "restarts": desc(
+            "Whole-job restarts done so far (mpioperator.io/restart-policy); the running attempt's number.",
+            count,
+        ),
         "unhealthyPods": desc(
             "Up to 10 pods that cannot start or keep crashing, launcher first, then workers by index.",
             {

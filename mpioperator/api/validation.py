@@ -19,6 +19,7 @@ from mpioperator.api.field_errors import (
     required,
 )
 from mpioperator.api.objects import Obj
+from mpioperator.api.restarts import validate_restarts
 
 __all__ = [
     "FieldError",
@@ -84,7 +85,7 @@ def validate_mpijob(job: Obj) -> list[FieldError]:
             not_supported("spec.mpiImplementation", JSONString(implementation), _SUPPORTED_IMPLEMENTATIONS)
         )
     errors += validate_conveniences(job)  # our annotations (issue 18), after upstream's checks
-    return errors + validate_annotations(job)  # and issue 17's
+    return errors + validate_annotations(job) + validate_restarts(job)  # and issue 17's, then restarts'
 
 
 def _dict(value: Any) -> Obj:

@@ -408,6 +408,10 @@ class ChildReconciler:
             if pod.get("status", {}).get("phase") in ("Running", "Pending"):
                 await self._delete_pod(pod)
 
+    async def delete_pod(self, pod: Obj) -> None:
+        """Delete one of the job's pods (once; see `_delete_pod`)."""
+        await self._delete_pod(pod)
+
     async def _delete_pod(self, pod: Obj) -> None:
         """Delete `pod` unless it is already going: terminating in the cache, or deleted by us moments ago
         and not yet seen terminating (the cache lags our own writes; a second DELETE would be wasted)."""

@@ -78,6 +78,10 @@ class Reporter:
             return words
         return self._last_words.get(uid, "")
 
+    def forget(self, uid: str) -> None:
+        """A new attempt of the job begins: the last one's launcher said its last words."""
+        self._last_words.pop(uid, None)
+
     def observe(self, job: Obj, launcher_pods: list[Obj], workers: list[Obj], now: dt.datetime) -> Observed:
         """Everything the status step needs from the pods, before it runs."""
         problems, crash_recheck = stuck_pods(launcher_pods, workers, now)

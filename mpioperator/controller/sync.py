@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from mpioperator.api import accessors, names
+from mpioperator.api import accessors, names, restarts
 from mpioperator.api import constants as api
 from mpioperator.api.defaults import set_defaults
 from mpioperator.api.objects import Obj
@@ -35,6 +35,7 @@ from mpioperator.controller.phase import PENDING
 from mpioperator.controller.pod_groups import PodGroupReconciler
 from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.rejections import ChildRejected, Holds
+from mpioperator.controller.restarts import Restarter
 from mpioperator.controller.status import compute_status
 from mpioperator.kube import errors
 from mpioperator.kube.resources import MPIJOBS
@@ -44,6 +45,9 @@ from mpioperator.podgroup.null import NullBackend
 log = structlog.get_logger(__name__)
 
 INVALID_CONDITION = "Invalid"
+# While an earlier attempt's children go, the job is looked at again this often (their delete events
+# enqueue it too; this covers a launcher pod whose Job is gone, which enqueues nothing).
+RESTART_RECHECK_SECONDS = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +136,7 @@ class JobSyncer:
         self._pod_groups = PodGroupReconciler(
             backend, listers.pod_groups, listers.priority_classes, writer, recorder
         )
+        self._restarter = Restarter(listers, writer, recorder, self._children, self._recent)
 
     def has_job(self, namespace: str, name: str) -> bool:
         return self._l.mpijobs.get(namespace, name) is not None
@@ -207,6 +212,17 @@ class JobSyncer:
         if not status.get("startTime") and not suspended:
             status["startTime"] = format_time(now)
 
+        if restarts.labelled(job):
+            # Ours (docs/extensions.md): a whole-job restart, and nothing of a new attempt made while
+            # anything of an earlier one is left.
+            failure = None if suspended else self._restarter.failure(job)
+            if failure is not None:
+                await self._restarter.restart(cached, job, failure, now)
+                self._reporter.forget(uid)
+                return SyncResult(requeue_after=RESTART_RECHECK_SECONDS)
+            if await self._restarter.clear_earlier(job):
+                return SyncResult(requeue_after=RESTART_RECHECK_SECONDS)
+
         step = await self._reconcile_children(cached, job, suspended=suspended, now=now)
         launcher = step.launcher
         if suspended:
@@ -222,13 +238,14 @@ class JobSyncer:
             launcher_pods=launcher_pods,
             workers=step.workers,
             now=now,
-            failure_detail=observed.failure_detail,
+            failure_detail=self._restarter.note_exhausted(job, observed.failure_detail),
             deadline_missed=observed.deadline.message if observed.deadline.expired else "",
         )
         events = [
             *result.events,
             *report.rejection(result.status, step.rejection, cleared=not step.held, now=now),
         ]
+        self._restarter.settle(result.status, now)
         events += self._reporter.finish(result.status, observed, suspended=suspended, now=now)
         for event in events:
             self._rec.record(job, event.type, event.reason, event.message)

@@ -57,7 +57,8 @@ rules test/integration/manifests/test_rbac.py pins down).
   verbs: [create, patch]
 - apiGroups: [batch]
   resources: [jobs]
-  verbs: [get, list, watch, create, update]
+  # delete: a whole-job restart and the end of debug mode replace the launcher Job.
+  verbs: [get, list, watch, create, update, delete]
 - apiGroups: [batch]
   resources: [jobs/status]
   verbs: [update]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import posixpath
 
-from mpioperator.api import accessors, conveniences, extensions
+from mpioperator.api import accessors, conveniences, extensions, restarts
 from mpioperator.api import constants as api
 from mpioperator.api.names import config_map_name, launcher_name
 from mpioperator.api.objects import Obj, json_copy
@@ -82,6 +82,7 @@ def launcher_pod_template(
     source_meta = template.get("metadata") or {}
     labels = dict(source_meta.get("labels") or {})
     labels.update(role_labels(job, api.ROLE_LAUNCHER))
+    labels.update(restarts.attempt_labels(job))  # ours: only for a job that restarts as a whole
     metadata: Obj = {"labels": labels}
     if source_meta.get("annotations"):
         metadata["annotations"] = dict(source_meta["annotations"])
@@ -159,12 +160,9 @@ def new_launcher_job(
     if run_policy.get("suspend"):
         spec["suspend"] = True
     spec["template"] = template
-    body = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": child_metadata(job, launcher_name(job)),
-        "spec": spec,
-    }
+    metadata = child_metadata(job, launcher_name(job))
+    metadata["labels"].update(restarts.attempt_labels(job))  # ours: only for a job that restarts as a whole
+    body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
     mark_debug(job, body)
     return body, overridden
 

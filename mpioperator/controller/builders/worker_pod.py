@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mpioperator.api import accessors
+from mpioperator.api import accessors, restarts
 from mpioperator.api import constants as api
 from mpioperator.api.names import worker_name
 from mpioperator.api.objects import Obj, json_copy
@@ -34,6 +34,7 @@ def new_worker(
     labels.update(role_labels(job, api.ROLE_WORKER))
     offset = 1 if accessors.run_launcher_as_worker(job) else 0
     labels[api.LABEL_REPLICA_INDEX] = str(index + offset)
+    labels.update(restarts.attempt_labels(job))  # ours: only for a job that restarts as a whole
     metadata: Obj = {
         "name": name,
         "namespace": job["metadata"].get("namespace", ""),

@@ -118,9 +118,12 @@ class Actors:
     def launcher_job(self, job: str) -> dict[str, Any] | None:
         return self.get("jobs", f"{job}-launcher")
 
-    def create_launcher_pod(self, job: str, suffix: str = "abcde", phase: str = "Running") -> str:
-        """A pod as the Job controller would make it: the Job's template, selector labels and owner."""
-        launcher = self.launcher_job(job)
+    def create_launcher_pod(
+        self, job: str, suffix: str = "abcde", phase: str = "Running", launcher: dict[str, Any] | None = None
+    ) -> str:
+        """A pod as the Job controller would make it: the Job's template, selector labels and owner (of
+        `launcher`, the Job as the caller read it, else as read now)."""
+        launcher = launcher or self.launcher_job(job)
         assert launcher is not None, "launcher Job must exist"
         template = launcher["spec"]["template"]
         labels = dict(template["metadata"].get("labels") or {})
@@ -268,7 +271,9 @@ class LauncherJobController:
             return
         if not active:
             suffix = f"{len(self.created):05d}"
-            name = self.a.create_launcher_pod(self.job, suffix=suffix, phase=self.phase)
+            # The Job as read above: it may be gone by now (a whole-job restart deletes it), and the
+            # pod is then made for it all the same, as an informer-driven Job controller could.
+            name = self.a.create_launcher_pod(self.job, suffix=suffix, phase=self.phase, launcher=launcher)
             self.created.append((time.monotonic(), name))
 
     async def _run(self) -> None:

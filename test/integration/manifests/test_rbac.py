@@ -35,13 +35,14 @@ def each(verbs: str, resource: str, group: str = "", **kw: str) -> list[Access]:
 
 
 # upstream-behaviour.md §2.16 plus what our controller adds: gets after conflicts, the MPIJob delete of
-# D5 #12, jobs/status (D5 #10), finalizers for blockOwnerDeletion, and the startup CRD check.
+# D5 #12, jobs/status (D5 #10), finalizers for blockOwnerDeletion, the startup CRD check, and the launcher
+# Job's delete (a whole-job restart, debug mode's end).
 NEEDED: list[Access] = [
     *each("get list watch create delete", "pods"),
     *each("get list watch create update", "services"),
     *each("get list watch create update", "configmaps"),
     *each("get list watch create update", "secrets"),
-    *each("get list watch create update", "jobs", "batch"),
+    *each("get list watch create update delete", "jobs", "batch"),
     Access("update", "jobs", "batch", subresource="status"),
     *each("get list watch delete", "mpijobs", "kubeflow.org"),
     Access("update", "mpijobs", "kubeflow.org", subresource="status"),

@@ -1,0 +1,226 @@
+"""Whole-job restarts (docs/extensions.md, `mpioperator.io/restart-policy`): the sync's three steps.
+
+1. `failure`: whether the current attempt has failed in a way the job's policy restarts.
+2. `restart`: count the restart in `status.restarts` with the `Restarting` condition, written with the
+   cached resourceVersion and no retry over a newer object, so two leaders that saw the same failure
+   count it once; its event is recorded only by the sync whose write went through. Then the attempt's
+   children go.
+3. `clear_earlier`: every sync of an opted-in job deletes what is left of earlier attempts (labelled
+   with another attempt, or unlabelled when the count is above 0) and reports whether any is still there;
+   nothing of the new attempt is made before, so a worker's fixed name never answers for an old pod.
+
+The count lives in the API server and the children's labels say which attempt they belong to, so a new
+leader continues exactly where the old one stopped: a failure already counted is a failure of an
+earlier attempt, whose pods are only deleted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import structlog
+
+from mpioperator.api import constants as api
+from mpioperator.api import names
+from mpioperator.api import restarts as policy
+from mpioperator.api.objects import Obj, json_copy
+from mpioperator.api.ownership import is_controlled_by
+from mpioperator.controller import conditions, status_writer
+from mpioperator.controller.builders.podspec import role_labels
+from mpioperator.controller.children import ChildReconciler
+from mpioperator.controller.errors import SyncError
+from mpioperator.controller.events import WARNING, truncate_message
+from mpioperator.controller.phase import PENDING
+from mpioperator.controller.ports import Listers, Recorder, Writer
+from mpioperator.controller.problems import worker_endings
+from mpioperator.kube import errors
+from mpioperator.kube.resources import JOBS, MPIJOBS
+
+log = structlog.get_logger(__name__)
+
+REASON_RESTARTING = "MPIJobRestarting"
+REASON_RESTARTED = "MPIJobRestarted"
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """What ended the current attempt, in words for the condition and the event."""
+
+    what: str
+
+
+def _condition(launcher: Obj, cond_type: str) -> Obj | None:
+    for cond in (launcher.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == cond_type and cond.get("status") == "True":
+            return dict(cond)
+    return None
+
+
+def _has_condition(launcher: Obj, cond_type: str) -> bool:
+    return _condition(launcher, cond_type) is not None
+
+
+class Restarter:
+    def __init__(
+        self,
+        listers: Listers,
+        writer: Writer,
+        recorder: Recorder,
+        children: ChildReconciler,
+        recent: status_writer.RecentStatusWrites,
+    ) -> None:
+        self._l = listers
+        self._w = writer
+        self._rec = recorder
+        self._children = children
+        self._recent = recent
+
+    def failure(self, job: Obj) -> Failure | None:
+        """The current attempt's failure that the job's policy restarts, if any (None once the limit is
+        reached: the attempt then ends as upstream's would)."""
+        if not policy.enabled(job):
+            return None
+        status = job.get("status") or {}
+        if policy.restarts(status) >= policy.max_restarts(job):
+            return None
+        attempt = policy.current_attempt(job)
+        ns = job["metadata"].get("namespace", "")
+        launcher = self._l.jobs.get(ns, names.launcher_name(job))
+        if launcher is not None and (
+            policy.attempt_of(launcher) != attempt or not is_controlled_by(launcher, job)
+        ):
+            launcher = None  # an earlier attempt's, still going (or not ours, which the sync reports)
+        if launcher is not None and _has_condition(launcher, "Complete"):
+            return None  # the attempt succeeded: a worker that ends now is not worth running it again
+        workers = [w for w in self._children.existing_workers(job) if w is not None]
+        current = [w for w in workers if policy.attempt_of(w) == attempt and is_controlled_by(w, job)]
+        failed = [w for w in current if (w.get("status") or {}).get("phase") == "Failed"]
+        if failed:
+            return Failure(self._describe_workers(failed))
+        if conditions.is_true(status, api.COND_RUNNING):
+            # A worker deleted under a running attempt (a drain's eviction, a preemption, a user) leaves
+            # mpirun short of a rank: upstream would make the pod again under a launcher that cannot use it.
+            gone = [w["metadata"]["name"] for w in current if w["metadata"].get("deletionTimestamp")]
+            if gone:
+                more = " and more" if gone[3:] else ""
+                return Failure(f"worker {', '.join(gone[:3])}{more} was deleted")
+        failed_launcher = None if launcher is None else _condition(launcher, "Failed")
+        if policy.restarts_launcher(job) and launcher is not None and failed_launcher is not None:
+            reason = failed_launcher.get("reason") or api.REASON_FAILED
+            return Failure(f"launcher {launcher['metadata']['name']} failed ({reason})")
+        return None
+
+    @staticmethod
+    def _describe_workers(failed: list[Obj]) -> str:
+        evicted = [w for w in failed if (w.get("status") or {}).get("reason") == "Evicted"]
+        if evicted:
+            return "worker " + ", ".join(w["metadata"]["name"] for w in evicted[:3]) + " was evicted"
+        endings = worker_endings(failed)
+        return endings or "worker " + ", ".join(w["metadata"]["name"] for w in failed[:3]) + " failed"
+
+    async def restart(self, cached: Obj, job: Obj, failure: Failure, now: dt.datetime) -> None:
+        """Count the restart in the API server, say so once, and delete the failed attempt's children."""
+        meta = job["metadata"]
+        ns, name = meta.get("namespace", ""), meta["name"]
+        done = policy.restarts(job.get("status") or {}) + 1
+        limit = policy.max_restarts(job)
+        message = truncate_message(
+            f"MPIJob {ns}/{name} restarts as a whole (restart {done} of at most {limit}): {failure.what}"
+        )
+        status = json_copy(job.get("status") or {})
+        status["restarts"] = done
+        # The new attempt starts now, as a resumed job does: the worker start-up deadline counts from here.
+        status["startTime"] = conditions.format_time(now)
+        # Upstream's pairing: Restarting replaces Running, and Running replaces it again once the new
+        # attempt runs.
+        conditions.set_condition(
+            status, conditions.new_condition(api.COND_RESTARTING, "True", REASON_RESTARTING, message, now)
+        )
+        status["phase"] = PENDING
+        target = json_copy(cached)
+        target["status"] = status
+        try:
+            # The cached resourceVersion and no retry over a newer object: a Conflict means another
+            # writer (a leader before us) may have counted this failure already; the next sync reads it.
+            written = await self._w.update_status(MPIJOBS, target, ns)
+        except errors.ApiError as exc:
+            raise SyncError(f"counting a restart: {exc.server_message}") from exc
+        self._recent.remember(target, written)
+        log.info("restarting MPIJob as a whole", job=f"{ns}/{name}", restart=done, why=failure.what)
+        self._rec.record(job, WARNING, REASON_RESTARTING, message)
+        job["status"] = status
+        await self.clear_earlier(job)
+
+    async def clear_earlier(self, job: Obj) -> bool:
+        """Delete the children of earlier attempts; True while any of them is still there."""
+        if not policy.labelled(job):
+            return False
+        attempt = policy.current_attempt(job)
+        ns = job["metadata"].get("namespace", "")
+        left = False
+        launcher = self._l.jobs.get(ns, names.launcher_name(job))
+        earlier = launcher is not None and policy.attempt_of(launcher) != attempt
+        if launcher is not None and earlier and is_controlled_by(launcher, job):
+            left = True
+            if not launcher["metadata"].get("deletionTimestamp"):
+                await self._delete_launcher(launcher, ns)
+        stale = [
+            pod
+            for role in (api.ROLE_WORKER, api.ROLE_LAUNCHER)
+            for pod in self._l.pods.select(ns, role_labels(job, role))
+            if policy.attempt_of(pod) != attempt and is_controlled_by_job_or_launcher(pod, job, launcher)
+        ]
+        for pod in stale:
+            left = True
+            await self._children.delete_pod(pod)
+        return left
+
+    async def _delete_launcher(self, launcher: Obj, ns: str) -> None:
+        # Background: the Job goes at once (its name is free for the next attempt's) and the garbage
+        # collector takes its pods, which clear_earlier deletes too, so no collector is waited for.
+        meta = launcher["metadata"]
+        try:
+            await self._w.delete(
+                JOBS,
+                meta["name"],
+                ns,
+                propagation_policy="Background",
+                preconditions={"uid": meta.get("uid")} if meta.get("uid") else None,
+            )
+        except (errors.NotFound, errors.Conflict):
+            pass
+        except errors.ApiError as exc:
+            raise SyncError(f"deleting an earlier attempt's launcher Job: {exc.server_message}") from exc
+
+    @staticmethod
+    def note_exhausted(job: Obj, detail: str) -> str:
+        """The failure detail of a job that restarted as often as it may: says so after the pods' words."""
+        done = policy.restarts(job.get("status") or {})
+        if not policy.enabled(job) or done == 0:
+            return detail
+        note = f"restarted {done} times, the most {policy.MAX_RESTARTS} allows"
+        return f"{detail}; {note}" if detail else note
+
+    @staticmethod
+    def settle(status: Obj, now: dt.datetime) -> None:
+        """The Restarting condition is over once the new attempt runs or the job has finished."""
+        restarting = conditions.find(status, api.COND_RESTARTING)
+        if restarting is None or restarting.get("status") != "True":
+            return
+        if conditions.is_finished(status):
+            conditions.set_condition(
+                status,
+                conditions.new_condition(
+                    api.COND_RESTARTING, "False", REASON_RESTARTED, "The job finished.", now
+                ),
+            )
+
+
+def is_controlled_by_job_or_launcher(pod: Obj, job: Obj, launcher: Obj | None) -> bool:
+    """A worker is the job's own pod; a launcher pod belongs to a launcher Job (of any attempt: an
+    earlier Job may be gone from the cache already, while its pods are not). The labels name the job."""
+    if is_controlled_by(pod, job):
+        return True
+    role = ((pod.get("metadata") or {}).get("labels") or {}).get(api.LABEL_JOB_ROLE)
+    return role == api.ROLE_LAUNCHER
