@@ -13,8 +13,9 @@ import yaml
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.jobs import Job
 from mpioperator.testing.operator import OperatorProcess
+from mpioperator.testing.ranks import ranks_by_host
 from mpioperator.testing.wait import WaitTimeout, wait_for
-from test.real.test_real_mpijobs import diagnosis, launcher_log, ranks_by_host, run_to_success
+from test.real.test_real_mpijobs import diagnosis, launcher_log, run_to_success
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "v2beta1"

@@ -77,6 +77,13 @@ CATALOG: tuple[Image, ...] = (
     # The tag kubelet and containerd ask for as the sandbox image.
     Image("registry.k8s.io/pause:3.10", "images/pause/Dockerfile", "images/pause", BASE),
     Image(OPERATOR, "Dockerfile", ".", PYTHON_BASE, {"PYTHON_BASE": PYTHON_BASE}),
+    # Horovod and TensorFlow for the Horovod examples; its cold build compiles Horovod (12-15 minutes here).
+    Image(
+        "mpioperator/horovod:0.28.1-tf2.15",
+        "images/horovod/Dockerfile",
+        "images/horovod",
+        "mpioperator/openmpi",
+    ),
 )
 
 
