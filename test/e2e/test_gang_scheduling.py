@@ -82,6 +82,8 @@ def gang_job(
 class Gang:
     """One MPIJob, its PodGroup and its pods, read through the admin REST client."""
 
+    pod_groups_root = PODGROUPS  # the API group of the backend's PodGroups
+
     def __init__(self, cluster: LocalCluster, namespace: str, name: str) -> None:
         self.cluster = cluster
         self.ns = namespace
@@ -100,7 +102,9 @@ class Gang:
 
     def pod_group(self) -> Obj | None:
         try:
-            found: Obj = self.cluster.rest.get(f"{PODGROUPS}/namespaces/{self.ns}/podgroups/{self.name}")
+            found: Obj = self.cluster.rest.get(
+                f"{self.pod_groups_root}/namespaces/{self.ns}/podgroups/{self.name}"
+            )
             return found
         except RestError as exc:
             if exc.status == 404:

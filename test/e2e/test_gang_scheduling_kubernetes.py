@@ -12,7 +12,6 @@ import pytest
 from mpioperator.api.objects import Obj
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.operator import OperatorProcess
-from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import wait_for
 from test.e2e.test_gang_scheduling import (
     TIMEOUT,
@@ -30,14 +29,7 @@ JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 
 
 class WorkloadGang(Gang):
-    def pod_group(self) -> Obj | None:
-        try:
-            found: Obj = self.cluster.rest.get(f"{ROOT}/namespaces/{self.ns}/podgroups/{self.name}")
-            return found
-        except RestError as exc:
-            if exc.status == 404:
-                return None
-            raise
+    pod_groups_root = ROOT
 
 
 @pytest.fixture

@@ -8,10 +8,8 @@ from typing import Any
 
 import pytest
 
-from mpioperator.api.objects import Obj
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.operator import OperatorProcess
-from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import wait_for
 from test.e2e.test_gang_scheduling import (
     BindingLog,
@@ -28,14 +26,7 @@ GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 
 
 class VolcanoGang(Gang):
-    def pod_group(self) -> Obj | None:
-        try:
-            found: Obj = self.cluster.rest.get(f"{PODGROUPS}/namespaces/{self.ns}/podgroups/{self.name}")
-            return found
-        except RestError as exc:
-            if exc.status == 404:
-                return None
-            raise
+    pod_groups_root = PODGROUPS
 
 
 @pytest.fixture
