@@ -21,10 +21,10 @@ from mpioperator import __version__
 from mpioperator.api.objects import Obj
 from mpioperator.kube.config import load_configuration
 from mpioperator.kube.negotiation import Negotiation
-from mpioperator.kube.pages import peek_continue
+from mpioperator.kube.pages import peek_continue, scaled_limit
 from mpioperator.kube.projection import Projection
 from mpioperator.kube.ratelimit import ClientLimiters
-from mpioperator.kube.resources import PODS, Resource
+from mpioperator.kube.resources import PODS, Resource, stamp_kind, stamp_list
 from mpioperator.kube.transport import CONTENT_TYPES, Answer, Transport, decode, decode_text
 from mpioperator.kube.watch import stream_events, stream_frames, stream_lines
 
@@ -40,35 +40,6 @@ class RequestMetrics(Protocol):
 class NoRequestMetrics:
     def observe(self, verb: str, resource: str, code: int, seconds: float) -> None:
         pass
-
-
-def stamp_kind(res: Resource) -> Callable[[Obj], None]:
-    """A function giving an object its kind/apiVersion, which the API omits on list items."""
-
-    def stamp(obj: Obj) -> None:
-        obj.setdefault("kind", res.kind)
-        obj.setdefault("apiVersion", res.api_version)
-
-    return stamp
-
-
-def stamp_list(res: Resource, listed: Obj) -> Obj:
-    stamp = stamp_kind(res)
-    for item in listed.get("items") or ():
-        stamp(item)
-    return listed
-
-
-# The most objects a page sized by its bytes asks for. Each page costs a client token (--kube-api-qps 5
-# by default), so small objects come many to a page: 5,000 Secrets of 16 KiB list in 6 pages.
-MAX_PAGE_LIMIT = 5000
-
-
-def scaled_limit(limit: int | None, body_bytes: int, page_bytes: int | None) -> int | None:
-    """The next page's limit after a full page of `limit` objects in `body_bytes`, aiming at `page_bytes`."""
-    if page_bytes is None or not limit or body_bytes <= 0:
-        return limit
-    return max(1, min(MAX_PAGE_LIMIT, limit * page_bytes // body_bytes))
 
 
 # Methods that change nothing on the server.

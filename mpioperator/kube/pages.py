@@ -30,3 +30,15 @@ def _json_continue(body: bytes) -> str | None:
     meta = orjson.loads(body[start + len(b'"metadata":') : stop + 1])
     token = meta.get("continue") if isinstance(meta, dict) else None
     return str(token) if token else None
+
+
+# The most objects a page sized by its bytes asks for. Each page costs a client token (--kube-api-qps 5
+# by default), so small objects come many to a page: 5,000 Secrets of 16 KiB list in 6 pages.
+MAX_PAGE_LIMIT = 5000
+
+
+def scaled_limit(limit: int | None, body_bytes: int, page_bytes: int | None) -> int | None:
+    """The next page's limit after a full page of `limit` objects in `body_bytes`, aiming at `page_bytes`."""
+    if page_bytes is None or not limit or body_bytes <= 0:
+        return limit
+    return max(1, min(MAX_PAGE_LIMIT, limit * page_bytes // body_bytes))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from mpioperator.api.objects import Obj
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,3 +57,20 @@ SCHEDULER_PLUGINS_POD_GROUPS = Resource("scheduling.x-k8s.io", "v1alpha1", "podg
 # Kubernetes' own Workload API (alpha in 1.36: the GenericWorkload and GangScheduling feature gates).
 WORKLOADS = Resource("scheduling.k8s.io", "v1alpha2", "workloads", "Workload")
 KUBERNETES_POD_GROUPS = Resource("scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup")
+
+
+def stamp_kind(res: Resource) -> Callable[[Obj], None]:
+    """A function giving an object its kind/apiVersion, which the API omits on list items."""
+
+    def stamp(obj: Obj) -> None:
+        obj.setdefault("kind", res.kind)
+        obj.setdefault("apiVersion", res.api_version)
+
+    return stamp
+
+
+def stamp_list(res: Resource, listed: Obj) -> Obj:
+    stamp = stamp_kind(res)
+    for item in listed.get("items") or ():
+        stamp(item)
+    return listed

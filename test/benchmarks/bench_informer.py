@@ -25,9 +25,8 @@ from mpioperator.api.objects import Obj
 from mpioperator.app.gc_tuning import THRESHOLDS, tune_gc
 from mpioperator.cache.informer import SharedInformer, Transform, strip_managed_fields
 from mpioperator.controller.pod_cache import POD_FIELDS, slim_pod
-from mpioperator.kube.client import stamp_kind
 from mpioperator.kube.projection import Projection
-from mpioperator.kube.resources import PODS, Resource
+from mpioperator.kube.resources import PODS, Resource, stamp_kind
 from mpioperator.kube.watch import parse_event
 from test.benchmarks.recorded_pods import watch_lines
 

@@ -12,8 +12,8 @@ import orjson
 import pytest
 
 from mpioperator.kube import errors
-from mpioperator.kube.client import MAX_PAGE_LIMIT, KubeClient
-from mpioperator.kube.pages import peek_continue
+from mpioperator.kube.client import KubeClient
+from mpioperator.kube.pages import MAX_PAGE_LIMIT, peek_continue
 from mpioperator.kube.protoapi import MAGIC
 from mpioperator.kube.resources import CONFIG_MAPS
 from mpioperator.kube.transport import Answer

@@ -9,10 +9,9 @@ import pytest
 
 from mpioperator.api.objects import Obj
 from mpioperator.kube import errors
-from mpioperator.kube.client import stamp_kind
 from mpioperator.kube.projection import KEEP, KEY_NAMES, FieldSpec, Projection
 from mpioperator.kube.protoschema import POD
-from mpioperator.kube.resources import PODS
+from mpioperator.kube.resources import PODS, stamp_kind
 from mpioperator.kube.watch import parse_event
 
 SPEC: FieldSpec = {

@@ -13,13 +13,12 @@ from structlog.testing import capture_logs
 from mpioperator.api.objects import Obj
 from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION, POD_FIELDS
 from mpioperator.kube import errors
-from mpioperator.kube.client import stamp_kind
 from mpioperator.kube.negotiation import ACCEPT_PROTOBUF, UNDECODED, Negotiation
 from mpioperator.kube.projection import Projection
 from mpioperator.kube.protoapi import MAGIC, ProtoProjection, decode_status, list_continue, read_frames
 from mpioperator.kube.protoschema import LIST_META, OBJECT_META, POD
 from mpioperator.kube.protoupb import WireError, as_json, message_class
-from mpioperator.kube.resources import PODS
+from mpioperator.kube.resources import PODS, stamp_kind
 from mpioperator.kube.transport import error_of
 from mpioperator.kube.watch import parse_event
 from mpioperator.testing.protobuf_pods import field, varint

@@ -5,9 +5,17 @@ from typing import Any
 
 import pytest
 
-from mpioperator.kube.client import DEFAULT_USER_AGENT, stamp_kind, stamp_list
+from mpioperator.kube.client import DEFAULT_USER_AGENT
 from mpioperator.kube.config import load_configuration
-from mpioperator.kube.resources import CONFIG_MAPS, JOBS, MPIJOBS, NAMESPACES, Resource
+from mpioperator.kube.resources import (
+    CONFIG_MAPS,
+    JOBS,
+    MPIJOBS,
+    NAMESPACES,
+    Resource,
+    stamp_kind,
+    stamp_list,
+)
 from mpioperator.kube.session import KEEPALIVE_IDLE_S
 from mpioperator.kube.transport import Transport
 from test.unit.kube.test_kube_watch_stream import CHUNKED_HEAD, OneAnswer

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from mpioperator.kube import errors
-from mpioperator.kube.client import KubeClient, stamp_kind
-from mpioperator.kube.resources import CONFIG_MAPS
+from mpioperator.kube.client import KubeClient
+from mpioperator.kube.resources import CONFIG_MAPS, stamp_kind
 from mpioperator.kube.watch import parse_event
 from mpioperator.testing.wait import async_wait_for
 
