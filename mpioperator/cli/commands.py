@@ -74,6 +74,8 @@ def set_extensions(builder: MPIJobBuilder, args: argparse.Namespace) -> None:
         builder.worker_startup_deadline_seconds(args.worker_startup_deadline_seconds)
     if args.keep_failed_launcher:
         builder.keep_failed_launcher()
+    if args.launch_agent:
+        builder.launch_agent(args.launch_agent)
     if args.debug or args.debug_command:
         command = shlex.split(args.debug_command) if args.debug_command else None
         builder.debug_mode(True, command=command)

@@ -30,6 +30,7 @@ from mpioperator.controller.conditions import format_time
 from mpioperator.controller.conveniences import SECRET_RECHECK_SECONDS, Conveniences
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import NORMAL, WARNING
+from mpioperator.controller.exec_agent import ExecAgent
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.phase import PENDING
 from mpioperator.controller.pod_groups import PodGroupReconciler
@@ -60,6 +61,8 @@ class SyncSettings:
     cluster_domain: str = ""
     # --worker-startup-deadline-seconds: 0 leaves it to each job's annotation (off by default).
     worker_startup_deadline_seconds: int = 0
+    # --exec-agent: the kubectl delivery image; None when jobs may not ask for the exec launch agent.
+    exec_agent_image: str | None = None
 
 
 @dataclass(slots=True)
@@ -129,8 +132,14 @@ class JobSyncer:
         self._reporter = report.Reporter(self._settings.worker_startup_deadline_seconds)
         self._counts_settle = report.CountsSettle()
         backend = backend or NullBackend()
+        self._exec_agent = ExecAgent(writer, recorder, self._settings.exec_agent_image)
         self._children = children.ChildReconciler(
-            listers, writer, recorder, self._settings.cluster_domain, backend
+            listers,
+            writer,
+            recorder,
+            self._settings.cluster_domain,
+            backend,
+            launcher_decorator=self._exec_agent.launcher_decorator,
         )
         self._conveniences = Conveniences(listers, writer, recorder)  # issue 18's annotations
         self._pod_groups = PodGroupReconciler(
@@ -275,7 +284,7 @@ class JobSyncer:
         clock = now.timestamp()
         workers: list[Obj] = []
         launcher: Obj | None = None
-        done = waits_for_secret = rolled = False
+        done = waits_for_secret = rolled = agent_refused = False
         try:
             launcher = self._children.launcher(job)
             await self._conveniences.end_debug_mode(job, launcher)
@@ -285,7 +294,9 @@ class JobSyncer:
                 return _Children(launcher, self._cached_workers(job, done, suspended), held_for=held_for)
             if not done:
                 waits_for_secret = await self._shared_children(job, now)
-                if not suspended and not waits_for_secret:
+                # Ours: the exec launch agent's RBAC before any pod; no pods when it is not allowed.
+                agent_refused = not await self._exec_agent.prepare(job, job["status"], now)
+                if not suspended and not waits_for_secret and not agent_refused:
                     if self._pod_groups.enabled:
                         # Before the workers, so their scheduler finds the gang already defined (§3.9).
                         # A suspended launcher Job (a resume under WaitForWorkersReady) has no pod yet.
@@ -293,7 +304,8 @@ class JobSyncer:
                         await self._pod_groups.get_or_create(job, launcher_exists=running)
                     workers = await self._children.workers(job)
                     rolled = await self._conveniences.roll_workers(job, launcher, workers)
-                may_create = not (waits_for_secret or rolled) and children.may_create_launcher(job, workers)
+                held = waits_for_secret or rolled or agent_refused
+                may_create = not held and children.may_create_launcher(job, workers)
                 if launcher is None and may_create:
                     launcher = await self._children.create_launcher(job)
                     self._conveniences.launcher_created(job, launcher)
