@@ -85,12 +85,16 @@ def agent_env(job: Obj) -> list[tuple[str, str | None]]:
     elif implementation == api.MPICH:
         env = [("HYDRA_LAUNCHER", "rsh"), ("HYDRA_LAUNCHER_EXEC", AGENT)]
     else:
+        # mpirun hands its MCA settings to the daemons it starts, whose launch component checks at start
+        # that the agent exists, on a worker that has none, and the daemon dies. A list takes the first
+        # that exists: the agent on the launcher, `sh` (never used, no tree spawn) on a worker.
+        agents = f"{AGENT} : sh"
         env = [
-            ("OMPI_MCA_plm_rsh_agent", AGENT),
+            ("OMPI_MCA_plm_rsh_agent", agents),
             # A tree spawn has daemons on workers start further daemons, with an agent only the
             # launcher has; Open MPI 5's launcher already starts every daemon itself (prrte_env).
             ("OMPI_MCA_plm_rsh_no_tree_spawn", "1"),
-            ("PRTE_MCA_plm_ssh_agent", AGENT),
+            ("PRTE_MCA_plm_ssh_agent", agents),
         ]
     container = ((accessors.replica_spec(job, api.WORKER) or {}).get("template") or {}).get("spec") or {}
     first = (container.get("containers") or [{}])[0]

@@ -76,9 +76,9 @@ def test_the_account_role_and_binding_are_owned_by_the_job_and_bound_together() 
         (
             "OpenMPI",
             {
-                "OMPI_MCA_plm_rsh_agent": exec_agent.AGENT,
+                "OMPI_MCA_plm_rsh_agent": f"{exec_agent.AGENT} : sh",
                 "OMPI_MCA_plm_rsh_no_tree_spawn": "1",
-                "PRTE_MCA_plm_ssh_agent": exec_agent.AGENT,
+                "PRTE_MCA_plm_ssh_agent": f"{exec_agent.AGENT} : sh",
             },
         ),
         ("Intel", {"I_MPI_HYDRA_BOOTSTRAP": "rsh", "I_MPI_HYDRA_BOOTSTRAP_EXEC": exec_agent.AGENT}),
