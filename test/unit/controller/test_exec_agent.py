@@ -3,7 +3,10 @@ template, and the sync's decisions with and without the operator's --exec-agent,
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from mpioperator.api.objects import Obj
 from mpioperator.api.validation import validate_mpijob
@@ -179,3 +182,19 @@ async def test_a_job_without_the_annotation_gets_no_rbac_and_its_launcher_runs_a
     assert not [c for c in scene.writer.calls if c[1] in ("serviceaccounts", "roles", "rolebindings")]
     spec = scene.writer.body("create", "jobs", "pi-launcher")["spec"]["template"]["spec"]
     assert "serviceAccountName" not in spec and "initContainers" not in spec
+
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "v2beta1"
+
+
+def test_the_exec_agent_example_is_ffffaraways_with_sleeping_workers_and_the_annotation_only() -> None:
+    """The example is what test_real_exec_agent.py runs on the real node, under its own name."""
+    migrating = yaml.safe_load((EXAMPLES / "migrating" / "pi-from-ffffaraway.yaml").read_text())
+    example = yaml.safe_load((EXAMPLES / "extensions" / "pi-exec-agent.yaml").read_text())
+
+    worker = migrating["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    worker["command"] = ["sleep", "infinity"]
+    del worker["args"], worker["readinessProbe"]
+    migrating["metadata"]["annotations"]["mpioperator.io/launch-agent"] = "exec"
+    migrating["metadata"]["name"] = "pi-exec-agent"
+    assert example == migrating
