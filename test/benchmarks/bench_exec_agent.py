@@ -48,6 +48,8 @@ def job_body(name: str, agent: str, workers: int) -> dict[str, Any]:
     launcher = body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
     launcher["args"] = ["sh", "-c", f"echo mpirun-start; exec mpirun -n {workers} /home/mpiuser/pi"]
     body["spec"]["runPolicy"]["cleanPodPolicy"] = "All"
+    # A failed launcher's pod stays, so its Failed condition can quote its last words.
+    body["metadata"]["annotations"] = {"mpioperator.io/keep-failed-launcher": "true"}
     if agent == "exec":
         body = with_exec_agent(sleeping_workers(body))
     return body
@@ -60,22 +62,30 @@ def _when(stamp: str) -> float:
     return parsed.timestamp() + float(f"0.{fraction or '0'}"[:8])
 
 
+class JobFailed(RuntimeError):
+    """The job failed; the message is its Failed condition's (the launcher's last words included)."""
+
+
 def run_one(cluster: LocalCluster, ns: str, name: str, agent: str, workers: int) -> tuple[float, float]:
     job = Job(cluster, ns, name)
     submitted = time.time()
     job.submit(job_body(name, agent, workers))
-    finished = wait_for(
-        lambda: job.condition("Succeeded") or job.condition("Failed"), timeout=900, what=f"{name} to finish"
-    )
-    log = cluster.kubectl("-n", ns, "logs", "--timestamps", f"job/{name}-launcher").stdout
-    if finished is None or finished["type"] != "Succeeded":
-        raise RuntimeError(f"{name} failed: {finished}\n{log}")
-    start, rank = START_LINE.search(log), RANK_LINE.search(log)
-    if start is None or rank is None:
-        raise RuntimeError(f"{name}: no start or rank line in\n{log}")
-    first_rank = _when(rank.group(1))
-    cluster.kubectl("-n", ns, "delete", "mpijob", name, "--wait=true")
-    return first_rank - submitted, first_rank - _when(start.group(1))
+    try:
+        finished = wait_for(
+            lambda: job.condition("Succeeded") or job.condition("Failed"),
+            timeout=900,
+            what=f"{name} to finish",
+        )
+        if finished is None or finished["type"] != "Succeeded":
+            raise JobFailed(str((finished or {}).get("message")))
+        log = cluster.kubectl("-n", ns, "logs", "--timestamps", f"job/{name}-launcher").stdout
+        start, rank = START_LINE.search(log), RANK_LINE.search(log)
+        if start is None or rank is None:
+            raise JobFailed(f"no start or rank line in\n{log}")
+        first_rank = _when(rank.group(1))
+        return first_rank - submitted, first_rank - _when(start.group(1))
+    finally:
+        cluster.kubectl("-n", ns, "delete", "mpijob", name, "--wait=true")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     network = NodeNetwork.from_env()
     results: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    failures: dict[tuple[str, int], int] = {}
     with slot.holding(network.tag), tempfile.TemporaryDirectory(prefix="mpioperator-exec-bench-") as work:
         cluster = LocalCluster("real", nodes=0, node_network=network)
         cluster.start()
@@ -111,7 +122,14 @@ def main(argv: list[str] | None = None) -> int:
                     agents = ["ssh", "exec"] if run % 2 == 0 else ["exec", "ssh"]
                     for agent in agents:
                         name = f"{agent}-{workers}-{run}"
-                        created, mpirun = run_one(cluster, "bench", name, agent, workers)
+                        try:
+                            created, mpirun = run_one(cluster, "bench", name, agent, workers)
+                        except JobFailed as failed:
+                            failures[(agent, workers)] = failures.get((agent, workers), 0) + 1
+                            print(
+                                f"run {run + 1} {agent:<4} {workers:>2} workers: FAILED: {failed}", flush=True
+                            )
+                            continue
                         results.setdefault((agent, workers), []).append((created, mpirun))
                         print(
                             f"run {run + 1} {agent:<4} {workers:>2} workers: created -> first rank "
@@ -126,7 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     for (agent, workers), figures in sorted(results.items(), key=lambda item: (item[0][1], item[0][0])):
         created = statistics.median(f[0] for f in figures)
         mpirun = statistics.median(f[1] for f in figures)
-        print(f"{agent:<4} {workers:>2} workers (n={len(figures)})   {created:8.1f}   {mpirun:20.2f}")
+        failed_runs = failures.get((agent, workers), 0)
+        print(
+            f"{agent:<4} {workers:>2} workers (n={len(figures)}, {failed_runs} failed)   {created:8.1f}   {mpirun:20.2f}"
+        )
     return 0
 
 
