@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import OrderedDict
 
+from mpioperator.api import constants as api
 from mpioperator.api import extensions
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
@@ -33,7 +34,6 @@ ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "Rol
 
 COND_NOT_ALLOWED = "ExecAgentNotAllowed"
 REASON_NOT_ALLOWED = "ExecAgentNotAllowed"
-REASON_RESOURCE_EXISTS = "ResourceExists"
 
 
 def not_allowed_message(job: Obj) -> str:
@@ -76,9 +76,16 @@ class ExecAgent:
         _drop(status)
         account = exec_agent.new_service_account(job)
         await self._ensure(job, SERVICE_ACCOUNTS, account, ())
-        await self._ensure(job, ROLES, exec_agent.new_role(job), ("rules",))
         await self._ensure(job, ROLE_BINDINGS, exec_agent.new_role_binding(job), ("subjects",))
         return True
+
+    async def grant(self, job: Obj, workers: list[Obj]) -> None:
+        """The Role, naming the workers just made or found, all controlled by the job (the children step
+        refuses to go on past a pod of that name that is not), before the launcher that needs it."""
+        if self._image is None or not extensions.exec_agent(job):
+            return
+        names = [w["metadata"]["name"] for w in workers]
+        await self._ensure(job, ROLES, exec_agent.new_role(job, names), ("rules",))
 
     async def _ensure(self, job: Obj, res: Resource, desired: Obj, fields: tuple[str, ...]) -> None:
         uid = job["metadata"].get("uid", "")
@@ -107,7 +114,7 @@ class ExecAgent:
             raise SyncError(f"getting {what}: {exc.server_message}") from exc
         if not is_controlled_by(found, job):
             message = not_managed_message(name, res.kind)
-            self._rec.record(job, WARNING, REASON_RESOURCE_EXISTS, message)
+            self._rec.record(job, WARNING, api.REASON_RESOURCE_EXISTS, message)
             raise SyncError(message)
         if all(found.get(f) == desired.get(f) for f in fields):
             return

@@ -303,6 +303,7 @@ class JobSyncer:
                         running = launcher is not None and not launcher.get("spec", {}).get("suspend")
                         await self._pod_groups.get_or_create(job, launcher_exists=running)
                     workers = await self._children.workers(job)
+                    await self._exec_agent.grant(job, workers)
                     rolled = await self._conveniences.roll_workers(job, launcher, workers)
                 held = waits_for_secret or rolled or agent_refused
                 may_create = not held and children.may_create_launcher(job, workers)

@@ -1,18 +1,18 @@
 """The exec launch agent's objects (docs/extensions.md): the launcher's MPI reaches its workers through the
 API server's exec instead of ssh, so workers need no sshd.
 
-Per job: a ServiceAccount the launcher runs as, a Role that lets it `get` and exec into its own worker pods
-only (by `resourceNames`), and the RoleBinding between them, all named `<job>-launcher` (upstream v1's
-names) and owned by the MPIJob, so the garbage collector deletes them with it. The launcher gets a static
-kubectl and the agent script from an init container, through an emptyDir, so the user's image needs
-nothing but `/bin/sh`.
+Per job: a ServiceAccount the launcher runs as, a Role that lets it `get` and exec into the worker pods
+the job controls and nothing else (by `resourceNames`), and the RoleBinding between them, all named
+`<job>-launcher` (upstream v1's names) and owned by the MPIJob, so the garbage collector deletes them with
+it. The launcher gets a static kubectl and the agent script from an init container, through an emptyDir,
+so the user's image needs nothing but `/bin/sh`.
 """
 
 from __future__ import annotations
 
 from mpioperator.api import accessors
 from mpioperator.api import constants as api
-from mpioperator.api.names import launcher_name, worker_name
+from mpioperator.api.names import launcher_name
 from mpioperator.api.objects import Obj
 from mpioperator.api.ownership import child_metadata
 from mpioperator.controller.builders.podspec import Decorator, add_env, add_volume
@@ -29,10 +29,6 @@ def account_name(job: Obj) -> str:
     return launcher_name(job)
 
 
-def _worker_names(job: Obj) -> list[str]:
-    return [worker_name(job, i) for i in range(accessors.worker_replicas(job))]
-
-
 def new_service_account(job: Obj) -> Obj:
     return {
         "apiVersion": "v1",
@@ -41,10 +37,10 @@ def new_service_account(job: Obj) -> Obj:
     }
 
 
-def new_role(job: Obj) -> Obj:
-    """Exec into, and read, the job's own workers and no other pod. A job without workers (a launcher that
-    runs every rank itself) gets a Role with no rules: an empty resourceNames would mean every pod."""
-    workers = _worker_names(job)
+def new_role(job: Obj, workers: list[str]) -> Obj:
+    """Exec into, and read, these pods and no other: the job's own workers, as made (the caller names only
+    pods the job controls, so a pod of someone else's that has a worker's name is never granted). No
+    workers, no rules: an empty resourceNames would mean every pod."""
     rules: list[Obj] = []
     if workers:
         rules = [

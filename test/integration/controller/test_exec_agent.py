@@ -33,8 +33,9 @@ def can_i(cluster: LocalCluster, ns: str, account: str, verb: str, what: str, na
     if subresource:
         args.append(f"--subresource={subresource}")
     answer = cluster.kubectl(*args, check=False)
-    assert answer.stdout.strip() in ("yes", "no"), answer.stderr
-    return answer.stdout.strip() == "yes"
+    said = answer.stdout.split()
+    assert said and said[0] in ("yes", "no"), answer.stderr  # "no - RBAC: ..." says why, too
+    return said[0] == "yes"
 
 
 def role(a: Actors, name: str) -> Obj | None:
@@ -119,3 +120,20 @@ async def test_without_the_operator_flag_the_job_is_held_with_a_condition_and_on
         assert a.launcher_job("held") is None
         assert role(a, "held-launcher") is None
         assert a.event_reasons("held").count("ExecAgentNotAllowed") == 1
+
+
+async def test_a_pod_of_someone_elses_with_a_workers_name_is_never_granted(
+    mpijob_crd: LocalCluster, make_namespace: Any
+) -> None:
+    """A job named so that its worker names match a pod it does not control must not get exec into it."""
+    ns = make_namespace(mpijob_crd)
+    pod = {"metadata": {"name": "squat-worker-0"}, "spec": {"containers": [{"name": "db", "image": "db"}]}}
+    mpijob_crd.rest.create(f"/api/v1/namespaces/{ns}/pods", pod)
+    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
+        a = Actors(h.cluster, ns)
+        a.submit(exec_job("squat", workers=2))
+
+        await a.until_true(lambda: "ErrResourceExists" in a.event_reasons("squat"), "the job refused the pod")
+        assert not can_i(mpijob_crd, ns, "squat-launcher", "create", "pods/exec", "squat-worker-0")
+        assert not can_i(mpijob_crd, ns, "squat-launcher", "get", "pods", "squat-worker-0")
+        assert a.launcher_job("squat") is None

@@ -31,10 +31,10 @@ def env_of(container: Obj) -> dict[str, str | None]:
     return {e["name"]: e.get("value") for e in container.get("env") or ()}
 
 
-def test_the_role_lets_the_launcher_get_and_exec_into_its_own_workers_only() -> None:
-    role = exec_agent.new_role(exec_job(workers=3))
-
+def test_the_role_lets_the_launcher_get_and_exec_into_the_named_workers_only() -> None:
     workers = ["pi-worker-0", "pi-worker-1", "pi-worker-2"]
+    role = exec_agent.new_role(exec_job(workers=3), workers)
+
     assert role["metadata"]["name"] == "pi-launcher"
     assert role["metadata"]["namespace"] == "default"
     assert role["rules"] == [
@@ -45,14 +45,14 @@ def test_the_role_lets_the_launcher_get_and_exec_into_its_own_workers_only() -> 
 
 def test_a_job_without_workers_gets_a_role_that_grants_nothing() -> None:
     """An empty resourceNames would mean every pod of the namespace."""
-    assert exec_agent.new_role(exec_job(workers=0))["rules"] == []
+    assert exec_agent.new_role(exec_job(workers=0), [])["rules"] == []
 
 
 def test_the_account_role_and_binding_are_owned_by_the_job_and_bound_together() -> None:
     pi = exec_job()
     objects = [
         exec_agent.new_service_account(pi),
-        exec_agent.new_role(pi),
+        exec_agent.new_role(pi, ["pi-worker-0"]),
         exec_agent.new_role_binding(pi),
     ]
 
@@ -129,21 +129,26 @@ def test_a_launch_agent_other_than_ssh_or_exec_is_invalid() -> None:
 
 # --- the sync, in memory -------------------------------------------------------------------------------
 
-RBAC_CREATES = [
-    ("create", "serviceaccounts", "pi-launcher"),
-    ("create", "roles", "pi-launcher"),
-    ("create", "rolebindings", "pi-launcher"),
-]
 
-
-async def test_with_exec_agent_allowed_the_rbac_comes_before_any_pod_and_the_launcher_uses_it() -> None:
+async def test_with_exec_agent_allowed_the_role_names_the_workers_made_and_comes_before_the_launcher() -> (
+    None
+):
     scene = Scene(exec_job(workers=2), settings=ALLOWED)
 
     await scene.sync()
 
     creates = [c for c in scene.writer.calls if c[0] == "create"]
-    assert creates[: len(SHARED_CREATES) + 3] == [*SHARED_CREATES, *RBAC_CREATES]
-    assert ("create", "pods", "pi-worker-0") in creates[len(SHARED_CREATES) + 3 :]
+    assert creates == [
+        *SHARED_CREATES,
+        ("create", "serviceaccounts", "pi-launcher"),
+        ("create", "rolebindings", "pi-launcher"),
+        ("create", "pods", "pi-worker-0"),
+        ("create", "pods", "pi-worker-1"),
+        ("create", "roles", "pi-launcher"),
+        ("create", "jobs", "pi-launcher"),
+    ]
+    rules = scene.writer.body("create", "roles", "pi-launcher")["rules"]
+    assert [r["resourceNames"] for r in rules] == [["pi-worker-0", "pi-worker-1"]] * 2
     launcher = scene.writer.body("create", "jobs", "pi-launcher")
     assert launcher["spec"]["template"]["spec"]["serviceAccountName"] == "pi-launcher"
 
