@@ -47,7 +47,6 @@ def job_body(name: str, agent: str, workers: int) -> dict[str, Any]:
     body = pi_job(name, workers=workers, ranks=workers)
     launcher = body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
     launcher["args"] = ["sh", "-c", f"echo mpirun-start; exec mpirun -n {workers} /home/mpiuser/pi"]
-    body["spec"]["runPolicy"]["cleanPodPolicy"] = "All"
     # A failed launcher's pod stays, so its Failed condition can quote its last words.
     body["metadata"]["annotations"] = {"mpioperator.io/keep-failed-launcher": "true"}
     if agent == "exec":
