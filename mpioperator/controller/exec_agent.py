@@ -76,16 +76,18 @@ class ExecAgent:
         _drop(status)
         account = exec_agent.new_service_account(job)
         await self._ensure(job, SERVICE_ACCOUNTS, account, ())
-        await self._ensure(job, ROLE_BINDINGS, exec_agent.new_role_binding(job), ("subjects",))
         return True
 
     async def grant(self, job: Obj, workers: list[Obj]) -> None:
         """The Role, naming the workers just made or found, all controlled by the job (the children step
-        refuses to go on past a pod of that name that is not), before the launcher that needs it."""
+        refuses to go on past a pod of that name that is not), and its binding, before the launcher."""
         if self._image is None or not extensions.exec_agent(job):
             return
         names = [w["metadata"]["name"] for w in workers]
         await self._ensure(job, ROLES, exec_agent.new_role(job, names), ("rules",))
+        # After the Role: the API server checks that whoever binds a Role holds what it grants, and
+        # answers 404 for a Role it cannot find (an administrator's credentials skip that check).
+        await self._ensure(job, ROLE_BINDINGS, exec_agent.new_role_binding(job), ("subjects",))
 
     async def _ensure(self, job: Obj, res: Resource, desired: Obj, fields: tuple[str, ...]) -> None:
         uid = job["metadata"].get("uid", "")

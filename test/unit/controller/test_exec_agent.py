@@ -141,10 +141,10 @@ async def test_with_exec_agent_allowed_the_role_names_the_workers_made_and_comes
     assert creates == [
         *SHARED_CREATES,
         ("create", "serviceaccounts", "pi-launcher"),
-        ("create", "rolebindings", "pi-launcher"),
         ("create", "pods", "pi-worker-0"),
         ("create", "pods", "pi-worker-1"),
         ("create", "roles", "pi-launcher"),
+        ("create", "rolebindings", "pi-launcher"),
         ("create", "jobs", "pi-launcher"),
     ]
     rules = scene.writer.body("create", "roles", "pi-launcher")["rules"]
