@@ -4,16 +4,22 @@ workers and into nothing else, the Role follows the job's worker count, and an o
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
+from mpioperator.testing.operator import service_account_token
+from mpioperator.testing.pki import write_kubeconfig
 from mpioperator.testing.rest import RestError
 from test.integration.controller.actors import Actors
 from test.integration.controller.conftest import running_controller
 from test.integration.controller.waits import condition_appears
 
 Obj = dict[str, Any]
+REPO = Path(__file__).resolve().parents[3]
 IMAGE = "mpioperator/kubectl-delivery:latest"
 EXEC = {"mpioperator.io/launch-agent": "exec"}
 RBAC = "/apis/rbac.authorization.k8s.io/v1/namespaces"
@@ -137,3 +143,39 @@ async def test_a_pod_of_someone_elses_with_a_workers_name_is_never_granted(
         assert not can_i(mpijob_crd, ns, "squat-launcher", "create", "pods/exec", "squat-worker-0")
         assert not can_i(mpijob_crd, ns, "squat-launcher", "get", "pods", "squat-worker-0")
         assert a.launcher_job("squat") is None
+
+
+def operator_rights_in(cluster: LocalCluster, ns: str, kubeconfig: Path) -> Path:
+    """A ServiceAccount in `ns` with the manifests' ClusterRole and the exec-agent component's, bound in
+    `ns` only (a cluster-wide binding would outlive the test for the session's other tests)."""
+    cluster.kubectl("apply", "--server-side", "-f", str(REPO / "manifests/base/cluster-role.yaml"))
+    component = yaml.safe_load_all((REPO / "manifests/components/exec-agent/cluster-role.yaml").read_text())
+    role = next(doc for doc in component if doc["kind"] == "ClusterRole")
+    cluster.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump(role))
+    cluster.rest.create(f"/api/v1/namespaces/{ns}/serviceaccounts", {"metadata": {"name": "operator"}})
+    for cluster_role in ("mpi-operator", role["metadata"]["name"]):
+        binding = {
+            "metadata": {"name": cluster_role},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role},
+            "subjects": [{"kind": "ServiceAccount", "name": "operator", "namespace": ns}],
+        }
+        cluster.rest.create(f"{RBAC}/{ns}/rolebindings", binding)
+    token = service_account_token(cluster, ns, "operator")
+    return write_kubeconfig(kubeconfig, server=cluster.server, ca_file=cluster.ca_file, token=token)
+
+
+async def test_the_operator_with_the_components_rights_grants_a_launcher_exec_on_its_workers(
+    mpijob_crd: LocalCluster, make_namespace: Any, tmp_path: Path
+) -> None:
+    """Not as the cluster's administrator: RBAC lets the operator grant only what it holds, and bind only
+    a Role that exists."""
+    ns = make_namespace(mpijob_crd)
+    kubeconfig = operator_rights_in(mpijob_crd, ns, tmp_path / "operator.kubeconfig")
+    settings = {"exec_agent_image": IMAGE}
+    async with running_controller(mpijob_crd, ns, settings=settings, kubeconfig=kubeconfig) as h:
+        a = Actors(h.cluster, ns)
+        a.submit(exec_job("own"))
+
+        await a.until_true(lambda: a.launcher_job("own") is not None, "own's launcher Job")
+        assert can_i(mpijob_crd, ns, "own-launcher", "create", "pods/exec", "own-worker-1")
+        assert not can_i(mpijob_crd, ns, "own-launcher", "create", "pods/exec", "someone-else")
