@@ -100,12 +100,14 @@ class Reporter:
             seconds=seconds,
             now=now,
         )
+        unreachable = ""
         if not verdict.expired and not accessors.suspended(job):
             unreachable = host_wait.gave_up(launcher_pods)
             if unreachable:
                 verdict = startup_deadline.Verdict(True, unreachable)
         words = self._remember(job["metadata"].get("uid", ""), last_words(launcher_pods))
-        detail = "; ".join(part for part in (worker_endings(workers), words) if part)
+        # A waiter that gave up: its last words are the verdict's message already.
+        detail = "; ".join(part for part in (worker_endings(workers), words) if part and not unreachable)
         waits = [w for w in (crash_recheck, verdict.recheck_after) if w is not None]
         return Observed((launcher_pods, workers), problems, verdict, detail, min(waits) if waits else None)
 
