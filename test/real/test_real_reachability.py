@@ -38,10 +38,12 @@ LATE_SSHD_SECONDS = 15
 RANK_LINE = re.compile(r"^(\S+) rank \d+ of \d+ on \S+$", re.MULTILINE)
 
 
-def late_sshd_job(name: str, *, policy: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+def late_sshd_job(
+    name: str, *, policy: str, annotations: dict[str, str] | None = None, implementation: str = "OpenMPI"
+) -> dict[str, Any]:
     """2 workers, 2 ranks, a worker's sshd started LATE_SSHD_SECONDS after its container, no readiness
     probe (what users who define none get), the launcher's default back-off limit and restart policy."""
-    body = pi_job(name, workers=2, ranks=2)
+    body = pi_job(name, workers=2, ranks=2, implementation=implementation)
     spec = body["spec"]
     spec["launcherCreationPolicy"] = policy
     # Pods stay after the job ends, so the workers' Ready times can be read.
@@ -226,6 +228,28 @@ def test_workers_whose_sshd_starts_late_run_without_a_launcher_restart_when_the_
     log = launcher_log(real_cluster, ns, "after")
     assert_pi_ran_where_the_hostfile_says(real_cluster, ns, "after", log, ranks=2)
     assert "all 2 host(s) reachable after" in waiter_log(after_job)
+
+
+@pytest.mark.parametrize("implementation", ["MPICH", "Intel"])
+def test_hydra_launchers_wait_for_late_workers_too(
+    real_cluster: LocalCluster, ns: str, implementation: str
+) -> None:
+    """Hydra's hostfile (`host:slots`) read by the same waiter; its mpirun's first attempt succeeds."""
+    name = implementation.lower()
+    job = Job(real_cluster, ns, name)
+    body = late_sshd_job(
+        name, policy="AtStartup", annotations={WAIT_FOR_SSH_PORT: "2222"}, implementation=implementation
+    )
+
+    outcome = run_late_sshd_job(job, body)
+
+    print(f"{implementation} with the annotation: {outcome.line()}")
+    assert outcome.result == "Succeeded", diagnosis(job)
+    assert outcome.launcher_pods == 1 and outcome.launcher_ends == [0], outcome.line()
+    assert_pi_ran_where_the_hostfile_says(
+        real_cluster, ns, name, launcher_log(real_cluster, ns, name), ranks=2
+    )
+    assert "all 2 host(s) reachable after" in waiter_log(job)
 
 
 def test_workers_whose_sshd_never_starts_fail_the_job_at_its_deadline_naming_them(
