@@ -64,6 +64,8 @@ def test_with_the_annotation_the_waiter_runs_last_from_the_operators_image_with_
     context = waiter["securityContext"]
     assert context["runAsNonRoot"] is True and context["runAsUser"] == 65532
     assert context["allowPrivilegeEscalation"] is False and context["capabilities"] == {"drop": ["ALL"]}
+    assert context["readOnlyRootFilesystem"] is True
+    assert context["seccompProfile"] == {"type": "RuntimeDefault"}
 
 
 def test_the_operators_deadline_bounds_the_wait_of_a_job_without_its_own() -> None:
