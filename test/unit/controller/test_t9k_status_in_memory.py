@@ -9,6 +9,7 @@ from test.unit.controller.sync_fixtures import (
     NOW,
     Scene,
     job,
+    launcher,
     running_scene,
     running_status,
     shared_children,
@@ -65,3 +66,36 @@ async def test_a_worker_whose_state_is_unknown_makes_the_running_job_unknown_in_
     assert status["phase"] == "Unknown"
     assert (status["aggregate"]["running"], status["aggregate"]["unknown"]) == (2, 1)
     assert status["tasks"][1]["pods"][1]["phase"] == "Unknown"
+
+
+def _resumed_with_launcher_settings() -> Obj:
+    pi = job(workers=2, status=_resumed())
+    pi["metadata"]["annotations"] = {"mpioperator.io/resume-launcher-command": "/resume.sh"}
+    return pi
+
+
+async def test_a_resume_with_launcher_settings_deletes_the_launcher_made_before_and_makes_none_yet() -> None:
+    pi = _resumed_with_launcher_settings()
+    before = job(workers=2, suspend=True)  # the launcher Job as it was made while suspended
+    scene = Scene(pi, *shared_children(pi), launcher(before, suspended=True))
+
+    await scene.sync()
+
+    assert ("delete", "jobs", "pi-launcher") in scene.writer.calls
+    assert not [c for c in scene.writer.calls if c[:2] == ("create", "jobs")]
+    assert [e[1] for e in scene.recorder.events] == ["LauncherRenewedForResume"]
+
+
+async def test_once_the_old_launcher_is_gone_the_resumed_job_makes_one_with_the_resumes_command() -> None:
+    pi = _resumed_with_launcher_settings()
+    scene = Scene(pi, *shared_children(pi))
+
+    await scene.sync()
+
+    made = scene.writer.body("create", "jobs", "pi-launcher")
+    assert made["metadata"]["annotations"] == {"mpioperator.io/made-after-resume": "true"}
+    assert made["spec"]["template"]["spec"]["containers"][0]["command"] == ["/resume.sh"]
+    # Made after the resume, it is not made again.
+    again = Scene(pi, *shared_children(pi), launcher(pi))
+    await again.sync()
+    assert not [c for c in again.writer.calls if c[1] == "jobs"]
