@@ -10,6 +10,7 @@ import copy
 from mpioperator.api import conveniences, restarts
 from mpioperator.api.objects import Obj
 from test.unit.controller.sync_fixtures import (
+    NOW,
     Scene,
     job,
     launcher,
@@ -213,3 +214,23 @@ async def test_pods_made_before_the_job_opted_in_are_not_taken_for_an_edit_once_
 
     assert scene.writer.calls == []  # no restart counted, no condition
     assert scene.recorder.events == []
+
+
+async def test_on_resume_a_launcher_job_of_another_template_is_made_again_not_resumed() -> None:
+    before = _running_job(ROLL)
+    before["status"] = {"conditions": running_status(2)["conditions"][:1], "startTime": NOW}
+    suspended_launcher = launcher(before, suspended=True)  # its pods went with the suspension
+    scene = Scene(_edited(before, "Launcher", "launcher:v2"), *shared_children(before), suspended_launcher)
+
+    await scene.sync()
+
+    assert [c for c in scene.writer.calls if c[1] == "jobs"] == [("delete", "jobs", "pi-launcher")]
+    assert [(v, n) for v, k, n in scene.writer.calls if k == "pods"] == [
+        ("create", "pi-worker-0"),
+        ("create", "pi-worker-1"),
+    ]
+    assert (
+        "Normal",
+        "LauncherRecreated",
+        "Launcher template changed: re-creating launcher Job pi-launcher",
+    ) in (scene.recorder.events)
