@@ -167,3 +167,44 @@ async def test_editing_the_launcher_before_it_starts_makes_its_job_again_from_th
     await harness.controller.recorder.flush()
     assert a.event_reasons(JOB).count("LauncherRecreated") == 1
     assert a.condition(JOB, "TemplateChangeRefused") is None
+
+
+async def test_a_refused_launcher_edit_reaches_the_launcher_after_a_suspend_and_resume(
+    harness: Harness,
+) -> None:
+    a = Actors(harness.cluster, harness.namespace)
+    a.submit(_rolling(restart=False))
+    job_controller = LauncherJobController(a, JOB)
+    job_controller.start()
+    try:
+        await _running(a, None)
+        await a.until_true(lambda: bool(job_controller.active_pods()), "the launcher pod")
+        old = a.launcher_job(JOB)
+        assert old is not None
+        _edit_launcher_args(a, ["-n", "2", "/home/mpiuser/pi", "--digits", "30"])
+        await a.until_true(
+            lambda: (
+                (a.condition(JOB, "TemplateChangeRefused") or {})
+                .get("message", "")
+                .startswith(f"MPIJob {a.ns}/{JOB}: the launcher template changed after the launcher started")
+            ),
+            "the refusal",
+        )
+
+        a.patch_spec(JOB, {"spec": {"runPolicy": {"suspend": True}}})
+        await a.until_true(
+            lambda: not a.worker_pods(JOB) and not job_controller.active_pods(), "no pod left running"
+        )
+        a.patch_spec(JOB, {"spec": {"runPolicy": {"suspend": False}}})
+
+        await a.until_true(
+            lambda: (a.launcher_job(JOB) or old)["metadata"]["uid"] != old["metadata"]["uid"],
+            "the launcher Job made again",
+        )
+        assert _launcher_args(a) == ["-n", "2", "/home/mpiuser/pi", "--digits", "30"]
+        await _running(a, None)
+        await a.until_true(lambda: a.condition(JOB, "TemplateChangeRefused") is None, "the refusal gone")
+    finally:
+        await job_controller.stop()
+    await harness.controller.recorder.flush()
+    assert a.event_reasons(JOB).count("LauncherRecreated") == 1

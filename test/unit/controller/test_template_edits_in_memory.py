@@ -234,3 +234,22 @@ async def test_on_resume_a_launcher_job_of_another_template_is_made_again_not_re
         "LauncherRecreated",
         "Launcher template changed: re-creating launcher Job pi-launcher",
     ) in (scene.recorder.events)
+
+
+async def test_the_refusal_goes_when_the_job_finishes() -> None:
+    before = _running_job(ROLL)
+    scene = _scene(before, _edited(before, "Worker"))
+    await scene.sync()
+    status = scene.written_status()
+    assert _condition(status, "TemplateChangeRefused") is not None
+
+    workers = [worker(before, 0), worker(before, 1)]
+    done = launcher(before, "Complete", succeeded=1)
+    finished = Scene(
+        {**_edited(before, "Worker"), "status": status}, *shared_children(before), *workers, done
+    )
+    await finished.sync()
+
+    status = finished.written_status()
+    assert (_condition(status, "Succeeded") or {}).get("status") == "True"
+    assert _condition(status, "TemplateChangeRefused") is None
