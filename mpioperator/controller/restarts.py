@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import structlog
 
 from mpioperator.api import constants as api
-from mpioperator.api import names
+from mpioperator.api import conveniences, names
 from mpioperator.api import restarts as policy
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
@@ -109,7 +109,7 @@ class Restarter:
         """An edit of a template that the running attempt's pods were not made from, which the job asked
         to reach them (`roll-workers-on-template-change`) and a whole-job restart can bring: the attempt's
         pods then go and the next attempt's are made from the new templates (worker_roll.py)."""
-        if not policy.enabled(job):
+        if not policy.enabled(job) or not conveniences.roll_workers(job):
             return None
         if policy.restarts(job.get("status") or {}) >= policy.max_restarts(job):
             return None  # refused with a condition instead (worker_roll.refusal)

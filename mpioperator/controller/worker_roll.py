@@ -64,10 +64,23 @@ def workers_to_roll(
     return [pod for pod in _live(workers) if stamped_hash(pod) != current]
 
 
+def _idle_while_suspended(launcher: Obj, launcher_pods: list[Obj]) -> bool:
+    """A suspended launcher Job with no pod left running: whatever it ran before the suspension is over
+    (an attempt it counted as failed included), so making it again costs nothing."""
+    if not (launcher.get("spec") or {}).get("suspend") or launcher_done(launcher):
+        return False
+    return not any(
+        (p.get("status") or {}).get("phase") in ("Pending", "Running") for p in _live(launcher_pods)
+    )
+
+
 def launcher_to_remake(job: Obj, launcher: Obj | None, launcher_pods: list[Obj]) -> bool:
     """Whether the launcher Job goes, to be made again from the current launcher template: the job asked
-    for it, the Job was made from another template (or before the job opted in) and has not started."""
-    if launcher is None or not conveniences.roll_workers(job) or launcher_started(launcher, launcher_pods):
+    for it, the Job was made from another template (or before the job opted in) and has not started, or
+    is suspended with nothing running (a resume)."""
+    if launcher is None or not conveniences.roll_workers(job):
+        return False
+    if launcher_started(launcher, launcher_pods) and not _idle_while_suspended(launcher, launcher_pods):
         return False
     return stamped_launcher_hash(launcher) != launcher_template_hash(job)
 

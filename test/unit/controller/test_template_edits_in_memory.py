@@ -253,3 +253,14 @@ async def test_the_refusal_goes_when_the_job_finishes() -> None:
     status = finished.written_status()
     assert (_condition(status, "Succeeded") or {}).get("status") == "True"
     assert _condition(status, "TemplateChangeRefused") is None
+
+
+async def test_on_resume_a_launcher_job_that_failed_before_the_suspension_is_made_again_too() -> None:
+    before = _running_job(ROLL)
+    before["status"] = {"conditions": running_status(2)["conditions"][:1], "startTime": NOW}
+    suspended_launcher = launcher(before, suspended=True, failed=1)
+    scene = Scene(_edited(before, "Launcher", "launcher:v2"), *shared_children(before), suspended_launcher)
+
+    await scene.sync()
+
+    assert [c for c in scene.writer.calls if c[1] == "jobs"] == [("delete", "jobs", "pi-launcher")]
