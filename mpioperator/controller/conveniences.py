@@ -1,6 +1,6 @@
-"""The sync handler's hooks for issue 18's annotations: the user's SSH Secret, debug mode, the generated
-launcher command and the worker roll. Each does nothing for a job without its annotation, so such a job
-is synced exactly as before.
+"""The sync handler's hooks for issue 18's annotations: the user's SSH Secret, debug mode and the generated
+launcher command (the roll on a template change is worker_roll.py's). Each does nothing for a job without
+its annotation, so such a job is synced exactly as before.
 """
 
 from __future__ import annotations
@@ -25,9 +25,8 @@ from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import NORMAL, WARNING
 from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.user_ssh_secret import UserSecretChecks
-from mpioperator.controller.worker_roll import workers_to_roll
 from mpioperator.kube import errors
-from mpioperator.kube.resources import JOBS, PODS, Resource
+from mpioperator.kube.resources import JOBS, Resource
 
 log = structlog.get_logger(__name__)
 
@@ -37,7 +36,6 @@ REASON_DEBUG_MODE = "DebugMode"
 REASON_DEBUG_TOO_LATE = "LauncherAlreadyStarted"
 REASON_DEBUG_ENDED = "DebugModeEnded"
 REASON_COMMAND_GENERATED = "LauncherCommandGenerated"
-REASON_WORKERS_ROLLED = "WorkersRolled"
 REASON_LAUNCHER_RENEWED = "LauncherRenewedForResume"
 # A job held for its SSH Secret is looked at again this often: the Secret is not its child, so its
 # arrival or fix enqueues nothing by itself.
@@ -74,22 +72,9 @@ def exec_line(job: Obj) -> str:
     return f"kubectl exec -it -n {ns} job/{names.launcher_name(job)} -c {container.get('name', '')} -- sh"
 
 
-def _drop(status: Obj, cond_type: str) -> None:
-    if conditions.find(status, cond_type) is not None:
-        status["conditions"] = [c for c in status.get("conditions") or () if c.get("type") != cond_type]
-
-
-def _put(status: Obj, cond_type: str, state: str, reason: str, message: str, now: dt.datetime) -> bool:
-    """Set our condition to say exactly this (message included); False when it already did."""
-    current = conditions.find(status, cond_type) or {}
-    if (current.get("status"), current.get("reason"), current.get("message")) == (state, reason, message):
-        return False
-    new = conditions.new_condition(cond_type, state, reason, message, now)
-    if current.get("status") == state:
-        new["lastTransitionTime"] = current.get("lastTransitionTime")
-    others = [c for c in status.get("conditions") or () if c.get("type") != cond_type]
-    status["conditions"] = [*others, new]
-    return True
+# One rule for our own conditions, kept with upstream's in conditions.py.
+_drop = conditions.drop
+_put = conditions.put
 
 
 class Conveniences:
@@ -188,25 +173,6 @@ class Conveniences:
         else:
             message = f"Launcher {launcher['metadata']['name']} runs: {line}"
         self._rec.record(job, NORMAL, REASON_COMMAND_GENERATED, message)
-
-    # --- the worker roll ----------------------------------------------------------------------------
-    async def roll_workers(self, job: Obj, launcher: Obj | None, workers: list[Obj]) -> bool:
-        """Delete workers made from an older template (when the job asked for it); True if any went."""
-        launcher_pods = self._l.pods.owned_by(launcher["metadata"].get("uid", "")) if launcher else []
-        stale = [
-            p
-            for p in workers_to_roll(job, workers, launcher, launcher_pods)
-            if not self._deleted.seen(p["metadata"].get("uid", ""))
-        ]
-        if not stale:
-            return False
-        for pod in stale:
-            await self._delete(PODS, pod["metadata"])
-        pods = ", ".join(sorted(p["metadata"]["name"] for p in stale))
-        self._rec.record(
-            job, NORMAL, REASON_WORKERS_ROLLED, f"Worker template changed: re-creating workers {pods}"
-        )
-        return True
 
     async def _delete(self, res: Resource, meta: Obj, preconditions: Obj | None = None) -> None:
         """Delete once: gone already (404) or replaced by another object of that name (409) is fine."""
