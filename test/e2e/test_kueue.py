@@ -159,7 +159,7 @@ def test_queued_jobs_are_admitted_in_quota_order_and_the_second_waits_suspended_
     cluster, kueue = kueue_cluster, kueue_process
     lq = queue(kueue, ns)  # 3 CPUs: one 2.5-CPU job at a time
     watched = Watched(cluster, ns)
-    first = Job(cluster, ns, "first").submit(queued_job("first", lq, runs_for="5s"))
+    first = Job(cluster, ns, "first").submit(queued_job("first", lq, runs_for="8s"))
     # Kueue orders by Workload creation time, to the second: the second job is made once the first holds
     # the quota, so the order is the one this test sets.
     wait_for(lambda: suspended(first) is False, timeout=TIMEOUT, what="Kueue to admit the first job")
