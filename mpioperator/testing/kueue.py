@@ -123,11 +123,7 @@ def start(
     for crd in crd_paths():
         cluster.kubectl("apply", "--server-side", "-f", str(crd))
         wait_crd_established(cluster, yaml.safe_load(crd.read_text())["metadata"]["name"])
-    try:
-        cluster.rest.create("/api/v1/namespaces", {"metadata": {"name": kueue_manifests.NAMESPACE}})
-    except RestError as err:
-        if err.status != 409:
-            raise
+    _create_namespace(cluster, kueue_manifests.NAMESPACE)
     ca = CertificateAuthority(root / "pki", name="kueue-webhook-ca")
     serving = ca.issue("webhook", common_name="kueue-webhook", ips=("127.0.0.1",), server=True)
     cert_dir = root / "webhook-certs"
@@ -185,7 +181,7 @@ def _wait_mpijobs_managed(kueue: Kueue) -> None:
     leaves jobs in its own namespace and kube-system alone.
     """
     namespace = PROBE_NAMESPACE
-    kueue.cluster.rest.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
+    _create_namespace(kueue.cluster, namespace)
     probe = {
         "apiVersion": "kubeflow.org/v2beta1",
         "kind": "MPIJob",
@@ -223,3 +219,11 @@ def _wait_mpijobs_managed(kueue: Kueue) -> None:
         wait_for(workload, timeout=START_TIMEOUT, what=f"Kueue to make a Workload (log: {kueue.log_path})")
     finally:
         kueue.cluster.rest.delete(f"/api/v1/namespaces/{namespace}")
+
+
+def _create_namespace(cluster: LocalCluster, name: str) -> None:
+    try:
+        cluster.rest.create("/api/v1/namespaces", {"metadata": {"name": name}})
+    except RestError as err:
+        if err.status != 409:
+            raise

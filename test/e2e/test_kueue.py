@@ -74,16 +74,25 @@ def ns(
 
 
 class Watched:
-    """The namespace's MPIJobs, launcher Jobs and pods, every version from now on."""
+    """The namespace's MPIJobs, Kueue Workloads, launcher Jobs and pods, every version from now on."""
 
     def __init__(self, cluster: LocalCluster, ns: str) -> None:
         self.mpijobs = History(cluster.rest, f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs")
+        self.workloads = History(cluster.rest, ko.path("Workload", namespace=ns))
         self.jobs = History(cluster.rest, f"/apis/batch/v1/namespaces/{ns}/jobs")
         self.pods = History(cluster.rest, f"/api/v1/namespaces/{ns}/pods")
 
     def stop(self) -> None:
-        for history in (self.mpijobs, self.jobs, self.pods):
+        for history in (self.mpijobs, self.workloads, self.jobs, self.pods):
             history.stop()
+
+    def workload_conditions(self, job: str) -> list[dict[str, dict[str, Any]]]:
+        """The conditions of each version of the job's Workload, in order, by type."""
+        return [
+            {c["type"]: c for c in (e.object.get("status") or {}).get("conditions") or ()}
+            for e in self.workloads.events()
+            if any(ref.get("name") == job for ref in e.object["metadata"].get("ownerReferences") or ())
+        ]
 
     def pods_of(self, job: str, role: str) -> list[Event]:
         return [
@@ -130,18 +139,19 @@ def live_pods(cluster: LocalCluster, ns: str, job: str) -> list[dict[str, Any]]:
     return items
 
 
-def workload_of(kueue: Kueue, ns: str, job: str) -> dict[str, Any] | None:
-    for workload in kueue.workloads(ns):
-        if any(ref.get("name") == job for ref in workload["metadata"].get("ownerReferences") or ()):
-            return workload
-    return None
+def is_true(conditions: dict[str, dict[str, Any]], kind: str) -> bool:
+    return conditions.get(kind, {}).get("status") == "True"
 
 
-def workload_condition(kueue: Kueue, ns: str, job: str, kind: str) -> dict[str, Any] | None:
-    for condition in ((workload_of(kueue, ns, job) or {}).get("status") or {}).get("conditions") or ():
-        if condition["type"] == kind and condition["status"] == "True":
-            return dict(condition)
-    return None
+def in_order(versions: list[dict[str, dict[str, Any]]], *steps: str) -> bool:
+    """Whether the versions, in order, had each of `steps` True, each in a later version than the last."""
+    position = 0
+    for step in steps:
+        position = next((i for i in range(position, len(versions)) if is_true(versions[i], step)), -1)
+        if position < 0:
+            return False
+        position += 1
+    return True
 
 
 def first_index(events: list[Event], match: Any) -> int:
@@ -164,15 +174,6 @@ def test_queued_jobs_are_admitted_in_quota_order_and_the_second_waits_suspended_
     # the quota, so the order is the one this test sets.
     wait_for(lambda: suspended(first) is False, timeout=TIMEOUT, what="Kueue to admit the first job")
     second = Job(cluster, ns, "second").submit(queued_job("second", lq, runs_for="1s"))
-    pending = wait_for(
-        lambda: (
-            workload_condition(kueue, ns, "second", "QuotaReserved") is None
-            and workload_of(kueue, ns, "second")
-        ),
-        timeout=TIMEOUT,
-        what="Kueue to queue the second job without quota",
-    )
-    assert pending
     first.wait_condition("Succeeded", timeout=TIMEOUT)
     second.wait_condition("Succeeded", timeout=TIMEOUT)
     watched.stop()
@@ -196,7 +197,14 @@ def test_queued_jobs_are_admitted_in_quota_order_and_the_second_waits_suspended_
         assert len(watched.launcher_jobs_of(name)) == 1
         assert len(watched.pods_of(name, "launcher")) == 1
         assert len(watched.pods_of(name, "worker")) == WORKERS
-    assert workload_condition(kueue, ns, "second", "Admitted") is not None
+    # Kueue held the second's Workload for want of quota, then admitted it.
+    second_workload = watched.workload_conditions("second")
+    assert any(
+        v.get("QuotaReserved", {}).get("status") == "False"
+        and "insufficient unused quota" in v["QuotaReserved"].get("message", "")
+        for v in second_workload
+    ), second_workload
+    assert in_order(second_workload, "Admitted", "Finished"), second_workload
 
 
 def test_high_priority_job_preempts_a_running_one_which_is_requeued_resumed_and_succeeds(
@@ -213,11 +221,8 @@ def test_high_priority_job_preempts_a_running_one_which_is_requeued_resumed_and_
     )
     high = Job(cluster, ns, "high").submit(queued_job("high", lq, runs_for="2s", priority="high"))
     wait_for(
-        lambda: workload_condition(kueue, ns, "low", "Preempted"),
-        timeout=TIMEOUT,
-        what="Kueue to preempt the low-priority job",
+        lambda: suspended(low), timeout=TIMEOUT, what="Kueue to preempt and suspend the low-priority job"
     )
-    wait_for(lambda: suspended(low), timeout=TIMEOUT, what="Kueue to suspend the preempted job")
     wait_for(
         lambda: not live_pods(cluster, ns, "low"), timeout=TIMEOUT, what="the preempted job's pods to go"
     )
@@ -226,8 +231,10 @@ def test_high_priority_job_preempts_a_running_one_which_is_requeued_resumed_and_
     low.wait_condition("Succeeded", timeout=TIMEOUT)
     watched.stop()
 
-    requeued = workload_condition(kueue, ns, "low", "Requeued")
-    assert requeued is not None, workload_of(kueue, ns, "low")
+    # Kueue's account of it: admitted, preempted (evicted), requeued, admitted again, finished.
+    low_workload = watched.workload_conditions("low")
+    assert in_order(low_workload, "Admitted", "Preempted", "Requeued", "Admitted", "Finished"), low_workload
+    assert is_true(next(v for v in low_workload if is_true(v, "Preempted")), "Evicted")
     # The low job ran twice (before and after its preemption), the high job once; each run made one
     # launcher pod and one pod per worker, and the launcher Job was kept across the suspension.
     runs = {"low": 2, "high": 1}
