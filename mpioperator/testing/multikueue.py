@@ -128,14 +128,15 @@ def with_admission_checks(cluster_queue: Mapping[str, Any], *checks: str) -> dic
     return queue
 
 
+def is_active(obj: Mapping[str, Any]) -> bool:
+    """Kueue's Active condition is True (a MultiKueueCluster connected, a check or queue usable)."""
+    found = (obj.get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == "Active" and c.get("status") == "True" for c in found)
+
+
 def _wait_active(cluster: LocalCluster, path: str, what: str, timeout: float) -> None:
-    # The whole condition list is what a timeout shows: its reason and message say why it is not Active.
-    wait_for(
-        lambda: (cluster.rest.get(path).get("status") or {}).get("conditions") or [],
-        timeout=timeout,
-        what=f"{what} Active",
-        done=lambda found: any(c.get("type") == "Active" and c.get("status") == "True" for c in found),
-    )
+    # The whole object is what a timeout shows: its conditions' reasons and messages say why.
+    wait_for(lambda: cluster.rest.get(path), timeout=timeout, what=f"{what} Active", done=is_active)
 
 
 def apply(cluster: LocalCluster, objects: list[dict[str, Any]]) -> None:

@@ -11,6 +11,7 @@ import yaml
 from mpioperator.testing.multikueue import (
     KUBECONFIG_KEY,
     KUEUE_NAMESPACE,
+    is_active,
     manager_objects,
     with_admission_checks,
     worker_access,
@@ -123,3 +124,15 @@ def test_cluster_queue_gets_the_admission_check_in_its_strategy_and_the_original
     assert checked["spec"]["admissionChecksStrategy"] == {"admissionChecks": [{"name": "mk-ac"}]}
     assert checked["spec"]["namespaceSelector"] == {}
     assert "admissionChecksStrategy" not in queue["spec"]
+
+
+def test_active_means_kueues_active_condition_is_true() -> None:
+    def with_conditions(*conditions: dict[str, str]) -> dict[str, Any]:
+        return {"status": {"conditions": list(conditions)}}
+
+    assert is_active(with_conditions({"type": "Active", "status": "True"}))
+    assert not is_active(
+        with_conditions({"type": "Active", "status": "False", "reason": "ClientConnectionFailed"})
+    )
+    assert not is_active(with_conditions({"type": "Other", "status": "True"}))
+    assert not is_active({})
