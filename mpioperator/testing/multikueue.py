@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from mpioperator.api.constants import MULTIKUEUE_CONTROLLER
+from mpioperator.testing.kueue_manifests import NAMESPACE as KUEUE_NAMESPACE
+from mpioperator.testing.kueue_objects import API_VERSION, path
 from mpioperator.testing.operator import service_account_token
 from mpioperator.testing.pki import inline_kubeconfig
 from mpioperator.testing.wait import wait_for
@@ -24,9 +26,6 @@ from mpioperator.testing.wait import wait_for
 if TYPE_CHECKING:
     from mpioperator.testing.cluster import LocalCluster
 
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
-# Kueue's configuration namespace, where it looks for the kubeconfig Secrets.
-KUEUE_NAMESPACE = "kueue-system"
 WORKER_ACCOUNT = "multikueue"
 KUBECONFIG_KEY = "kubeconfig"
 
@@ -77,7 +76,7 @@ def manager_objects(
 ) -> list[dict[str, Any]]:
     """The manager's side for `workers` (cluster name -> its kubeconfig): per worker a Secret and a
     MultiKueueCluster; one MultiKueueConfig listing them, and the AdmissionCheck that uses it. A
-    ClusterQueue sends its jobs to the workers once it names `check` (see `with_admission_checks`)."""
+    ClusterQueue sends its jobs to the workers once it names `check` among its admission checks."""
     objects: list[dict[str, Any]] = []
     for name, kubeconfig in workers.items():
         secret = f"{name}-kubeconfig"
@@ -92,7 +91,7 @@ def manager_objects(
         )
         objects.append(
             {
-                "apiVersion": KUEUE_API,
+                "apiVersion": API_VERSION,
                 "kind": "MultiKueueCluster",
                 "metadata": {"name": name},
                 "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": secret}}},
@@ -100,7 +99,7 @@ def manager_objects(
         )
     objects.append(
         {
-            "apiVersion": KUEUE_API,
+            "apiVersion": API_VERSION,
             "kind": "MultiKueueConfig",
             "metadata": {"name": config},
             "spec": {"clusters": list(workers)},
@@ -108,7 +107,7 @@ def manager_objects(
     )
     objects.append(
         {
-            "apiVersion": KUEUE_API,
+            "apiVersion": API_VERSION,
             "kind": "AdmissionCheck",
             "metadata": {"name": check},
             "spec": {
@@ -118,14 +117,6 @@ def manager_objects(
         }
     )
     return objects
-
-
-def with_admission_checks(cluster_queue: Mapping[str, Any], *checks: str) -> dict[str, Any]:
-    """A copy of the ClusterQueue whose workloads must also pass `checks` (v1beta2's spelling)."""
-    queue = copy.deepcopy(dict(cluster_queue))
-    strategy = queue.setdefault("spec", {}).setdefault("admissionChecksStrategy", {})
-    strategy["admissionChecks"] = [{"name": check} for check in checks]
-    return queue
 
 
 def is_active(obj: Mapping[str, Any]) -> bool:
@@ -165,7 +156,5 @@ def connect(
     kubeconfigs = {name: worker_kubeconfig(worker) for name, worker in workers.items()}
     apply(manager, manager_objects(workers=kubeconfigs, config=config, check=check))
     for name in workers:
-        _wait_active(
-            manager, f"/apis/{KUEUE_API}/multikueueclusters/{name}", f"MultiKueueCluster {name}", timeout
-        )
-    _wait_active(manager, f"/apis/{KUEUE_API}/admissionchecks/{check}", f"AdmissionCheck {check}", timeout)
+        _wait_active(manager, path("MultiKueueCluster", name), f"MultiKueueCluster {name}", timeout)
+    _wait_active(manager, path("AdmissionCheck", check), f"AdmissionCheck {check}", timeout)

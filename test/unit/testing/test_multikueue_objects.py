@@ -8,12 +8,11 @@ from typing import Any
 
 import yaml
 
+from mpioperator.testing.kueue_manifests import NAMESPACE as KUEUE_NAMESPACE
 from mpioperator.testing.multikueue import (
     KUBECONFIG_KEY,
-    KUEUE_NAMESPACE,
     is_active,
     manager_objects,
-    with_admission_checks,
     worker_access,
 )
 from mpioperator.testing.pki import inline_kubeconfig
@@ -112,18 +111,6 @@ def test_manager_objects_list_every_worker_in_one_config() -> None:
     assert [c["metadata"]["name"] for c in kinds["MultiKueueCluster"]] == ["a", "b"]
     assert len({s["metadata"]["name"] for s in kinds["Secret"]}) == 2
     assert kinds["MultiKueueConfig"][0]["spec"]["clusters"] == ["a", "b"]
-
-
-def test_cluster_queue_gets_the_admission_check_in_its_strategy_and_the_original_is_kept() -> None:
-    queue = {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "ClusterQueue",
-        "spec": {"namespaceSelector": {}},
-    }
-    checked = with_admission_checks(queue, "mk-ac")
-    assert checked["spec"]["admissionChecksStrategy"] == {"admissionChecks": [{"name": "mk-ac"}]}
-    assert checked["spec"]["namespaceSelector"] == {}
-    assert "admissionChecksStrategy" not in queue["spec"]
 
 
 def test_active_means_kueues_active_condition_is_true() -> None:
