@@ -17,6 +17,8 @@ PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 PODSET_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 # The scheduling gate Kueue puts on topology-assigned pod templates and lifts from each pod itself.
 TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
+# On pod templates: pod sets of one group are placed in one topology domain together.
+PODSET_GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
 # The annotation Kueue's admission puts on the job and its pod templates: the job's Workload.
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 HOSTNAME_LABEL = "kubernetes.io/hostname"

@@ -132,8 +132,11 @@ def kueue_process(
     """Kueue beside the operator, its MPIJob integration on; its log stays in the session's tmp dir."""
     running = kueue.start(kueue_cluster, tmp_path_factory.mktemp("kueue"))
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(f"Kueue log: {running.log_path}")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is not None and capture is not None:
+        # Shown at once, not only with a failure's captured output.
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(f"Kueue log: {running.log_path}")
     return running
 
 
