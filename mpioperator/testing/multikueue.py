@@ -150,11 +150,13 @@ def connect(
     config: str = "multikueue",
     check: str = "multikueue",
     timeout: float = 120.0,
-) -> None:
+) -> list[dict[str, Any]]:
     """Point the manager's Kueue at `workers` (both sides running Kueue already) and wait until it has
-    connected to each and the AdmissionCheck is usable."""
+    connected to each and the AdmissionCheck is usable. The manager's objects, for deleting them later."""
     kubeconfigs = {name: worker_kubeconfig(worker) for name, worker in workers.items()}
-    apply(manager, manager_objects(workers=kubeconfigs, config=config, check=check))
+    objects = manager_objects(workers=kubeconfigs, config=config, check=check)
+    apply(manager, objects)
     for name in workers:
         _wait_active(manager, path("MultiKueueCluster", name), f"MultiKueueCluster {name}", timeout)
     _wait_active(manager, path("AdmissionCheck", check), f"AdmissionCheck {check}", timeout)
+    return objects

@@ -6,7 +6,8 @@ both. The manager's ClusterQueue carries a MultiKueue AdmissionCheck, so a job q
 without managedBy; the worker's Kueue admits the copy and our operator runs it there. The manager's
 operator must leave the original alone even once Kueue unsuspends it; the copy's status is what comes back.
 
-Only the worker has nodes: a pod made on the manager could never run, and the test looks for none.
+The manager is the session's Kueue cluster (`kueue_cluster`, shared with test_kueue.py: one cluster
+start fewer), with its own flavor, queues and namespace, deleted at the end; the worker is this module's.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import yaml
 
 from mpioperator.api.constants import MULTIKUEUE_CONTROLLER
 from mpioperator.testing import kueue, multikueue
@@ -33,7 +35,8 @@ from test.e2e.conftest import _run_operator
 NAMESPACE = "multikueue-jobs"
 QUEUE = "team-queue"
 WORKER = "worker1"
-FLAVOR = "default-flavor"
+FLAVOR = "multikueue-flavor"
+MANAGER_QUEUE = "multikueue-manager-cq"
 CHECK = "multikueue"
 TIMEOUT = 180.0
 # Labels MultiKueue puts on the worker's copy of a job.
@@ -58,59 +61,62 @@ class Side:
 
 
 @pytest.fixture(scope="module")
-def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side]]:
-    """(manager, worker), each with Kueue and our operator, the manager connected to the worker."""
-    problem = kueue.host_problem()
-    if problem:
-        pytest.skip(f"KUEUE TESTS NOT RUN on this machine: {problem}")
-    started: list[tuple[LocalCluster, Iterator[OperatorProcess]]] = []
+def sides(
+    kueue_cluster: LocalCluster,
+    kueue_process: kueue.Kueue,
+    kueue_operator: OperatorProcess,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Side, Side]]:
+    """(manager, worker): the manager is the session's Kueue cluster, the worker this module's own, each
+    with Kueue and our operator; the manager connected to the worker."""
+    manager = Side("manager", kueue_cluster, kueue_process, kueue_operator)
+    namespace = f"/api/v1/namespaces/{NAMESPACE}"
+    manager.cluster.rest.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+    queues = [
+        resource_flavor(FLAVOR),
+        cluster_queue(MANAGER_QUEUE, quotas={FLAVOR: {"cpu": "8"}}, admission_checks=[CHECK]),
+        local_queue(QUEUE, NAMESPACE, MANAGER_QUEUE),
+    ]
+    connected: list[dict[str, Any]] = []
+    worker_cluster = _start(LocalCluster("full", nodes=0))
+    operators: Iterator[OperatorProcess] | None = None
     try:
-        # One after the other, from this thread: the harness's processes die with the thread that
-        # started them (PR_SET_PDEATHSIG), so a pool's threads could not start them.
-        manager = _side("manager", tmp_path_factory, started)
-        worker = _side("worker", tmp_path_factory, started)
-        worker.cluster.add_nodes(2, NodeShape(cpu="4"))
+        install_manifests(worker_cluster)
+        worker_cluster.rest.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+        worker_kueue = kueue.start(worker_cluster, tmp_path_factory.mktemp("kueue-worker"))
+        operators = _run_operator(worker_cluster, tmp_path_factory)
+        worker = Side("worker", worker_cluster, worker_kueue, next(operators))
+        worker_cluster.add_nodes(2, NodeShape(cpu="4"))
         worker.kueue.apply(
             resource_flavor(FLAVOR),
             cluster_queue("worker-cq", quotas={FLAVOR: {"cpu": "8"}}),
             local_queue(QUEUE, NAMESPACE, "worker-cq"),
         )
-        multikueue.connect(manager.cluster, {WORKER: worker.cluster}, config=CHECK, check=CHECK)
+        connected = multikueue.connect(manager.cluster, {WORKER: worker.cluster}, config=CHECK, check=CHECK)
         # Applied after the check exists, so the manager's ClusterQueue is active from the start.
-        manager.kueue.apply(
-            resource_flavor(FLAVOR),
-            cluster_queue("manager-cq", quotas={FLAVOR: {"cpu": "8"}}, admission_checks=[CHECK]),
-            local_queue(QUEUE, NAMESPACE, "manager-cq"),
-        )
+        manager.kueue.apply(*queues)
         wait_for(
-            lambda: multikueue.is_active(manager.cluster.rest.get(path("ClusterQueue", "manager-cq"))),
+            lambda: multikueue.is_active(manager.cluster.rest.get(path("ClusterQueue", MANAGER_QUEUE))),
             timeout=TIMEOUT,
             what="the manager's ClusterQueue Active",
         )
         yield manager, worker
     finally:
-        for cluster, operator in reversed(started):
-            next(operator, None)  # past its yield: the operator is terminated
-            cluster.stop()
-
-
-def _side(
-    name: str,
-    tmp_path_factory: pytest.TempPathFactory,
-    started: list[tuple[LocalCluster, Iterator[OperatorProcess]]],
-) -> Side:
-    cluster = _start(LocalCluster("full", nodes=0))
-    try:
-        install_manifests(cluster)
-        cluster.rest.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
-        running = kueue.start(cluster, tmp_path_factory.mktemp(f"kueue-{name}"))
-        operators = _run_operator(cluster, tmp_path_factory)
-        operator = next(operators)
-    except BaseException:
-        cluster.stop()
-        raise
-    started.append((cluster, operators))
-    return Side(name, cluster, running, operator)
+        # The session's cluster outlives this module: its queues and MultiKueue objects go, so that its
+        # Kueue stops reaching for a worker that is gone.
+        manager.cluster.kubectl(
+            "delete",
+            "--ignore-not-found",
+            "--wait=false",
+            "-f",
+            "-",
+            input=yaml.safe_dump_all(list(reversed(queues)) + list(reversed(connected))),
+            check=False,
+        )
+        manager.cluster.rest.delete(namespace)
+        if operators is not None:
+            next(operators, None)  # past its yield: the operator is terminated
+        worker_cluster.stop()
 
 
 def _remote_job(name: str, *, runs_for: str) -> dict[str, Any]:
