@@ -74,9 +74,19 @@ def set_extensions(builder: MPIJobBuilder, args: argparse.Namespace) -> None:
         builder.worker_startup_deadline_seconds(args.worker_startup_deadline_seconds)
     if args.keep_failed_launcher:
         builder.keep_failed_launcher()
-    if args.debug or args.debug_command:
-        command = shlex.split(args.debug_command) if args.debug_command else None
-        builder.debug_mode(True, command=command)
+    if args.debug or args.debug_command or args.debug_worker_command or args.debug_skip_init_containers:
+        builder.debug_mode(
+            True,
+            command=_words(args.debug_command),
+            worker_command=_words(args.debug_worker_command),
+            skip_init_containers=_types(args.debug_skip_init_containers),
+        )
+    if args.resume_launcher_command or args.resume_worker_command or args.resume_skip_init_containers:
+        builder.on_resume(
+            launcher_command=_words(args.resume_launcher_command),
+            worker_command=_words(args.resume_worker_command),
+            skip_init_containers=_types(args.resume_skip_init_containers),
+        )
     if args.launcher_program:
         mca = dict(pair.partition("=")[::2] for pair in args.mca or ())
         builder.launcher_program(
@@ -91,6 +101,14 @@ def set_extensions(builder: MPIJobBuilder, args: argparse.Namespace) -> None:
         builder.roll_workers_on_template_change()
     if args.hostfile_path:
         builder.hostfile_path(args.hostfile_path)
+
+
+def _words(value: str | None) -> list[str] | None:
+    return shlex.split(value) if value else None
+
+
+def _types(value: str | None) -> list[str]:
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
 
 
 def read_jobs(filename: str) -> list[Obj]:

@@ -108,6 +108,11 @@ EXTENSION_FLAGS = {
     "keep_failed_launcher": "--keep-failed-launcher",
     "debug": "--debug",
     "debug_command": "--debug-command",
+    "debug_worker_command": "--debug-worker-command",
+    "debug_skip_init_containers": "--debug-skip-init-containers",
+    "resume_launcher_command": "--resume-launcher-command",
+    "resume_worker_command": "--resume-worker-command",
+    "resume_skip_init_containers": "--resume-skip-init-containers",
     "launcher_program": "--launcher-program",
     "mpirun_args": "--mpirun-args",
     "mca": "--mca",
@@ -132,6 +137,19 @@ def _extension_flags(submit: argparse.ArgumentParser) -> None:
         "--debug", action="store_true", help="debug mode: the launcher waits, run mpirun by hand"
     )
     group.add_argument("--debug-command", help="what the launcher waits with in debug mode (sleep infinity)")
+    group.add_argument("--debug-worker-command", help="what the workers run in debug mode (their own)")
+    group.add_argument(
+        "--debug-skip-init-containers",
+        metavar="TYPES",
+        help="Launcher, Worker or both (comma-separated): no template init containers in debug mode",
+    )
+    group.add_argument("--resume-launcher-command", help="what the launcher runs after a resume")
+    group.add_argument("--resume-worker-command", help="what the workers run after a resume")
+    group.add_argument(
+        "--resume-skip-init-containers",
+        metavar="TYPES",
+        help="Launcher, Worker or both (comma-separated): no template init containers after a resume",
+    )
     group.add_argument(
         "--launcher-program",
         help="the program and its arguments, one quoted string: the operator writes the mpirun line",

@@ -10,10 +10,15 @@ from collections import OrderedDict
 
 import structlog
 
-from mpioperator.api import conveniences, names
+from mpioperator.api import conveniences, names, replica_modes
 from mpioperator.api.objects import Obj
 from mpioperator.controller import conditions
-from mpioperator.controller.builders.launcher_command import command_line, generated_command, made_for_debug
+from mpioperator.controller.builders.launcher_command import (
+    command_line,
+    generated_command,
+    made_after_resume,
+    made_for_debug,
+)
 from mpioperator.controller.builders.launcher_job import HOSTFILE_PATH
 from mpioperator.controller.children import ChildReconciler, launcher_done
 from mpioperator.controller.errors import SyncError
@@ -33,6 +38,7 @@ REASON_DEBUG_TOO_LATE = "LauncherAlreadyStarted"
 REASON_DEBUG_ENDED = "DebugModeEnded"
 REASON_COMMAND_GENERATED = "LauncherCommandGenerated"
 REASON_WORKERS_ROLLED = "WorkersRolled"
+REASON_LAUNCHER_RENEWED = "LauncherRenewedForResume"
 # A job held for its SSH Secret is looked at again this often: the Secret is not its child, so its
 # arrival or fix enqueues nothing by itself.
 SECRET_RECHECK_SECONDS = 5.0
@@ -127,6 +133,24 @@ class Conveniences:
             "to be made again with the job's own command"
         )
         self._rec.record(job, NORMAL, REASON_DEBUG_ENDED, message)
+
+    # --- resume settings -----------------------------------------------------------------------------
+    async def renew_launcher_for_resume(self, job: Obj, launcher: Obj | None) -> bool:
+        """A resumed job whose annotations change what its launcher runs: the launcher Job, still
+        suspended (so without pods) and made before the resume, goes; the sync after it is gone makes one
+        with the resume's settings. True while that is under way: no launcher is made in this sync."""
+        if launcher is None or not replica_modes.launcher_resume_settings(job):  # only once resumed
+            return False
+        meta = launcher["metadata"]
+        suspended = bool(launcher.get("spec", {}).get("suspend"))
+        if made_after_resume(launcher) or launcher_done(launcher) or not suspended:
+            return False
+        if self._deleted.seen(meta.get("uid", "")):
+            return True
+        await self._delete(JOBS, meta, preconditions={"uid": meta.get("uid")})
+        message = f"Resumed: launcher Job {meta['name']} deleted, to be made again with the resume's settings"
+        self._rec.record(job, NORMAL, REASON_LAUNCHER_RENEWED, message)
+        return True
 
     def debug_status(self, job: Obj, status: Obj, launcher: Obj | None, now: dt.datetime) -> None:
         if not conveniences.debug_mode(job) or conditions.is_finished(status):

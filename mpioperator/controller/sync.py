@@ -275,10 +275,12 @@ class JobSyncer:
         clock = now.timestamp()
         workers: list[Obj] = []
         launcher: Obj | None = None
-        done = waits_for_secret = rolled = False
+        done = waits_for_secret = rolled = renewing = False
         try:
             launcher = self._children.launcher(job)
             await self._conveniences.end_debug_mode(job, launcher)
+            if renewing := await self._conveniences.renew_launcher_for_resume(job, launcher):
+                launcher = None
             done = launcher is not None and children.launcher_done(launcher)
             held_for = self._holds.remaining(uid, generation, clock)
             if held_for is not None:
@@ -293,7 +295,9 @@ class JobSyncer:
                         await self._pod_groups.get_or_create(job, launcher_exists=running)
                     workers = await self._children.workers(job)
                     rolled = await self._conveniences.roll_workers(job, launcher, workers)
-                may_create = not (waits_for_secret or rolled) and children.may_create_launcher(job, workers)
+                may_create = not (waits_for_secret or rolled or renewing) and children.may_create_launcher(
+                    job, workers
+                )
                 if launcher is None and may_create:
                     launcher = await self._children.create_launcher(job)
                     self._conveniences.launcher_created(job, launcher)

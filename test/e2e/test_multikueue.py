@@ -42,6 +42,8 @@ TIMEOUT = 180.0
 # Labels MultiKueue puts on the worker's copy of a job.
 PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
+# Status fields of ours (docs/extensions.md) that a running job's status always has.
+EXTENSIONS = ("phase", "podCounts", "aggregate", "tasks")
 # What our operator makes for a job, by REST collection.
 CHILDREN = (
     ("/api/v1", "services"),
@@ -175,6 +177,10 @@ def _listing(manager: Side, worker: Side, moment: str) -> str:
     return "\n".join(parts)
 
 
+def _condition_types(job: Job) -> list[str]:
+    return [c["type"] for c in ((job.get() or {}).get("status") or {}).get("conditions") or ()]
+
+
 def _wait_running_on_worker(worker: Side, name: str) -> dict[str, Any]:
     """The worker's copy once our operator there runs it (launcher and both workers made)."""
     copy = Job(worker.cluster, NAMESPACE, name)
@@ -232,15 +238,22 @@ def test_deleting_a_running_job_on_the_manager_cleans_both_clusters(sides: tuple
     original.wait_condition("Running", timeout=TIMEOUT)
     assert _children(manager.cluster, name) == []
     # ... but only the fields of upstream's API: Kueue copies it through upstream's Go types, which drop
-    # our status extensions (docs/extensions.md), so the manager's job shows no phase or pod counts.
+    # our status extensions (docs/extensions.md): the manager's job shows none of them.
     wait_for(
         lambda: (Job(worker.cluster, NAMESPACE, name).get() or {}).get("status") or {},
         timeout=TIMEOUT,
-        what=f"the copy of {name} with our phase and pod counts",
-        done=lambda status: status.get("phase") == "Running" and bool(status.get("podCounts")),
+        what=f"the copy of {name} with our status extensions",
+        done=lambda status: status.get("phase") == "Running" and all(map(status.get, EXTENSIONS)),
     )
     status = (original.get() or {})["status"]
-    assert status["replicaStatuses"] and "phase" not in status and "podCounts" not in status
+    assert status["replicaStatuses"] and not set(EXTENSIONS) & set(status), status
+    # Conditions come back whatever their type: a list of upstream's condition struct.
+    wait_for(
+        lambda: [_condition_types(job) for job in (original, Job(worker.cluster, NAMESPACE, name))],
+        timeout=TIMEOUT,
+        what=f"the same conditions on both copies of {name}",
+        done=lambda both: both[0] == both[1],
+    )
 
     manager.cluster.rest.delete(original.path)
     for side in (manager, worker):
