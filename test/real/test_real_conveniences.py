@@ -4,6 +4,8 @@ for Open MPI, Intel MPI and MPICH, and a job that uses an SSH Secret of the user
 from __future__ import annotations
 
 import base64
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -157,11 +159,67 @@ def test_converted_example_applied_as_it_is_computes_pi(
 
     run_to_success(Job(real_cluster, ns, name))
 
-    assert_pi_ran_where_the_hostfile_says(
-        real_cluster, ns, name, launcher_log(real_cluster, ns, name), ranks=2
-    )
-    # Kubeflow's docs: PODNAME=$(kubectl get pods -l mpi_job_name=<job>,mpi_role_type=launcher -o name)
+    log = launcher_log(real_cluster, ns, name)
+    print(f"$ kubectl logs job/{name}-launcher\n{log}")
+    assert_pi_ran_where_the_hostfile_says(real_cluster, ns, name, log, ranks=2)
+    assert_kubeflows_launcher_log_commands_work(real_cluster, ns, name)
+
+
+def assert_kubeflows_launcher_log_commands_work(cluster: LocalCluster, ns: str, name: str) -> None:
+    """Kubeflow's docs: PODNAME=$(kubectl get pods -l mpi_job_name=<job>,mpi_role_type=launcher -o name),
+    then its log; and the same selector given to kubectl logs itself."""
     selector = f"mpi_job_name={name},mpi_role_type=launcher"
-    pod_names = real_cluster.kubectl("-n", ns, "get", "pods", "-l", selector, "-o", "name").stdout.split()
+    pod_names = cluster.kubectl("-n", ns, "get", "pods", "-l", selector, "-o", "name").stdout.split()
+    print(f"$ kubectl get pods -l {selector} -o name\n{' '.join(pod_names)}")
     assert len(pod_names) == 1, pod_names
-    assert_computed_pi(real_cluster.kubectl("-n", ns, "logs", pod_names[0]).stdout, ranks=2)
+    assert_computed_pi(cluster.kubectl("-n", ns, "logs", pod_names[0]).stdout, ranks=2)
+    by_label = cluster.kubectl("-n", ns, "logs", "-l", selector).stdout
+    print(f"$ kubectl logs -l {selector}\n{by_label}")
+    assert_computed_pi(by_label, ranks=2)
+
+
+# The source manifests the T9k and FFFFFaraway examples were converted from, with the tool's flags.
+CONVERT_SOURCES = {
+    "t9k-pi.yaml": (),
+    "ffffaraway-pi.yaml": ("--ssh-auth-mount-path", "/home/mpiuser/.ssh"),
+}
+
+
+@pytest.mark.parametrize("source", sorted(CONVERT_SOURCES))
+def test_source_manifest_converted_by_kubectl_mpijob_convert_computes_pi(
+    real_cluster: LocalCluster, ns: str, source: str
+) -> None:
+    """The documented conversion only: `kubectl mpijob convert` of the other operator's manifest, applied
+    as it prints it."""
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "migrating" / source
+    converted = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("kubectl-mpijob")),
+            "convert",
+            "-f",
+            str(path),
+            *CONVERT_SOURCES[source],
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    print(f"$ kubectl mpijob convert -f {source}\n{converted.stdout}{converted.stderr}")
+    assert "warning:" not in converted.stderr
+    name = yaml.safe_load(converted.stdout)["metadata"]["name"]
+    real_cluster.kubectl("-n", ns, "apply", "-f", "-", input=converted.stdout)
+
+    run_to_success(Job(real_cluster, ns, name))
+
+    log = launcher_log(real_cluster, ns, name)
+    print(f"$ kubectl logs job/{name}-launcher\n{log}")
+    assert_pi_ran_where_the_hostfile_says(real_cluster, ns, name, log, ranks=2)
+    events = real_cluster.rest.get(f"/api/v1/namespaces/{ns}/events")["items"]
+    generated = [e["message"] for e in events if e["reason"] == "LauncherCommandGenerated"]
+    print("\n".join(generated))
+    if source.startswith("t9k"):
+        # T9k's relative cmd, taken in the launcher's workingDir, with its mca, mpiHome and extraMPIArgs.
+        assert len(generated) == 1, generated
+        assert "/usr/bin/mpirun" in generated[0] and "/home/mpiuser/pi" in generated[0], generated
+        assert "btl self,tcp" in generated[0] and "--bind-to none" in generated[0], generated

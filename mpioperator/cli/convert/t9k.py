@@ -71,8 +71,8 @@ def convert(source: Obj, ssh_auth_mount_path: str | None = None) -> Conversion:
     annotations.update(_mpi_settings(spec))
 
     ssh = spec.pop("ssh", None) or {}
-    mount_path = ssh_auth_mount_path or ssh.pop("sshAuthMountPath", None)
-    ssh.pop("sshAuthMountPath", None)
+    mount_path = ssh.pop("sshAuthMountPath", None)
+    mount_path = ssh_auth_mount_path or mount_path
     sshd = ssh.pop("sshdPath", None)
     left_over(ssh, "spec.ssh", done)
 
