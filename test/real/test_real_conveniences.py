@@ -178,6 +178,21 @@ def assert_kubeflows_launcher_log_commands_work(cluster: LocalCluster, ns: str, 
     assert_computed_pi(by_label, ranks=2)
 
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "migrating"
+
+
+def kubectl_mpijob_convert(manifest: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    """The installed console script, as a user runs it, reading the manifest from stdin."""
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("kubectl-mpijob")), "convert", "-f", "-", *flags],
+        input=manifest,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+
+
 # The source manifests the T9k and FFFFFaraway examples were converted from, with the tool's flags.
 CONVERT_SOURCES = {
     "t9k-pi.yaml": (),
@@ -191,20 +206,7 @@ def test_source_manifest_converted_by_kubectl_mpijob_convert_computes_pi(
 ) -> None:
     """The documented conversion only: `kubectl mpijob convert` of the other operator's manifest, applied
     as it prints it."""
-    path = Path(__file__).resolve().parents[1] / "fixtures" / "migrating" / source
-    converted = subprocess.run(
-        [
-            str(Path(sys.executable).with_name("kubectl-mpijob")),
-            "convert",
-            "-f",
-            str(path),
-            *CONVERT_SOURCES[source],
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
+    converted = kubectl_mpijob_convert((FIXTURES / source).read_text(), *CONVERT_SOURCES[source])
     print(f"$ kubectl mpijob convert -f {source}\n{converted.stdout}{converted.stderr}")
     assert "warning:" not in converted.stderr
     name = yaml.safe_load(converted.stdout)["metadata"]["name"]
@@ -223,3 +225,27 @@ def test_source_manifest_converted_by_kubectl_mpijob_convert_computes_pi(
         assert len(generated) == 1, generated
         assert "/usr/bin/mpirun" in generated[0] and "/home/mpiuser/pi" in generated[0], generated
         assert "btl self,tcp" in generated[0] and "--bind-to none" in generated[0], generated
+
+
+def test_t9k_ranks_per_worker_from_extra_mpi_args_run_that_many_ranks_on_each_worker(
+    real_cluster: LocalCluster, ns: str
+) -> None:
+    """T9k's manual runs `-N 3` ranks on each worker; converted, `-N` gives the slots per worker, so the
+    hostfile and the generated `-np` agree with it. Two here."""
+    source = yaml.safe_load((FIXTURES / "t9k-pi.yaml").read_text())
+    source["metadata"]["name"] = "t9k-per-node"
+    source["spec"]["worker"]["extraMPIArgs"] = ["-N", "2", "--bind-to", "none"]
+    converted = kubectl_mpijob_convert(yaml.safe_dump(source))
+    print(f"$ kubectl mpijob convert -f -\n{converted.stdout}{converted.stderr}")
+    assert yaml.safe_load(converted.stdout)["spec"]["slotsPerWorker"] == 2
+    real_cluster.kubectl("-n", ns, "apply", "-f", "-", input=converted.stdout)
+
+    run_to_success(Job(real_cluster, ns, "t9k-per-node"))
+
+    log = launcher_log(real_cluster, ns, "t9k-per-node")
+    print(f"$ kubectl logs job/t9k-per-node-launcher\n{log}")
+    assert_pi_ran_where_the_hostfile_says(real_cluster, ns, "t9k-per-node", log, ranks=4)
+    assert {host: len(ranks) for host, ranks in ranks_by_host(log).items()} == {
+        "t9k-per-node-worker-0": 2,
+        "t9k-per-node-worker-1": 2,
+    }, log

@@ -9,6 +9,8 @@ template; here it is a template of its own, made from the worker's container.
 
 from __future__ import annotations
 
+import itertools
+import shlex
 from typing import Any
 
 from mpioperator.api import constants as api
@@ -40,6 +42,8 @@ CLEAN_UP = {
     False: api.CLEAN_POD_POLICY_NONE,
     "none": api.CLEAN_POD_POLICY_NONE,
 }
+# Open MPI's "this many ranks on each host".
+PER_NODE_FLAGS = ("-N", "-npernode", "--npernode")
 _NEWER = (("mca", "mca"), ("home", "mpiHome"))
 _NEWER_WORKER = (("extraArgs", "extraMPIArgs"), ("script", "cmd"))
 
@@ -64,8 +68,11 @@ def convert(source: Obj, ssh_auth_mount_path: str | None = None) -> Conversion:
     if not cmd:
         raise ConversionError("spec.worker.cmd is required: the program mpirun starts on the workers")
     annotations[ext.LAUNCHER_PROGRAM] = words(cmd, "spec.worker.cmd")
+    per_node = None
     if worker.get("extraMPIArgs"):
-        annotations[ext.MPIRUN_EXTRA_ARGS] = words(worker.pop("extraMPIArgs"), "spec.worker.extraMPIArgs")
+        extra = words(worker.pop("extraMPIArgs"), "spec.worker.extraMPIArgs")
+        annotations[ext.MPIRUN_EXTRA_ARGS] = extra
+        per_node = _ranks_per_node(shlex.split(extra), done)
     replicas = worker.pop("replicas", None)
     left_over(worker, "spec.worker", done)
     annotations.update(_mpi_settings(spec))
@@ -98,7 +105,7 @@ def convert(source: Obj, ssh_auth_mount_path: str | None = None) -> Conversion:
     launcher: Obj = {"replicas": 1, "template": launcher_template}
     worker_spec: Obj = {"replicas": 1 if replicas is None else replicas, "template": worker_template}
     _restart_policies(restart, launcher, worker_spec, run_policy, done)
-    out: Obj = {}
+    out: Obj = {} if per_node is None else {"slotsPerWorker": per_node}
     if run_policy:
         out["runPolicy"] = run_policy
     if mount_path:
@@ -149,6 +156,19 @@ def _newer_shape(spec: Obj, done: Conversion) -> tuple[Obj | None, dict[str, Obj
             restart[role] = entry.pop("restartPolicy")
         left_over(entry, where, done)
     return launcher_template, restart
+
+
+def _ranks_per_node(extra: list[str], done: Conversion) -> int | None:
+    """The n of `-N n` (T9k's manual: three ranks on each worker): here that many slots per worker, so the
+    hostfile gives each worker the slots `-N` asks for and the generated `-np` agrees with it."""
+    for flag, value in itertools.pairwise(extra):
+        if flag in PER_NODE_FLAGS and value.isdigit() and int(value) > 0:
+            done.notes.append(
+                f"{flag} {value} in extraMPIArgs: slotsPerWorker {value}, so each worker's hostfile line has "
+                f"the slots it asks for (the generated line's -np is workers times {value})"
+            )
+            return int(value)
+    return None
 
 
 def _mpi_settings(spec: Obj) -> dict[str, str]:

@@ -63,6 +63,7 @@ def test_t9k_manual_random_walk_job_becomes_a_valid_mpijob_with_the_generated_li
         f"{P}mpi-home": "/usr/local",
     }
     assert job["spec"]["runPolicy"] == {"cleanPodPolicy": "All"}
+    assert job["spec"]["slotsPerWorker"] == 3  # -N 3: three ranks on each worker
     assert job["spec"]["launcherCreationPolicy"] == "WaitForWorkersReady"
     worker = replicas(job, "Worker")
     assert worker["replicas"] == 5
@@ -108,6 +109,22 @@ def test_launcher_is_the_worker_container_without_sshd_probes_and_devices() -> N
     ]
     assert replicas(done.job, "Worker")["template"] == template  # the worker as it was
     assert any("nvidia.com/gpu" in note for note in done.notes), done.notes
+
+
+@pytest.mark.parametrize("flag", ["-N", "-npernode", "--npernode"])
+def test_ranks_per_node_in_the_extra_args_are_the_slots_per_worker(flag: str) -> None:
+    job = convert(
+        t9k_job(worker={**t9k_job()["spec"]["worker"], "extraMPIArgs": ["--bind-to", "none", flag, "4"]})
+    ).job
+
+    assert job["spec"]["slotsPerWorker"] == 4
+    assert job["metadata"]["annotations"][f"{P}mpirun-extra-args"] == f"--bind-to none {flag} 4"
+
+
+def test_without_ranks_per_node_the_slots_are_left_to_the_default() -> None:
+    job = convert(t9k_job(worker={**t9k_job()["spec"]["worker"], "extraMPIArgs": ["-np", "4"]})).job
+
+    assert "slotsPerWorker" not in job["spec"]
 
 
 def test_the_mpi_worker_container_goes_first_as_upstream_takes_the_first() -> None:
