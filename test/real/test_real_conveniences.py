@@ -16,7 +16,7 @@ from mpioperator.controller.builders.secret import new_key_pair
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.jobs import Job
 from mpioperator.testing.operator import OperatorProcess
-from mpioperator.testing.ranks import ranks_by_host
+from mpioperator.testing.ranks import assert_ranks_ran_on_hostfile_hosts, ranks_by_host
 from mpioperator.testing.wait import wait_for
 from test.real.test_real_mpijobs import (
     RUN_TIMEOUT,
@@ -249,3 +249,30 @@ def test_t9k_ranks_per_worker_from_extra_mpi_args_run_that_many_ranks_on_each_wo
         "t9k-per-node-worker-0": 2,
         "t9k-per-node-worker-1": 2,
     }, log
+
+
+def test_t9k_manuals_random_walk_job_converted_by_the_tool_runs_three_ranks_on_each_of_five_workers(
+    real_cluster: LocalCluster, ns: str
+) -> None:
+    """T9k's user manual's job as it writes it: `cmd: ./random_walk 20 40 2` in the workingDir, `-N 3`,
+    Open MPI's recovery flags, root's sshd, mpiHome /usr/local. Only its image is swapped for our stand-in
+    (images/random-walk), T9k's not being in the node's registry."""
+    source = (FIXTURES / "t9k-random-walk.yaml").read_text()
+    assert source.count("t9kpublic/mpi-tutorial:2021022-2") == 1
+    converted = kubectl_mpijob_convert(
+        source.replace("t9kpublic/mpi-tutorial:2021022-2", "mpioperator/random-walk")
+    )
+    print(f"$ kubectl mpijob convert -f t9k-random-walk.yaml\n{converted.stdout}{converted.stderr}")
+    assert "warning:" not in converted.stderr
+    real_cluster.kubectl("-n", ns, "apply", "-f", "-", input=converted.stdout)
+
+    run_to_success(Job(real_cluster, ns, "mpi-example"))
+
+    log = launcher_log(real_cluster, ns, "mpi-example")
+    print(f"$ kubectl logs job/mpi-example-launcher\n{log}")
+    config = real_cluster.rest.get(f"/api/v1/namespaces/{ns}/configmaps/mpi-example-config")
+    assert_ranks_ran_on_hostfile_hosts(log, config["data"]["hostfile"], ranks=15)
+    assert {host: len(ranks) for host, ranks in ranks_by_host(log).items()} == {
+        f"mpi-example-worker-{i}": 3 for i in range(5)
+    }, log
+    assert "random walk done: 30 of 30 walkers finished on 15 ranks" in log, log
