@@ -13,6 +13,7 @@ import yaml
 
 from mpioperator.api import constants as api
 from mpioperator.cli import render
+from mpioperator.cli.convert import convert_text, to_yaml
 from mpioperator.client import MPIJobBuilder, MPIJobClient, status
 from mpioperator.client.errors import InvalidMPIJob, MPIJobError
 
@@ -111,12 +112,16 @@ def _types(value: str | None) -> list[str]:
     return [part.strip() for part in (value or "").split(",") if part.strip()]
 
 
-def read_jobs(filename: str) -> list[Obj]:
-    """The MPIJobs of a YAML file (several documents allowed); anything else in it is an error."""
+def read_text(filename: str) -> str:
     try:
-        text = sys.stdin.read() if filename == "-" else Path(filename).read_text()
+        return sys.stdin.read() if filename == "-" else Path(filename).read_text()
     except OSError as exc:
         raise InputError(f"cannot read {filename}: {exc.strerror or exc}") from None
+
+
+def read_jobs(filename: str) -> list[Obj]:
+    """The MPIJobs of a YAML file (several documents allowed); anything else in it is an error."""
+    text = read_text(filename)
     try:
         documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError as exc:
@@ -210,6 +215,21 @@ def resume(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def convert(args: argparse.Namespace, out: TextIO) -> int:
+    """The converted manifest on stdout, the warnings and notes on stderr, so `> job.yaml` keeps them
+    apart: a warning names a field that was not converted, a note where the behaviour differs."""
+    conversions = convert_text(read_text(args.filename), args.ssh_auth_mount_path)
+    err: TextIO = getattr(args, "err", None) or sys.stderr
+    for done in conversions:
+        name = done.job["metadata"]["name"]
+        for warning in done.warnings:
+            err.write(f"warning: {name}: {warning}\n")
+        for note in done.notes:
+            err.write(f"note: {name}: {note}\n")
+    out.write(to_yaml([done.job for done in conversions]))
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "submit": submit,
     "list": list_jobs,
@@ -219,4 +239,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "delete": delete,
     "suspend": suspend,
     "resume": resume,
+    "convert": convert,
 }

@@ -21,6 +21,7 @@ examples:
   kubectl mpijob submit -f examples/v2beta1/pi/pi.yaml
   kubectl mpijob submit pi --image mpioperator/mpi-pi:openmpi --workers 2 -- mpirun -n 2 /home/mpiuser/pi
   kubectl mpijob wait pi --timeout 600 && kubectl mpijob logs pi
+  kubectl mpijob convert -f t9k-mpijob.yaml > mpijob.yaml
 """
 
 
@@ -99,6 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
     suspend.add_argument("name")
     resume = command("resume", "resume a suspended MPIJob")
     resume.add_argument("name")
+
+    convert = command(
+        "convert", "print a T9k or FFFFFaraway MPIJob manifest as a kubeflow.org/v2beta1 MPIJob"
+    )
+    convert.add_argument("-f", "--filename", required=True, help="the manifest ('-' reads stdin)")
+    convert.add_argument(
+        "--ssh-auth-mount-path", help="where the SSH keys go (a non-root user's ~/.ssh); default /root/.ssh"
+    )
     return parser
 
 
