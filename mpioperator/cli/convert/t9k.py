@@ -207,20 +207,57 @@ def _run_mode(spec: Obj, annotations: dict[str, str], run_policy: Obj, done: Con
     debug = run_mode.pop("debug", None) or {}
     if _enabled(debug):
         annotations[ext.DEBUG_MODE] = "true"
-    for index, entry in enumerate(debug.pop("replicaSpecs", None) or []):
-        kind = str(entry.pop("type", "")).lower()
-        if kind in LAUNCHER_TYPES and entry.get("command"):
-            annotations[ext.DEBUG_COMMAND] = words(entry.pop("command"), "debug command")
-        left_over(entry, f"spec.runMode.debug.replicaSpecs[{index}] (type {kind})", done)
+    _replica_settings(
+        debug.pop("replicaSpecs", None), "spec.runMode.debug.replicaSpecs", _DEBUG_KEYS, annotations, done
+    )
     left_over(debug, "spec.runMode.debug", done)
     pause = run_mode.pop("pause", None) or {}
     if _enabled(pause):
         run_policy["suspend"] = True
-    for index, entry in enumerate(pause.pop("resumeSpecs", None) or []):
-        kind = str(entry.pop("type", "")).lower()
-        left_over(entry, f"spec.runMode.pause.resumeSpecs[{index}] (type {kind})", done)
+    _replica_settings(
+        pause.pop("resumeSpecs", None), "spec.runMode.pause.resumeSpecs", _RESUME_KEYS, annotations, done
+    )
     left_over(pause, "spec.runMode.pause", done)
     left_over(run_mode, "spec.runMode", done)
+
+
+# Per replica type: the annotation of its command, and the one listing the types whose init containers
+# are skipped.
+_DEBUG_KEYS = (
+    {api.LAUNCHER: ext.DEBUG_COMMAND, api.WORKER: ext.DEBUG_WORKER_COMMAND},
+    ext.DEBUG_SKIP_INIT_CONTAINERS,
+)
+_RESUME_KEYS = (
+    {api.LAUNCHER: ext.RESUME_LAUNCHER_COMMAND, api.WORKER: ext.RESUME_WORKER_COMMAND},
+    ext.RESUME_SKIP_INIT_CONTAINERS,
+)
+
+
+def _replica_settings(
+    entries: Any,
+    where: str,
+    keys: tuple[dict[str, str], str],
+    annotations: dict[str, str],
+    done: Conversion,
+) -> None:
+    """T9k's per-replica debug or resume settings (`type`, `command`, `args`, `skipInitContainer`) as
+    the annotations that hold them here: a command and its args as one line of shell words."""
+    commands, skip_key = keys
+    skipped: list[str] = []
+    for index, entry in enumerate(entries or []):
+        kind = str(entry.pop("type", "")).lower()
+        role = api.LAUNCHER if kind in LAUNCHER_TYPES else api.WORKER if kind == "worker" else None
+        here = f"{where}[{index}]"
+        if role is None:
+            raise ConversionError(f"{here}.type: unknown replica type {kind!r} (worker or launcher)")
+        command = [*(entry.pop("command", None) or []), *(entry.pop("args", None) or [])]
+        if command:
+            annotations[commands[role]] = words(command, f"{here}.command")
+        if entry.pop("skipInitContainer", False):
+            skipped.append(role)
+        left_over(entry, here, done)
+    if skipped:
+        annotations[skip_key] = ",".join(dict.fromkeys(skipped))
 
 
 def _scheduler(spec: Obj, run_policy: Obj, done: Conversion) -> None:

@@ -189,7 +189,7 @@ def test_an_unknown_clean_up_value_is_refused() -> None:
         convert(t9k_job(runPolicy={"cleanUpWorkers": "sometimes"}))
 
 
-def test_debug_mode_and_the_launchers_debug_command_are_annotations() -> None:
+def test_debug_mode_and_each_replicas_debug_settings_are_annotations() -> None:
     debug = {
         "enabled": True,
         "replicaSpecs": [
@@ -203,19 +203,41 @@ def test_debug_mode_and_the_launchers_debug_command_are_annotations() -> None:
     annotations = done.job["metadata"]["annotations"]
     assert annotations[f"{P}debug-mode"] == "true"
     assert annotations[f"{P}debug-command"] == "sleep 7200"
-    worker_settings = [w for w in done.warnings if "replicaSpecs[1] (type worker)" in w]
-    assert len(worker_settings) == 2, done.warnings  # skipInitContainer and command, each named
-    assert any(".skipInitContainer" in w for w in worker_settings)
-    assert any(".command" in w for w in worker_settings)
+    assert annotations[f"{P}debug-worker-command"] == "sleep inf"
+    assert annotations[f"{P}debug-skip-init-containers"] == "Worker"
+    assert not [w for w in done.warnings if "runMode" in w], done.warnings
 
 
-def test_pause_is_suspend_and_resume_specs_are_warned_about() -> None:
-    pause = {"enable": True, "resumeSpecs": [{"type": "worker", "command": ["/usr/bin/sshd"]}]}
+def test_pause_is_suspend_and_resume_specs_are_the_resume_annotations() -> None:
+    pause = {
+        "enable": True,
+        "resumeSpecs": [
+            {"type": "worker", "command": ["/usr/sbin/sshd"], "args": ["-De"], "skipInitContainer": True},
+            {"type": "launcher", "command": ["mpirun", "./train"], "skipInitContainer": True},
+        ],
+    }
 
     done = convert(t9k_job(runMode={"pause": pause}))
 
     assert done.job["spec"]["runPolicy"] == {"suspend": True}
-    assert any("resumeSpecs[0] (type worker).command" in w for w in done.warnings), done.warnings
+    annotations = done.job["metadata"]["annotations"]
+    assert annotations[f"{P}resume-worker-command"] == "/usr/sbin/sshd -De"
+    assert annotations[f"{P}resume-launcher-command"] == "mpirun ./train"
+    assert annotations[f"{P}resume-skip-init-containers"] == "Worker,Launcher"
+    assert not [w for w in done.warnings if "runMode" in w], done.warnings
+
+
+def test_a_setting_of_a_mode_this_operator_has_no_place_for_is_named() -> None:
+    debug = {"enabled": True, "replicaSpecs": [{"type": "worker", "image": "debug:latest"}]}
+
+    done = convert(t9k_job(runMode={"debug": debug}))
+
+    assert any("replicaSpecs[0].image" in w for w in done.warnings), done.warnings
+
+
+def test_a_mode_for_an_unknown_replica_type_is_refused() -> None:
+    with pytest.raises(ConversionError, match=r"resumeSpecs\[0\]\.type: unknown replica type 'ps'"):
+        convert(t9k_job(runMode={"pause": {"resumeSpecs": [{"type": "ps"}]}}))
 
 
 def test_t9k_scheduler_queue_is_the_scheduling_policys_and_priority_is_warned_about() -> None:
