@@ -181,10 +181,12 @@ class ChildReconciler:
 
     async def config_map(self, job: Obj) -> Obj:
         ns = job["metadata"]["namespace"]
+        # Ours (decisions-local L36): only pods the job made are its hosts; upstream lists any Running pod
+        # with the worker labels.
         running = [
             p
             for p in self._l.pods.select(ns, worker_selector(job))
-            if p.get("status", {}).get("phase") == "Running"
+            if p.get("status", {}).get("phase") == "Running" and is_controlled_by(p, job)
         ]
         desired = configmap.new_config_map(job, running, self._domain)
         cached = self._l.config_maps.get(ns, desired["metadata"]["name"])

@@ -39,6 +39,7 @@ from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.rejections import ChildRejected, Holds
 from mpioperator.controller.restarts import Restarter
 from mpioperator.controller.status import compute_status
+from mpioperator.controller.worker_roll import Rolls
 from mpioperator.kube import errors
 from mpioperator.kube.resources import MPIJOBS
 from mpioperator.podgroup.backend import PodGroupBackend
@@ -142,6 +143,7 @@ class JobSyncer:
             backend, listers.pod_groups, listers.priority_classes, writer, recorder
         )
         self._restarter = Restarter(listers, writer, recorder, self._children, self._recent)
+        self._rolls = Rolls(listers, writer, recorder)  # edits reaching the pods (L14)
 
     def has_job(self, namespace: str, name: str) -> bool:
         return self._l.mpijobs.get(namespace, name) is not None
@@ -220,7 +222,7 @@ class JobSyncer:
         if restarts.labelled(job):
             # Ours (docs/extensions.md): a whole-job restart, and nothing of a new attempt made while
             # anything of an earlier one is left.
-            failure = None if suspended else self._restarter.failure(job)
+            failure = None if suspended else self._restarter.failure(job) or self._restarter.edited(job)
             if failure is not None:
                 await self._restarter.restart(cached, job, failure, now)
                 self._reporter.forget(uid)
@@ -234,9 +236,8 @@ class JobSyncer:
             await self._clean_up(job, status)
 
         launcher_pods = self._l.pods.owned_by(launcher["metadata"].get("uid", "")) if launcher else []
-        observed = self._reporter.observe(
-            job, launcher_pods, self._observed_workers(job, step, suspended), now
-        )
+        observed_workers = self._observed_workers(job, step, suspended)
+        observed = self._reporter.observe(job, launcher_pods, observed_workers, now)
         result = compute_status(
             job,
             launcher=launcher,
@@ -255,6 +256,7 @@ class JobSyncer:
         for event in events:
             self._rec.record(job, event.type, event.reason, event.message)
         self._conveniences.debug_status(job, result.status, launcher, now)
+        self._rolls.report(job, result.status, launcher, launcher_pods, observed_workers, now)
         self._observe(job, cached, result.status, launcher)
         if not self.has_job(ns, name):
             # Deleted while this sync awaited its writes: the delete handler has already forgotten the
@@ -280,10 +282,12 @@ class JobSyncer:
         clock = now.timestamp()
         workers: list[Obj] = []
         launcher: Obj | None = None
-        done = waits_for_secret = rolled = False
+        done = waits_for_secret = rolled = renewing = False
         try:
             launcher = self._children.launcher(job)
             await self._conveniences.end_debug_mode(job, launcher)
+            if renewing := await self._conveniences.renew_launcher_for_resume(job, launcher):
+                launcher = None
             done = launcher is not None and children.launcher_done(launcher)
             held_for = self._holds.remaining(uid, generation, clock)
             if held_for is not None:
@@ -297,8 +301,10 @@ class JobSyncer:
                         running = launcher is not None and not launcher.get("spec", {}).get("suspend")
                         await self._pod_groups.get_or_create(job, launcher_exists=running)
                     workers = await self._children.workers(job)
-                    rolled = await self._conveniences.roll_workers(job, launcher, workers)
-                may_create = not (waits_for_secret or rolled) and children.may_create_launcher(job, workers)
+                    rolled, launcher = await self._rolls.before_start(job, launcher, workers)
+                may_create = not (waits_for_secret or rolled or renewing) and children.may_create_launcher(
+                    job, workers
+                )
                 if launcher is None and may_create:
                     launcher = await self._children.create_launcher(job)
                     self._conveniences.launcher_created(job, launcher)

@@ -9,6 +9,7 @@ from mpioperator.api import constants as api
 from mpioperator.api.names import config_map_name, launcher_name
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import child_metadata, controller_ref
+from mpioperator.controller.builders import worker_template
 from mpioperator.controller.builders.host_waiter import HostWaiter, add_host_waiter
 from mpioperator.controller.builders.launcher_command import mark_debug, set_launcher_command
 from mpioperator.controller.builders.podspec import (
@@ -172,6 +173,7 @@ def new_launcher_job(
     metadata["labels"].update(restarts.attempt_labels(job))  # ours: only for a job that restarts as a whole
     body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
     mark_debug(job, body)
+    worker_template.stamp_launcher(job, body)  # ours: only with the roll annotation
     return body, overridden
 
 

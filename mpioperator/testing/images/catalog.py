@@ -79,6 +79,12 @@ CATALOG: tuple[Image, ...] = (
     Image(OPERATOR, "Dockerfile", ".", PYTHON_BASE, {"PYTHON_BASE": PYTHON_BASE}),
     # Horovod and TensorFlow for the Horovod examples; its cold build compiles Horovod (12-15 minutes here).
     Image(
+        "mpioperator/random-walk",
+        "images/random-walk/Dockerfile",
+        "images/random-walk",
+        "mpioperator/openmpi",
+    ),
+    Image(
         "mpioperator/horovod:0.28.1-tf2.15",
         "images/horovod/Dockerfile",
         "images/horovod",

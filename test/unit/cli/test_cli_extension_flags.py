@@ -40,6 +40,16 @@ def test_every_annotation_has_a_submit_flag() -> None:
             "--roll-workers-on-template-change",
             "--hostfile-path",
             "/kubeflow/openmpi/assets/hostfile",
+            "--debug-worker-command",
+            "sleep infinity",
+            "--debug-skip-init-containers",
+            "Launcher,Worker",
+            "--resume-launcher-command",
+            "/home/mpiuser/resume.sh --from-checkpoint",
+            "--resume-worker-command",
+            "/usr/sbin/sshd -De",
+            "--resume-skip-init-containers",
+            "Worker",
         ]
     )
 
@@ -58,6 +68,11 @@ def test_every_annotation_has_a_submit_flag() -> None:
         "mpioperator.io/ssh-secret": "site-keys",
         "mpioperator.io/roll-workers-on-template-change": "true",
         "mpioperator.io/hostfile-path": "/kubeflow/openmpi/assets/hostfile",
+        "mpioperator.io/debug-worker-command": "sleep infinity",
+        "mpioperator.io/debug-skip-init-containers": "Launcher,Worker",
+        "mpioperator.io/resume-launcher-command": "/home/mpiuser/resume.sh --from-checkpoint",
+        "mpioperator.io/resume-worker-command": "/usr/sbin/sshd -De",
+        "mpioperator.io/resume-skip-init-containers": "Worker",
     }
     assert set(annotations) == documented_annotations()
     assert len(EXTENSION_FLAGS) == len(annotations)

@@ -28,7 +28,16 @@ def test_every_annotation_of_the_operator_has_a_setter() -> None:
         .worker_startup_deadline_seconds(300)
         .keep_failed_launcher()
         .wait_for_ssh_port(2222)
-        .debug_mode(command=["sh", "-c", "sleep 7200"])
+        .debug_mode(
+            command=["sh", "-c", "sleep 7200"],
+            worker_command=["sleep", "infinity"],
+            skip_init_containers=["Launcher", "Worker"],
+        )
+        .on_resume(
+            launcher_command=["/home/mpiuser/resume.sh", "--from-checkpoint"],
+            worker_command=["/usr/sbin/sshd", "-De"],
+            skip_init_containers=["Worker"],
+        )
         .launcher_program(
             "/home/mpiuser/pi",
             "--digits",
@@ -56,6 +65,11 @@ def test_every_annotation_of_the_operator_has_a_setter() -> None:
         "mpioperator.io/ssh-secret": "site-keys",
         "mpioperator.io/roll-workers-on-template-change": "true",
         "mpioperator.io/hostfile-path": "/kubeflow/openmpi/assets/hostfile",
+        "mpioperator.io/debug-worker-command": "sleep infinity",
+        "mpioperator.io/debug-skip-init-containers": "Launcher,Worker",
+        "mpioperator.io/resume-launcher-command": "/home/mpiuser/resume.sh --from-checkpoint",
+        "mpioperator.io/resume-worker-command": "/usr/sbin/sshd -De",
+        "mpioperator.io/resume-skip-init-containers": "Worker",
     }
     assert set(job["metadata"]["annotations"]) == documented_annotations()
 
