@@ -15,6 +15,8 @@ from mpioperator.api.objects import Obj
 PREFIX = "mpioperator.io/"
 WORKER_STARTUP_DEADLINE = f"{PREFIX}worker-startup-deadline-seconds"
 KEEP_FAILED_LAUNCHER = f"{PREFIX}keep-failed-launcher"
+WAIT_FOR_SSH_PORT = f"{PREFIX}wait-for-ssh-port"
+_PORT = re.compile(r"[0-9]{1,5}")
 _BOOLEANS = ("false", "true")
 # As Kubernetes' own second counts (activeDeadlineSeconds): an int64. ASCII digits only, as Go's
 # strconv reads them: str.isdigit() also takes "²", which int() then refuses.
@@ -46,6 +48,20 @@ def keep_failed_launcher(job: Obj) -> bool:
     return _annotations(job).get(KEEP_FAILED_LAUNCHER, "").strip().lower() == "true"
 
 
+def wait_for_ssh_port(job: Obj) -> int | None:
+    """The port the launcher waits for on every host before its own container starts; None: no wait."""
+    value = _annotations(job).get(WAIT_FOR_SSH_PORT)
+    return None if value is None else _port(value)
+
+
+def _port(value: str) -> int | None:
+    text = value.strip()
+    if _PORT.fullmatch(text) is None:
+        return None
+    port = int(text)
+    return port if 0 < port < 65536 else None
+
+
 def validate_annotations(job: Obj) -> list[FieldError]:
     errors: list[FieldError] = []
     annotations = _annotations(job)
@@ -62,4 +78,9 @@ def validate_annotations(job: Obj) -> list[FieldError]:
     keep = annotations.get(KEEP_FAILED_LAUNCHER)
     if keep is not None and keep.strip().lower() not in _BOOLEANS:
         errors.append(not_supported(path.format(KEEP_FAILED_LAUNCHER), JSONString(keep), _BOOLEANS))
+    port = annotations.get(WAIT_FOR_SSH_PORT)
+    if port is not None and _port(port) is None:
+        errors.append(
+            invalid(path.format(WAIT_FOR_SSH_PORT), JSONString(port), "must be a port number, 1-65535")
+        )
     return errors

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 from mpioperator.api.extensions import MAX_SECONDS
+from mpioperator.controller.builders.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
 from mpioperator.kube.protoapi import PROTOBUF
 
 
@@ -41,6 +42,7 @@ class Options:
     controller_queue_burst: int = 100
     cluster_domain: str = ""
     worker_startup_deadline_seconds: int = 0
+    host_waiter_image: str = DEFAULT_HOST_WAITER_IMAGE
     log_format: str = "auto"
     verbosity: int = 0
     shutdown_timeout: float = 10.0
@@ -134,6 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _flag(
         parser,
+        "wait-for-hosts-image",
+        default=DEFAULT_HOST_WAITER_IMAGE,
+        help="image of the launcher's init container that waits for its hosts (a job's annotation "
+        "mpioperator.io/wait-for-ssh-port asks for it): the operator's own image",
+    )
+    _flag(
+        parser,
         "log-format",
         choices=["auto", "json", "console"],
         default="auto",
@@ -182,6 +191,7 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
         controller_queue_burst=ns.controller_queue_burst,
         cluster_domain=ns.cluster_domain,
         worker_startup_deadline_seconds=ns.worker_startup_deadline_seconds,
+        host_waiter_image=ns.wait_for_hosts_image,
         log_format=ns.log_format,
         verbosity=ns.v,
         shutdown_timeout=ns.shutdown_timeout,
@@ -221,5 +231,7 @@ def validate(options: Options) -> None:
             "worker-startup-deadline-seconds",
             f"{options.worker_startup_deadline_seconds} (must be 0-{MAX_SECONDS})",
         )
+    if not options.host_waiter_image.strip():
+        fail("wait-for-hosts-image", "must not be empty")
     if options.shutdown_timeout < 0:
         fail("shutdown-timeout", "must be >= 0")

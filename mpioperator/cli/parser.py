@@ -115,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
 EXTENSION_FLAGS = {
     "worker_startup_deadline_seconds": "--worker-startup-deadline-seconds",
     "keep_failed_launcher": "--keep-failed-launcher",
+    "wait_for_ssh_port": "--wait-for-ssh-port",
     "debug": "--debug",
     "debug_command": "--debug-command",
     "debug_worker_command": "--debug-worker-command",
@@ -141,6 +142,12 @@ def _extension_flags(submit: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--keep-failed-launcher", action="store_true", help="each launcher attempt a pod that stays"
+    )
+    group.add_argument(
+        "--wait-for-ssh-port",
+        type=_positive,
+        metavar="PORT",
+        help="start mpirun once every worker resolves and accepts connections on this port (sshd's)",
     )
     group.add_argument(
         "--debug", action="store_true", help="debug mode: the launcher waits, run mpirun by hand"

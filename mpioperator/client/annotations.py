@@ -30,6 +30,12 @@ class AnnotationSetters:
         self._annotations[extensions.KEEP_FAILED_LAUNCHER] = _flag(enabled)
         return self
 
+    def wait_for_ssh_port(self, port: int) -> Self:
+        """The launcher starts mpirun only once every host of its hostfile resolves and accepts connections
+        on `port` (the workers' sshd), within the job's start-up deadline."""
+        self._annotations[extensions.WAIT_FOR_SSH_PORT] = str(port)
+        return self
+
     def debug_mode(
         self,
         enabled: bool = True,

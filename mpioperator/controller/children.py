@@ -12,6 +12,7 @@ from mpioperator.api import constants as api
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller.builders import configmap, launcher_job, secret, service, worker_pod
+from mpioperator.controller.builders.host_waiter import HostWaiter
 from mpioperator.controller.builders.podspec import UPSTREAM_KEYS, SSHKeys
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING
@@ -104,8 +105,10 @@ class ChildReconciler:
         recorder: Recorder,
         cluster_domain: str,
         backend: PodGroupBackend | None = None,
+        host_waiter: HostWaiter | None = None,
     ) -> None:
         self._l = listers
+        self._host_waiter = host_waiter or HostWaiter()
         self._w = writer
         self._rec = recorder
         self._domain = cluster_domain
@@ -305,7 +308,7 @@ class ChildReconciler:
 
     async def create_launcher(self, job: Obj) -> Obj:
         desired, overridden = launcher_job.new_launcher_job(
-            job, decorator_for(self._backend, job), self._ssh_keys(job)
+            job, decorator_for(self._backend, job), self._ssh_keys(job), self._host_waiter
         )
         if overridden:
             self._rec.record(

@@ -19,6 +19,7 @@ from mpioperator.cache.factory import SharedInformerFactory
 from mpioperator.cache.informer import SharedInformer
 from mpioperator.cache.keys import DeletedFinalStateUnknown, deleted_object, split_key
 from mpioperator.clock import Clock
+from mpioperator.controller.builders.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
 from mpioperator.controller.enqueue import launcher_pod_ended, owning_mpijob_key, spec_changed
 from mpioperator.controller.errors import ControllerStopped, SyncError
 from mpioperator.controller.events import EventRecorder
@@ -70,6 +71,8 @@ class ControllerSettings:
     # Seconds for a job's workers to be all Ready before it fails; 0 leaves it to each job's annotation
     # `mpioperator.io/worker-startup-deadline-seconds` (off unless set: upstream's behaviour).
     worker_startup_deadline_seconds: int = 0
+    # The image of the launcher's wait-for-hosts init container (mpioperator.io/wait-for-ssh-port).
+    host_waiter_image: str = DEFAULT_HOST_WAITER_IMAGE
     # Child events and the echoes of our own status writes wait this long, so the events of one job's
     # pods starting one after another become one sync and one status write instead of one each
     # (decisions-local L6). Spec changes do not wait.
@@ -158,6 +161,7 @@ class MPIJobController:
             settings=SyncSettings(
                 cluster_domain=settings.cluster_domain,
                 worker_startup_deadline_seconds=settings.worker_startup_deadline_seconds,
+                host_waiter_image=settings.host_waiter_image,
             ),
             backend=self.backend,
         )

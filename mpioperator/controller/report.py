@@ -4,7 +4,8 @@
 * `PodsStuck` and `unhealthyPods`: pods that cannot start or keep crashing, with the scheduler's or the
   kubelet's reason (health.py);
 * the Failed message goes on to name the workers that ended badly and the launcher's last words;
-* the worker start-up deadline (startup_deadline.py);
+* the worker start-up deadline (startup_deadline.py), and a launcher that waited for its hosts past it
+  (host_wait.py);
 * `phase` and `podCounts` (phase.py), `aggregate` and `tasks` (tasks.py).
 
 Each is computed from the caches like the rest of the status and written in the same status write, so it
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from mpioperator.api import accessors, names
 from mpioperator.api import constants as api
 from mpioperator.api.objects import Obj
-from mpioperator.controller import health, phase, startup_deadline, tasks
+from mpioperator.controller import health, host_wait, phase, startup_deadline, tasks
 from mpioperator.controller.conditions import is_finished
 from mpioperator.controller.problems import PodProblem, last_words, stuck_pods, worker_endings
 from mpioperator.controller.rejections import (
@@ -104,8 +105,14 @@ class Reporter:
             seconds=seconds,
             now=now,
         )
+        unreachable = ""
+        if not verdict.expired and not accessors.suspended(job):
+            unreachable = host_wait.gave_up(launcher_pods)
+            if unreachable:
+                verdict = startup_deadline.Verdict(True, unreachable)
         words = self._remember(job["metadata"].get("uid", ""), last_words(launcher_pods))
-        detail = "; ".join(part for part in (worker_endings(workers), words) if part)
+        # A waiter that gave up: its last words are the verdict's message already.
+        detail = "; ".join(part for part in (worker_endings(workers), words) if part and not unreachable)
         waits = [w for w in (crash_recheck, verdict.recheck_after) if w is not None]
         return Observed(
             job, (launcher_pods, workers), problems, verdict, detail, min(waits) if waits else None

@@ -25,7 +25,9 @@ from mpioperator.api.defaults import set_defaults
 from mpioperator.api.objects import Obj
 from mpioperator.api.validation import aggregate_message, validate_mpijob
 from mpioperator.cache.keys import split_key
-from mpioperator.controller import children, conditions, report, status_writer
+from mpioperator.controller import children, conditions, host_wait, report, status_writer
+from mpioperator.controller.builders.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
+from mpioperator.controller.builders.host_waiter import HostWaiter
 from mpioperator.controller.conditions import format_time
 from mpioperator.controller.conveniences import SECRET_RECHECK_SECONDS, Conveniences
 from mpioperator.controller.errors import SyncError
@@ -61,6 +63,8 @@ class SyncSettings:
     cluster_domain: str = ""
     # --worker-startup-deadline-seconds: 0 leaves it to each job's annotation (off by default).
     worker_startup_deadline_seconds: int = 0
+    # The image of the launcher's wait-for-hosts init container (mpioperator.io/wait-for-ssh-port).
+    host_waiter_image: str = DEFAULT_HOST_WAITER_IMAGE
 
 
 @dataclass(slots=True)
@@ -130,8 +134,9 @@ class JobSyncer:
         self._reporter = report.Reporter(self._settings.worker_startup_deadline_seconds)
         self._counts_settle = report.CountsSettle()
         backend = backend or NullBackend()
+        waiter = HostWaiter(self._settings.host_waiter_image, self._settings.worker_startup_deadline_seconds)
         self._children = children.ChildReconciler(
-            listers, writer, recorder, self._settings.cluster_domain, backend
+            listers, writer, recorder, self._settings.cluster_domain, backend, waiter
         )
         self._conveniences = Conveniences(listers, writer, recorder)  # issue 18's annotations
         self._pod_groups = PodGroupReconciler(
@@ -368,10 +373,17 @@ class JobSyncer:
         policy = accessors.clean_pod_policy(job)
         if policy in (api.CLEAN_POD_POLICY_ALL, api.CLEAN_POD_POLICY_RUNNING):
             await self._clean_up(job, status)
-            if policy == api.CLEAN_POD_POLICY_ALL:
-                await self._children.stop_launcher(job)
+        if policy == api.CLEAN_POD_POLICY_ALL or self._launcher_gave_up(job):
+            await self._children.stop_launcher(job)
         await status_writer.write_if_changed(self._w, cached, status, self._recent)
         return await self._expire(job)
+
+    def _launcher_gave_up(self, job: Obj) -> bool:
+        """Whether the launcher's wait-for-hosts gave up: its pod would only wait again (host_wait.py)."""
+        launcher = self._l.jobs.get(job["metadata"]["namespace"], names.launcher_name(job))
+        if launcher is None:
+            return False
+        return bool(host_wait.gave_up(self._l.pods.owned_by(launcher["metadata"].get("uid", ""))))
 
     async def _clean_up(self, job: Obj, status: Obj) -> None:
         """upstream's cleanUpWorkerPods: worker pods per cleanPodPolicy, then the gang's PodGroup (§3.9)."""

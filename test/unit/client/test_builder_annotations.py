@@ -27,6 +27,7 @@ def test_every_annotation_of_the_operator_has_a_setter() -> None:
         .image(PI)
         .worker_startup_deadline_seconds(300)
         .keep_failed_launcher()
+        .wait_for_ssh_port(2222)
         .debug_mode(
             command=["sh", "-c", "sleep 7200"],
             worker_command=["sleep", "infinity"],
@@ -54,6 +55,7 @@ def test_every_annotation_of_the_operator_has_a_setter() -> None:
     assert job["metadata"]["annotations"] == {
         "mpioperator.io/worker-startup-deadline-seconds": "300",
         "mpioperator.io/keep-failed-launcher": "true",
+        "mpioperator.io/wait-for-ssh-port": "2222",
         "mpioperator.io/debug-mode": "true",
         "mpioperator.io/debug-command": "sh -c 'sleep 7200'",
         "mpioperator.io/launcher-program": "/home/mpiuser/pi --digits 9",
@@ -100,6 +102,7 @@ def test_switches_can_be_set_off_and_the_generated_line_parsed_back() -> None:
             MPIJobBuilder("bad").image(PI).worker_startup_deadline_seconds(-1),
             "mpioperator.io/worker-startup-deadline-seconds",
         ),
+        (MPIJobBuilder("bad").image(PI).wait_for_ssh_port(70000), "mpioperator.io/wait-for-ssh-port"),
         (
             MPIJobBuilder("bad").image(PI).launcher_command("mpirun").launcher_program("/p"),
             "mpioperator.io/launcher-program",

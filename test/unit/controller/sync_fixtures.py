@@ -27,7 +27,7 @@ from mpioperator.controller.builders import configmap, launcher_job, secret, ser
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.ports import Listers
 from mpioperator.controller.secret_cache import SECRET_CACHE_PROJECTION
-from mpioperator.controller.sync import JobSyncer, SyncResult
+from mpioperator.controller.sync import JobSyncer, SyncResult, SyncSettings
 from mpioperator.controller.tasks import AGGREGATE_KEYS
 from mpioperator.kube import errors
 from mpioperator.kube.resources import Resource
@@ -155,7 +155,13 @@ _LISTS |= {"Secret": "secrets", "Service": "services"}
 class Scene:
     """The caches hold `job` and `children`; `sync()` runs one reconcile of the job's key."""
 
-    def __init__(self, job: Obj, *children: Obj, writer: RecordingWriter | None = None) -> None:
+    def __init__(
+        self,
+        job: Obj,
+        *children: Obj,
+        writer: RecordingWriter | None = None,
+        settings: SyncSettings | None = None,
+    ) -> None:
         self.job = job
         kinds: dict[str, list[Obj]] = {attr: [] for attr in _LISTS.values()}
         self.writer = writer or RecordingWriter()
@@ -176,6 +182,7 @@ class Scene:
             self.recorder,
             self.metrics,
             utcnow=self.clock.utcnow,
+            settings=settings,
         )
 
     async def sync(self, key: str | None = None) -> SyncResult:
