@@ -217,7 +217,63 @@ def extension_status() -> Schema:
     return {
         "phase": desc(
             "The job in one word, read off its conditions.",
-            {"type": "string", "enum": ["Pending", "Running", "Suspended", "Succeeded", "Failed"]},
+            {
+                "type": "string",
+                "enum": ["Pending", "Running", "Suspended", "Resuming", "Unknown", "Succeeded", "Failed"],
+            },
+        ),
+        "aggregate": desc(
+            "The job's pods counted once each, job-wide: not made yet (creating), being deleted (deleted), "
+            "else by phase.",
+            {
+                "type": "object",
+                "properties": {
+                    name: count
+                    for name in (
+                        "creating",
+                        "pending",
+                        "running",
+                        "succeeded",
+                        "failed",
+                        "unknown",
+                        "deleted",
+                    )
+                },
+            },
+        ),
+        "tasks": desc(
+            "Per replica type, its pods' names, uids, phases and restarts: at most 32 of each type (workers "
+            "by index, the launcher's newest first), `truncated` saying how many more there are.",
+            {
+                "type": "array",
+                "maxItems": 2,
+                "x-kubernetes-list-type": "atomic",
+                "items": {
+                    "type": "object",
+                    "required": ["type"],
+                    "properties": {
+                        "type": {"type": "string"},
+                        "restartCount": count,
+                        "truncated": count,
+                        "pods": {
+                            "type": "array",
+                            "maxItems": 32,
+                            "x-kubernetes-list-type": "atomic",
+                            "items": {
+                                "type": "object",
+                                "required": ["name"],
+                                "properties": {
+                                    "name": {"type": "string"},
+                                    "uid": {"type": "string"},
+                                    "phase": {"type": "string"},
+                                    "restartCount": count,
+                                    "deleting": {"type": "boolean"},
+                                },
+                            },
+                        },
+                    },
+                },
+            },
         ),
         "podCounts": desc(
             "Pods per replica type (Launcher, Worker) by phase, the Ready ones, and their restarts.",
@@ -363,6 +419,25 @@ def crd(resolver: Resolver) -> Schema:
                             "jsonPath": ".spec.mpiReplicaSpecs.Worker.replicas",
                         },
                         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+                        # `-o wide`: the pods as they were at the last status write (aggregate).
+                        {
+                            "name": "Running",
+                            "type": "integer",
+                            "jsonPath": ".status.aggregate.running",
+                            "priority": 1,
+                        },
+                        {
+                            "name": "Pending",
+                            "type": "integer",
+                            "jsonPath": ".status.aggregate.pending",
+                            "priority": 1,
+                        },
+                        {
+                            "name": "Failed",
+                            "type": "integer",
+                            "jsonPath": ".status.aggregate.failed",
+                            "priority": 1,
+                        },
                     ],
                     "schema": {"openAPIV3Schema": mpijob_schema(resolver)},
                 }

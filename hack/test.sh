@@ -30,6 +30,10 @@ echo "scheduler-plugins: $SCHEDULER_PLUGINS_BIN"
 VOLCANO_SCHEDULER_BIN=$(bash hack/build-volcano-scheduler.sh)
 export VOLCANO_SCHEDULER_BIN
 echo "volcano scheduler: $VOLCANO_SCHEDULER_BIN"
+# Kueue runs beside the operator in test/e2e/test_kueue.py.
+KUEUE_BIN=$(bash hack/build-kueue.sh)
+export KUEUE_BIN
+echo "kueue: $KUEUE_BIN"
 # The chart's tests drive the real helm; the observability tests a real Prometheus and promtool.
 HELM_BIN=$(bash hack/build-helm.sh)
 PROMETHEUS_BIN=$(bash hack/build-prometheus.sh)

@@ -31,6 +31,13 @@ MPI_HOME = f"{PREFIX}mpi-home"
 SSH_SECRET = f"{PREFIX}ssh-secret"
 ROLL_WORKERS = f"{PREFIX}roll-workers-on-template-change"
 HOSTFILE_PATH = f"{PREFIX}hostfile-path"
+# Per replica type in debug mode and after a resume (T9k's runMode.debug.replicaSpecs and resumeSpecs);
+# read by replica_modes.py. The launcher's command in debug mode is DEBUG_COMMAND.
+DEBUG_WORKER_COMMAND = f"{PREFIX}debug-worker-command"
+DEBUG_SKIP_INIT_CONTAINERS = f"{PREFIX}debug-skip-init-containers"
+RESUME_LAUNCHER_COMMAND = f"{PREFIX}resume-launcher-command"
+RESUME_WORKER_COMMAND = f"{PREFIX}resume-worker-command"
+RESUME_SKIP_INIT_CONTAINERS = f"{PREFIX}resume-skip-init-containers"
 
 DEFAULT_DEBUG_COMMAND = ("sleep", "infinity")
 # shlex reads about 100 KB a second and a sync reads the words a few times: a 200 KB value held the event
@@ -90,6 +97,12 @@ def _words(value: str | None) -> tuple[str, ...] | None:
 def _too_long(value: str) -> bool:
     # Bytes as the API server counts them; a lone surrogate from a JSON escape must not raise here.
     return len(value) > MAX_WORDS_BYTES or len(value.encode("utf-8", "surrogatepass")) > MAX_WORDS_BYTES
+
+
+def shell_words(value: str | None) -> tuple[str, ...] | None:
+    """Shell words of an annotation's value (quotes allowed, no expansion); `()` for an absent one, None
+    when the quoting is broken or the value longer than MAX_WORDS_BYTES."""
+    return _words(value)
 
 
 def debug_command(job: Obj) -> tuple[str, ...]:

@@ -21,6 +21,8 @@ LAUNCH_AGENT = f"{PREFIX}launch-agent"
 AGENT_SSH = "ssh"
 AGENT_EXEC = "exec"
 _AGENTS = (AGENT_SSH, AGENT_EXEC)
+WAIT_FOR_SSH_PORT = f"{PREFIX}wait-for-ssh-port"
+_PORT = re.compile(r"[0-9]{1,5}")
 _BOOLEANS = ("false", "true")
 # As Kubernetes' own second counts (activeDeadlineSeconds): an int64. ASCII digits only, as Go's
 # strconv reads them: str.isdigit() also takes "²", which int() then refuses.
@@ -56,6 +58,20 @@ def exec_agent(job: Obj) -> bool:
     return _annotations(job).get(LAUNCH_AGENT, "").strip() == AGENT_EXEC
 
 
+def wait_for_ssh_port(job: Obj) -> int | None:
+    """The port the launcher waits for on every host before its own container starts; None: no wait."""
+    value = _annotations(job).get(WAIT_FOR_SSH_PORT)
+    return None if value is None else _port(value)
+
+
+def _port(value: str) -> int | None:
+    text = value.strip()
+    if _PORT.fullmatch(text) is None:
+        return None
+    port = int(text)
+    return port if 0 < port < 65536 else None
+
+
 def validate_annotations(job: Obj) -> list[FieldError]:
     errors: list[FieldError] = []
     annotations = _annotations(job)
@@ -75,4 +91,9 @@ def validate_annotations(job: Obj) -> list[FieldError]:
     agent = annotations.get(LAUNCH_AGENT)
     if agent is not None and agent.strip() not in _AGENTS:
         errors.append(not_supported(path.format(LAUNCH_AGENT), JSONString(agent), _AGENTS))
+    port = annotations.get(WAIT_FOR_SSH_PORT)
+    if port is not None and _port(port) is None:
+        errors.append(
+            invalid(path.format(WAIT_FOR_SSH_PORT), JSONString(port), "must be a port number, 1-65535")
+        )
     return errors

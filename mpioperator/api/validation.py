@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from mpioperator.api import constants as api
+from mpioperator.api import replica_modes
 from mpioperator.api.conveniences import validate_conveniences
 from mpioperator.api.extensions import validate_annotations
 from mpioperator.api.field_errors import (
@@ -85,6 +86,7 @@ def validate_mpijob(job: Obj) -> list[FieldError]:
             not_supported("spec.mpiImplementation", JSONString(implementation), _SUPPORTED_IMPLEMENTATIONS)
         )
     errors += validate_conveniences(job)  # our annotations (issue 18), after upstream's checks
+    errors += replica_modes.validate(job)  # and T9k's per replica type
     return errors + validate_annotations(job) + validate_restarts(job)  # and issue 17's, then restarts'
 
 

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 from mpioperator.api.extensions import MAX_SECONDS
+from mpioperator.controller.builders.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
 from mpioperator.kube.protoapi import PROTOBUF
 
 # Upstream v1's flag and image name: the init container that hands the launcher a kubectl.
@@ -46,6 +47,7 @@ class Options:
     worker_startup_deadline_seconds: int = 0
     exec_agent: bool = False
     kubectl_delivery_image: str = DEFAULT_KUBECTL_DELIVERY_IMAGE
+    host_waiter_image: str = DEFAULT_HOST_WAITER_IMAGE
     log_format: str = "auto"
     verbosity: int = 0
     shutdown_timeout: float = 10.0
@@ -153,6 +155,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _flag(
         parser,
+        "wait-for-hosts-image",
+        default=DEFAULT_HOST_WAITER_IMAGE,
+        help="image of the launcher's init container that waits for its hosts (a job's annotation "
+        "mpioperator.io/wait-for-ssh-port asks for it): the operator's own image",
+    )
+    _flag(
+        parser,
         "log-format",
         choices=["auto", "json", "console"],
         default="auto",
@@ -203,6 +212,7 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
         worker_startup_deadline_seconds=ns.worker_startup_deadline_seconds,
         exec_agent=ns.exec_agent,
         kubectl_delivery_image=ns.kubectl_delivery_image,
+        host_waiter_image=ns.wait_for_hosts_image,
         log_format=ns.log_format,
         verbosity=ns.v,
         shutdown_timeout=ns.shutdown_timeout,
@@ -244,5 +254,7 @@ def validate(options: Options) -> None:
         )
     if options.exec_agent and not options.kubectl_delivery_image.strip():
         fail("kubectl-delivery-image", "must name an image when --exec-agent is on")
+    if not options.host_waiter_image.strip():
+        fail("wait-for-hosts-image", "must not be empty")
     if options.shutdown_timeout < 0:
         fail("shutdown-timeout", "must be >= 0")

@@ -13,6 +13,7 @@ import yaml
 
 from mpioperator.api import constants as api
 from mpioperator.cli import render
+from mpioperator.cli.convert import convert_text, to_yaml
 from mpioperator.client import MPIJobBuilder, MPIJobClient, status
 from mpioperator.client.errors import InvalidMPIJob, MPIJobError
 
@@ -76,9 +77,21 @@ def set_extensions(builder: MPIJobBuilder, args: argparse.Namespace) -> None:
         builder.keep_failed_launcher()
     if args.launch_agent:
         builder.launch_agent(args.launch_agent)
-    if args.debug or args.debug_command:
-        command = shlex.split(args.debug_command) if args.debug_command else None
-        builder.debug_mode(True, command=command)
+    if args.wait_for_ssh_port is not None:
+        builder.wait_for_ssh_port(args.wait_for_ssh_port)
+    if args.debug or args.debug_command or args.debug_worker_command or args.debug_skip_init_containers:
+        builder.debug_mode(
+            True,
+            command=_words(args.debug_command),
+            worker_command=_words(args.debug_worker_command),
+            skip_init_containers=_types(args.debug_skip_init_containers),
+        )
+    if args.resume_launcher_command or args.resume_worker_command or args.resume_skip_init_containers:
+        builder.on_resume(
+            launcher_command=_words(args.resume_launcher_command),
+            worker_command=_words(args.resume_worker_command),
+            skip_init_containers=_types(args.resume_skip_init_containers),
+        )
     if args.launcher_program:
         mca = dict(pair.partition("=")[::2] for pair in args.mca or ())
         builder.launcher_program(
@@ -95,12 +108,24 @@ def set_extensions(builder: MPIJobBuilder, args: argparse.Namespace) -> None:
         builder.hostfile_path(args.hostfile_path)
 
 
-def read_jobs(filename: str) -> list[Obj]:
-    """The MPIJobs of a YAML file (several documents allowed); anything else in it is an error."""
+def _words(value: str | None) -> list[str] | None:
+    return shlex.split(value) if value else None
+
+
+def _types(value: str | None) -> list[str]:
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
+
+
+def read_text(filename: str) -> str:
     try:
-        text = sys.stdin.read() if filename == "-" else Path(filename).read_text()
+        return sys.stdin.read() if filename == "-" else Path(filename).read_text()
     except OSError as exc:
         raise InputError(f"cannot read {filename}: {exc.strerror or exc}") from None
+
+
+def read_jobs(filename: str) -> list[Obj]:
+    """The MPIJobs of a YAML file (several documents allowed); anything else in it is an error."""
+    text = read_text(filename)
     try:
         documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError as exc:
@@ -194,6 +219,21 @@ def resume(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def convert(args: argparse.Namespace, out: TextIO) -> int:
+    """The converted manifest on stdout, the warnings and notes on stderr, so `> job.yaml` keeps them
+    apart: a warning names a field that was not converted, a note where the behaviour differs."""
+    conversions = convert_text(read_text(args.filename), args.ssh_auth_mount_path)
+    err: TextIO = getattr(args, "err", None) or sys.stderr
+    for done in conversions:
+        name = done.job["metadata"]["name"]
+        for warning in done.warnings:
+            err.write(f"warning: {name}: {warning}\n")
+        for note in done.notes:
+            err.write(f"note: {name}: {note}\n")
+    out.write(to_yaml([done.job for done in conversions]))
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "submit": submit,
     "list": list_jobs,
@@ -203,4 +243,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "delete": delete,
     "suspend": suspend,
     "resume": resume,
+    "convert": convert,
 }

@@ -20,6 +20,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     out = out or sys.stdout
     err = err or sys.stderr
     args = parse(argv)
+    args.err = err  # where a command writes what is not its output (convert's warnings)
     try:
         return COMMANDS[args.command](args, out)
     except (MPIJobError, InvalidRequest) as exc:  # InvalidRequest: a name no request can carry

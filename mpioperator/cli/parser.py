@@ -21,6 +21,7 @@ examples:
   kubectl mpijob submit -f examples/v2beta1/pi/pi.yaml
   kubectl mpijob submit pi --image mpioperator/mpi-pi:openmpi --workers 2 -- mpirun -n 2 /home/mpiuser/pi
   kubectl mpijob wait pi --timeout 600 && kubectl mpijob logs pi
+  kubectl mpijob convert -f t9k-mpijob.yaml > mpijob.yaml
 """
 
 
@@ -99,6 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
     suspend.add_argument("name")
     resume = command("resume", "resume a suspended MPIJob")
     resume.add_argument("name")
+
+    convert = command(
+        "convert", "print a T9k or FFFFFaraway MPIJob manifest as a kubeflow.org/v2beta1 MPIJob"
+    )
+    convert.add_argument("-f", "--filename", required=True, help="the manifest ('-' reads stdin)")
+    convert.add_argument(
+        "--ssh-auth-mount-path", help="where the SSH keys go (a non-root user's ~/.ssh); default /root/.ssh"
+    )
     return parser
 
 
@@ -107,8 +116,14 @@ EXTENSION_FLAGS = {
     "worker_startup_deadline_seconds": "--worker-startup-deadline-seconds",
     "keep_failed_launcher": "--keep-failed-launcher",
     "launch_agent": "--launch-agent",
+    "wait_for_ssh_port": "--wait-for-ssh-port",
     "debug": "--debug",
     "debug_command": "--debug-command",
+    "debug_worker_command": "--debug-worker-command",
+    "debug_skip_init_containers": "--debug-skip-init-containers",
+    "resume_launcher_command": "--resume-launcher-command",
+    "resume_worker_command": "--resume-worker-command",
+    "resume_skip_init_containers": "--resume-skip-init-containers",
     "launcher_program": "--launcher-program",
     "mpirun_args": "--mpirun-args",
     "mca": "--mca",
@@ -135,9 +150,28 @@ def _extension_flags(submit: argparse.ArgumentParser) -> None:
         help="how mpirun reaches the workers: ssh (default) or exec (no sshd in the workers)",
     )
     group.add_argument(
+        "--wait-for-ssh-port",
+        type=_positive,
+        metavar="PORT",
+        help="start mpirun once every worker resolves and accepts connections on this port (sshd's)",
+    )
+    group.add_argument(
         "--debug", action="store_true", help="debug mode: the launcher waits, run mpirun by hand"
     )
     group.add_argument("--debug-command", help="what the launcher waits with in debug mode (sleep infinity)")
+    group.add_argument("--debug-worker-command", help="what the workers run in debug mode (their own)")
+    group.add_argument(
+        "--debug-skip-init-containers",
+        metavar="TYPES",
+        help="Launcher, Worker or both (comma-separated): no template init containers in debug mode",
+    )
+    group.add_argument("--resume-launcher-command", help="what the launcher runs after a resume")
+    group.add_argument("--resume-worker-command", help="what the workers run after a resume")
+    group.add_argument(
+        "--resume-skip-init-containers",
+        metavar="TYPES",
+        help="Launcher, Worker or both (comma-separated): no template init containers after a resume",
+    )
     group.add_argument(
         "--launcher-program",
         help="the program and its arguments, one quoted string: the operator writes the mpirun line",

@@ -37,11 +37,47 @@ class AnnotationSetters:
         self._annotations[extensions.LAUNCH_AGENT] = agent
         return self
 
-    def debug_mode(self, enabled: bool = True, *, command: Sequence[str] | None = None) -> Self:
-        """The launcher waits (`sleep infinity`, or `command`) instead of running its own command."""
+    def wait_for_ssh_port(self, port: int) -> Self:
+        """The launcher starts mpirun only once every host of its hostfile resolves and accepts connections
+        on `port` (the workers' sshd), within the job's start-up deadline."""
+        self._annotations[extensions.WAIT_FOR_SSH_PORT] = str(port)
+        return self
+
+    def debug_mode(
+        self,
+        enabled: bool = True,
+        *,
+        command: Sequence[str] | None = None,
+        worker_command: Sequence[str] | None = None,
+        skip_init_containers: Sequence[str] = (),
+    ) -> Self:
+        """The launcher waits (`sleep infinity`, or `command`) instead of running its own command; the
+        workers run `worker_command` instead of theirs when given; the replica types in
+        `skip_init_containers` (`Launcher`, `Worker`) start without their templates' init containers."""
         self._annotations[conveniences.DEBUG_MODE] = _flag(enabled)
         if command is not None:
             self._annotations[conveniences.DEBUG_COMMAND] = shlex.join(command)
+        if worker_command is not None:
+            self._annotations[conveniences.DEBUG_WORKER_COMMAND] = shlex.join(worker_command)
+        if skip_init_containers:
+            self._annotations[conveniences.DEBUG_SKIP_INIT_CONTAINERS] = ",".join(skip_init_containers)
+        return self
+
+    def on_resume(
+        self,
+        *,
+        launcher_command: Sequence[str] | None = None,
+        worker_command: Sequence[str] | None = None,
+        skip_init_containers: Sequence[str] = (),
+    ) -> Self:
+        """What pods made after the job is resumed from a suspension run instead of their own commands,
+        and which replica types (`Launcher`, `Worker`) start without their templates' init containers."""
+        if launcher_command is not None:
+            self._annotations[conveniences.RESUME_LAUNCHER_COMMAND] = shlex.join(launcher_command)
+        if worker_command is not None:
+            self._annotations[conveniences.RESUME_WORKER_COMMAND] = shlex.join(worker_command)
+        if skip_init_containers:
+            self._annotations[conveniences.RESUME_SKIP_INIT_CONTAINERS] = ",".join(skip_init_containers)
         return self
 
     def launcher_program(

@@ -13,6 +13,7 @@ from mpioperator.api import constants as api
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller.builders import configmap, launcher_job, secret, service, worker_pod
+from mpioperator.controller.builders.host_waiter import HostWaiter
 from mpioperator.controller.builders.podspec import UPSTREAM_KEYS, Decorator, SSHKeys
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING
@@ -105,9 +106,11 @@ class ChildReconciler:
         recorder: Recorder,
         cluster_domain: str,
         backend: PodGroupBackend | None = None,
+        host_waiter: HostWaiter | None = None,
         launcher_decorator: Callable[[Obj, Decorator | None], Decorator | None] | None = None,
     ) -> None:
         self._l = listers
+        self._host_waiter = host_waiter or HostWaiter()
         self._w = writer
         self._rec = recorder
         self._domain = cluster_domain
@@ -182,10 +185,12 @@ class ChildReconciler:
 
     async def config_map(self, job: Obj) -> Obj:
         ns = job["metadata"]["namespace"]
+        # Ours (decisions-local L36): only pods the job made are its hosts; upstream lists any Running pod
+        # with the worker labels.
         running = [
             p
             for p in self._l.pods.select(ns, worker_selector(job))
-            if p.get("status", {}).get("phase") == "Running"
+            if p.get("status", {}).get("phase") == "Running" and is_controlled_by(p, job)
         ]
         desired = configmap.new_config_map(job, running, self._domain)
         cached = self._l.config_maps.get(ns, desired["metadata"]["name"])
@@ -307,7 +312,9 @@ class ChildReconciler:
 
     async def create_launcher(self, job: Obj) -> Obj:
         decorate = self._launcher_decorator(job, decorator_for(self._backend, job))
-        desired, overridden = launcher_job.new_launcher_job(job, decorate, self._ssh_keys(job))
+        desired, overridden = launcher_job.new_launcher_job(
+            job, decorate, self._ssh_keys(job), self._host_waiter
+        )
         if overridden:
             self._rec.record(
                 job,

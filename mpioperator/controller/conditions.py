@@ -85,3 +85,23 @@ def set_condition(status: Obj, new: Obj) -> bool:
         new["lastTransitionTime"] = current.get("lastTransitionTime")
     status["conditions"] = [*_filter_out(list(status.get("conditions") or []), new["type"]), new]
     return True
+
+
+def put(status: Obj, cond_type: str, state: str, reason: str, message: str, now: dt.datetime) -> bool:
+    """Set one of our own conditions to say exactly this, message included (unlike upstream's rule in
+    set_condition); False when it already did."""
+    current = find(status, cond_type) or {}
+    if (current.get("status"), current.get("reason"), current.get("message")) == (state, reason, message):
+        return False
+    new = new_condition(cond_type, state, reason, message, now)
+    if current.get("status") == state:
+        new["lastTransitionTime"] = current.get("lastTransitionTime")
+    others = [c for c in status.get("conditions") or () if c.get("type") != cond_type]
+    status["conditions"] = [*others, new]
+    return True
+
+
+def drop(status: Obj, cond_type: str) -> None:
+    """Remove one of our own conditions once what it reports is over."""
+    if find(status, cond_type) is not None:
+        status["conditions"] = [c for c in status.get("conditions") or () if c.get("type") != cond_type]

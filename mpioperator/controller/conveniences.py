@@ -1,6 +1,6 @@
-"""The sync handler's hooks for issue 18's annotations: the user's SSH Secret, debug mode, the generated
-launcher command and the worker roll. Each does nothing for a job without its annotation, so such a job
-is synced exactly as before.
+"""The sync handler's hooks for issue 18's annotations: the user's SSH Secret, debug mode and the generated
+launcher command (the roll on a template change is worker_roll.py's). Each does nothing for a job without
+its annotation, so such a job is synced exactly as before.
 """
 
 from __future__ import annotations
@@ -10,19 +10,23 @@ from collections import OrderedDict
 
 import structlog
 
-from mpioperator.api import conveniences, names
+from mpioperator.api import conveniences, names, replica_modes
 from mpioperator.api.objects import Obj
 from mpioperator.controller import conditions
-from mpioperator.controller.builders.launcher_command import command_line, generated_command, made_for_debug
+from mpioperator.controller.builders.launcher_command import (
+    command_line,
+    generated_command,
+    made_after_resume,
+    made_for_debug,
+)
 from mpioperator.controller.builders.launcher_job import HOSTFILE_PATH
 from mpioperator.controller.children import ChildReconciler, launcher_done
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import NORMAL, WARNING
 from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.user_ssh_secret import UserSecretChecks
-from mpioperator.controller.worker_roll import workers_to_roll
 from mpioperator.kube import errors
-from mpioperator.kube.resources import JOBS, PODS, Resource
+from mpioperator.kube.resources import JOBS, Resource
 
 log = structlog.get_logger(__name__)
 
@@ -32,7 +36,7 @@ REASON_DEBUG_MODE = "DebugMode"
 REASON_DEBUG_TOO_LATE = "LauncherAlreadyStarted"
 REASON_DEBUG_ENDED = "DebugModeEnded"
 REASON_COMMAND_GENERATED = "LauncherCommandGenerated"
-REASON_WORKERS_ROLLED = "WorkersRolled"
+REASON_LAUNCHER_RENEWED = "LauncherRenewedForResume"
 # A job held for its SSH Secret is looked at again this often: the Secret is not its child, so its
 # arrival or fix enqueues nothing by itself.
 SECRET_RECHECK_SECONDS = 5.0
@@ -68,22 +72,9 @@ def exec_line(job: Obj) -> str:
     return f"kubectl exec -it -n {ns} job/{names.launcher_name(job)} -c {container.get('name', '')} -- sh"
 
 
-def _drop(status: Obj, cond_type: str) -> None:
-    if conditions.find(status, cond_type) is not None:
-        status["conditions"] = [c for c in status.get("conditions") or () if c.get("type") != cond_type]
-
-
-def _put(status: Obj, cond_type: str, state: str, reason: str, message: str, now: dt.datetime) -> bool:
-    """Set our condition to say exactly this (message included); False when it already did."""
-    current = conditions.find(status, cond_type) or {}
-    if (current.get("status"), current.get("reason"), current.get("message")) == (state, reason, message):
-        return False
-    new = conditions.new_condition(cond_type, state, reason, message, now)
-    if current.get("status") == state:
-        new["lastTransitionTime"] = current.get("lastTransitionTime")
-    others = [c for c in status.get("conditions") or () if c.get("type") != cond_type]
-    status["conditions"] = [*others, new]
-    return True
+# One rule for our own conditions, kept with upstream's in conditions.py.
+_drop = conditions.drop
+_put = conditions.put
 
 
 class Conveniences:
@@ -128,6 +119,24 @@ class Conveniences:
         )
         self._rec.record(job, NORMAL, REASON_DEBUG_ENDED, message)
 
+    # --- resume settings -----------------------------------------------------------------------------
+    async def renew_launcher_for_resume(self, job: Obj, launcher: Obj | None) -> bool:
+        """A resumed job whose annotations change what its launcher runs: the launcher Job, still
+        suspended (so without pods) and made before the resume, goes; the sync after it is gone makes one
+        with the resume's settings. True while that is under way: no launcher is made in this sync."""
+        if launcher is None or not replica_modes.launcher_resume_settings(job):  # only once resumed
+            return False
+        meta = launcher["metadata"]
+        suspended = bool(launcher.get("spec", {}).get("suspend"))
+        if made_after_resume(launcher) or launcher_done(launcher) or not suspended:
+            return False
+        if self._deleted.seen(meta.get("uid", "")):
+            return True
+        await self._delete(JOBS, meta, preconditions={"uid": meta.get("uid")})
+        message = f"Resumed: launcher Job {meta['name']} deleted, to be made again with the resume's settings"
+        self._rec.record(job, NORMAL, REASON_LAUNCHER_RENEWED, message)
+        return True
+
     def debug_status(self, job: Obj, status: Obj, launcher: Obj | None, now: dt.datetime) -> None:
         if not conveniences.debug_mode(job) or conditions.is_finished(status):
             _drop(status, COND_DEBUG_MODE)
@@ -164,25 +173,6 @@ class Conveniences:
         else:
             message = f"Launcher {launcher['metadata']['name']} runs: {line}"
         self._rec.record(job, NORMAL, REASON_COMMAND_GENERATED, message)
-
-    # --- the worker roll ----------------------------------------------------------------------------
-    async def roll_workers(self, job: Obj, launcher: Obj | None, workers: list[Obj]) -> bool:
-        """Delete workers made from an older template (when the job asked for it); True if any went."""
-        launcher_pods = self._l.pods.owned_by(launcher["metadata"].get("uid", "")) if launcher else []
-        stale = [
-            p
-            for p in workers_to_roll(job, workers, launcher, launcher_pods)
-            if not self._deleted.seen(p["metadata"].get("uid", ""))
-        ]
-        if not stale:
-            return False
-        for pod in stale:
-            await self._delete(PODS, pod["metadata"])
-        pods = ", ".join(sorted(p["metadata"]["name"] for p in stale))
-        self._rec.record(
-            job, NORMAL, REASON_WORKERS_ROLLED, f"Worker template changed: re-creating workers {pods}"
-        )
-        return True
 
     async def _delete(self, res: Resource, meta: Obj, preconditions: Obj | None = None) -> None:
         """Delete once: gone already (404) or replaced by another object of that name (409) is fine."""

@@ -4,12 +4,14 @@
 * `PodsStuck` and `unhealthyPods`: pods that cannot start or keep crashing, with the scheduler's or the
   kubelet's reason (health.py);
 * the Failed message goes on to name the workers that ended badly and the launcher's last words;
-* the worker start-up deadline (startup_deadline.py);
-* `phase` and `podCounts` (phase.py).
+* the worker start-up deadline (startup_deadline.py), and a launcher that waited for its hosts past it
+  (host_wait.py);
+* `phase` and `podCounts` (phase.py), `aggregate` and `tasks` (tasks.py).
 
 Each is computed from the caches like the rest of the status and written in the same status write, so it
 adds a write only when what it says changes; each event comes with a change of its condition. A change of
-the pod counts alone waits a little for the next change that is written anyway (`CountsSettle`).
+the pods' counts and lists alone waits a little for the next change that is written anyway
+(`CountsSettle`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from mpioperator.api import accessors, names
 from mpioperator.api import constants as api
 from mpioperator.api.objects import Obj
-from mpioperator.controller import health, phase, startup_deadline
+from mpioperator.controller import health, host_wait, phase, startup_deadline, tasks
 from mpioperator.controller.conditions import is_finished
 from mpioperator.controller.problems import PodProblem, last_words, stuck_pods, worker_endings
 from mpioperator.controller.rejections import (
@@ -32,13 +34,17 @@ from mpioperator.controller.rejections import (
 )
 from mpioperator.controller.status import WARNING, StatusEvent
 
-# A change of podCounts and nothing else (a launcher pod Pending before it runs, one that ended before its
-# Job says so) waits this long for a change that is written anyway, as child events settle (L6).
+# A change of the pods' counts and lists and nothing else (a launcher pod Pending before it runs, one that
+# ended before its Job says so) waits this long for a change that is written anyway, as child events
+# settle (L6).
 COUNTS_SETTLE = 3.0
+# The status fields that only follow the pods: a change of these alone waits for COUNTS_SETTLE.
+POD_FIELDS = ("podCounts", "aggregate", "tasks")
 
 
 @dataclass(frozen=True, slots=True)
 class Observed:
+    job: Obj
     pods: tuple[list[Obj], list[Obj]]  # launcher pods, workers
     problems: list[PodProblem]
     deadline: startup_deadline.Verdict
@@ -99,15 +105,24 @@ class Reporter:
             seconds=seconds,
             now=now,
         )
+        unreachable = ""
+        if not verdict.expired and not accessors.suspended(job):
+            unreachable = host_wait.gave_up(launcher_pods)
+            if unreachable:
+                verdict = startup_deadline.Verdict(True, unreachable)
         words = self._remember(job["metadata"].get("uid", ""), last_words(launcher_pods))
-        detail = "; ".join(part for part in (worker_endings(workers), words) if part)
+        # A waiter that gave up: its last words are the verdict's message already.
+        detail = "; ".join(part for part in (worker_endings(workers), words) if part and not unreachable)
         waits = [w for w in (crash_recheck, verdict.recheck_after) if w is not None]
-        return Observed((launcher_pods, workers), problems, verdict, detail, min(waits) if waits else None)
+        return Observed(
+            job, (launcher_pods, workers), problems, verdict, detail, min(waits) if waits else None
+        )
 
     def finish(
         self, status: Obj, observed: Observed, *, suspended: bool, now: dt.datetime
     ) -> list[StatusEvent]:
-        """Write PodsStuck, unhealthyPods, podCounts and phase into the computed status; the events due."""
+        """Write PodsStuck, unhealthyPods, podCounts, aggregate, tasks and phase into the computed status;
+        the events due."""
         events: list[StatusEvent] = []
         if is_finished(status):
             health.apply(status, health.WELL)  # a finished job's pods are not stuck, they are done
@@ -119,12 +134,18 @@ class Reporter:
                 events.append(StatusEvent(WARNING, str(stuck["reason"]), str(stuck["message"])))
         launcher_pods, workers = observed.pods
         status["podCounts"] = phase.pod_counts(launcher_pods, workers)
-        status["phase"] = phase.phase(status, suspended)
+        finished = is_finished(status)
+        status["aggregate"] = tasks.aggregate(
+            observed.job, launcher_pods, workers, wants_pods=not (suspended or finished)
+        )
+        status["tasks"] = tasks.tasks(launcher_pods, workers)
+        unknown = not finished and tasks.unknown(launcher_pods, workers)
+        status["phase"] = phase.phase(status, suspended, pods_unknown=unknown)
         return events
 
 
 class CountsSettle:
-    """When a status differs from the last written one in podCounts only, the write waits up to
+    """When a status differs from the last written one in POD_FIELDS only, the write waits up to
     COUNTS_SETTLE seconds from the first such sync; any other change writes at once, counts included."""
 
     def __init__(self, capacity: int = 20_000) -> None:
@@ -133,12 +154,11 @@ class CountsSettle:
 
     def wait(self, uid: str, written: Obj, status: Obj, now: float) -> float | None:
         """Seconds to hold the write back, or None to write now (or to write nothing)."""
-        old, new = written.get("podCounts"), status.get("podCounts")
         counts_only = (
-            old is not None
-            and old != new
-            and {k: v for k, v in written.items() if k != "podCounts"}
-            == {k: v for k, v in status.items() if k != "podCounts"}
+            written.get("podCounts") is not None
+            and any(written.get(k) != status.get(k) for k in POD_FIELDS)
+            and {k: v for k, v in written.items() if k not in POD_FIELDS}
+            == {k: v for k, v in status.items() if k not in POD_FIELDS}
         )
         if not counts_only:
             self._since.pop(uid, None)

@@ -1,6 +1,7 @@
 """Whole-job restarts (docs/extensions.md, `mpioperator.io/restart-policy`): the sync's three steps.
 
-1. `failure`: whether the current attempt has failed in a way the job's policy restarts.
+1. `failure`: whether the current attempt has failed in a way the job's policy restarts; `edited`: whether
+   a template edit is to reach the running attempt's pods (worker_roll.py).
 2. `restart`: count the restart in `status.restarts` with the `Restarting` condition, written with the
    cached resourceVersion and no retry over a newer object, so two leaders that saw the same failure
    count it once; its event is recorded only by the sync whose write went through. Then the attempt's
@@ -22,11 +23,11 @@ from dataclasses import dataclass
 import structlog
 
 from mpioperator.api import constants as api
-from mpioperator.api import names
+from mpioperator.api import conveniences, names
 from mpioperator.api import restarts as policy
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
-from mpioperator.controller import conditions, status_writer
+from mpioperator.controller import conditions, status_writer, worker_roll
 from mpioperator.controller.builders.podspec import role_labels
 from mpioperator.controller.children import ChildReconciler
 from mpioperator.controller.errors import SyncError
@@ -45,7 +46,8 @@ REASON_RESTARTED = "MPIJobRestarted"
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """What ended the current attempt, in words for the condition and the event."""
+    """What ends the current attempt (a failure, or an edit it restarts for), in words for the condition
+    and the event."""
 
     what: str
 
@@ -84,17 +86,9 @@ class Restarter:
         status = job.get("status") or {}
         if policy.restarts(status) >= policy.max_restarts(job):
             return None
-        attempt = policy.current_attempt(job)
-        ns = job["metadata"].get("namespace", "")
-        launcher = self._l.jobs.get(ns, names.launcher_name(job))
-        if launcher is not None and (
-            policy.attempt_of(launcher) != attempt or not is_controlled_by(launcher, job)
-        ):
-            launcher = None  # an earlier attempt's, still going (or not ours, which the sync reports)
+        launcher, current = self._attempt(job)
         if launcher is not None and _has_condition(launcher, "Complete"):
             return None  # the attempt succeeded: a worker that ends now is not worth running it again
-        workers = [w for w in self._children.existing_workers(job) if w is not None]
-        current = [w for w in workers if policy.attempt_of(w) == attempt and is_controlled_by(w, job)]
         failed = [w for w in current if (w.get("status") or {}).get("phase") == "Failed"]
         if failed:
             return Failure(self._describe_workers(failed))
@@ -110,6 +104,31 @@ class Restarter:
             reason = failed_launcher.get("reason") or api.REASON_FAILED
             return Failure(f"launcher {launcher['metadata']['name']} failed ({reason})")
         return None
+
+    def edited(self, job: Obj) -> Failure | None:
+        """An edit of a template that the running attempt's pods were not made from, which the job asked
+        to reach them (`roll-workers-on-template-change`) and a whole-job restart can bring: the attempt's
+        pods then go and the next attempt's are made from the new templates (worker_roll.py)."""
+        if not policy.enabled(job) or not conveniences.roll_workers(job):
+            return None
+        if policy.restarts(job.get("status") or {}) >= policy.max_restarts(job):
+            return None  # refused with a condition instead (worker_roll.refusal)
+        launcher, current = self._attempt(job)
+        launcher_pods = self._l.pods.owned_by(launcher["metadata"].get("uid", "")) if launcher else []
+        edited = worker_roll.running_edit(job, current, launcher, launcher_pods)
+        return None if edited is None else Failure(f"{edited} changed")
+
+    def _attempt(self, job: Obj) -> tuple[Obj | None, list[Obj]]:
+        """The running attempt's launcher Job (None when there is none of it) and its workers."""
+        attempt = policy.current_attempt(job)
+        ns = job["metadata"].get("namespace", "")
+        launcher = self._l.jobs.get(ns, names.launcher_name(job))
+        if launcher is not None and (
+            policy.attempt_of(launcher) != attempt or not is_controlled_by(launcher, job)
+        ):
+            launcher = None  # an earlier attempt's, still going (or not ours, which the sync reports)
+        workers = [w for w in self._children.existing_workers(job) if w is not None]
+        return launcher, [w for w in workers if policy.attempt_of(w) == attempt and is_controlled_by(w, job)]
 
     @staticmethod
     def _describe_workers(failed: list[Obj]) -> str:

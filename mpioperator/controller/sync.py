@@ -25,7 +25,9 @@ from mpioperator.api.defaults import set_defaults
 from mpioperator.api.objects import Obj
 from mpioperator.api.validation import aggregate_message, validate_mpijob
 from mpioperator.cache.keys import split_key
-from mpioperator.controller import children, conditions, report, status_writer
+from mpioperator.controller import children, conditions, host_wait, report, status_writer
+from mpioperator.controller.builders.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
+from mpioperator.controller.builders.host_waiter import HostWaiter
 from mpioperator.controller.conditions import format_time
 from mpioperator.controller.conveniences import SECRET_RECHECK_SECONDS, Conveniences
 from mpioperator.controller.errors import SyncError
@@ -38,6 +40,7 @@ from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.rejections import ChildRejected, Holds
 from mpioperator.controller.restarts import Restarter
 from mpioperator.controller.status import compute_status
+from mpioperator.controller.worker_roll import Rolls
 from mpioperator.kube import errors
 from mpioperator.kube.resources import MPIJOBS
 from mpioperator.podgroup.backend import PodGroupBackend
@@ -63,6 +66,8 @@ class SyncSettings:
     worker_startup_deadline_seconds: int = 0
     # --exec-agent: the kubectl delivery image; None when jobs may not ask for the exec launch agent.
     exec_agent_image: str | None = None
+    # The image of the launcher's wait-for-hosts init container (mpioperator.io/wait-for-ssh-port).
+    host_waiter_image: str = DEFAULT_HOST_WAITER_IMAGE
 
 
 @dataclass(slots=True)
@@ -132,6 +137,7 @@ class JobSyncer:
         self._reporter = report.Reporter(self._settings.worker_startup_deadline_seconds)
         self._counts_settle = report.CountsSettle()
         backend = backend or NullBackend()
+        waiter = HostWaiter(self._settings.host_waiter_image, self._settings.worker_startup_deadline_seconds)
         self._exec_agent = ExecAgent(writer, recorder, self._settings.exec_agent_image)
         self._children = children.ChildReconciler(
             listers,
@@ -139,6 +145,7 @@ class JobSyncer:
             recorder,
             self._settings.cluster_domain,
             backend,
+            waiter,
             launcher_decorator=self._exec_agent.launcher_decorator,
         )
         self._conveniences = Conveniences(listers, writer, recorder)  # issue 18's annotations
@@ -146,6 +153,7 @@ class JobSyncer:
             backend, listers.pod_groups, listers.priority_classes, writer, recorder
         )
         self._restarter = Restarter(listers, writer, recorder, self._children, self._recent)
+        self._rolls = Rolls(listers, writer, recorder)  # edits reaching the pods (L14)
 
     def has_job(self, namespace: str, name: str) -> bool:
         return self._l.mpijobs.get(namespace, name) is not None
@@ -224,7 +232,7 @@ class JobSyncer:
         if restarts.labelled(job):
             # Ours (docs/extensions.md): a whole-job restart, and nothing of a new attempt made while
             # anything of an earlier one is left.
-            failure = None if suspended else self._restarter.failure(job)
+            failure = None if suspended else self._restarter.failure(job) or self._restarter.edited(job)
             if failure is not None:
                 await self._restarter.restart(cached, job, failure, now)
                 self._reporter.forget(uid)
@@ -238,9 +246,8 @@ class JobSyncer:
             await self._clean_up(job, status)
 
         launcher_pods = self._l.pods.owned_by(launcher["metadata"].get("uid", "")) if launcher else []
-        observed = self._reporter.observe(
-            job, launcher_pods, self._observed_workers(job, step, suspended), now
-        )
+        observed_workers = self._observed_workers(job, step, suspended)
+        observed = self._reporter.observe(job, launcher_pods, observed_workers, now)
         result = compute_status(
             job,
             launcher=launcher,
@@ -259,6 +266,7 @@ class JobSyncer:
         for event in events:
             self._rec.record(job, event.type, event.reason, event.message)
         self._conveniences.debug_status(job, result.status, launcher, now)
+        self._rolls.report(job, result.status, launcher, launcher_pods, observed_workers, now)
         self._observe(job, cached, result.status, launcher)
         if not self.has_job(ns, name):
             # Deleted while this sync awaited its writes: the delete handler has already forgotten the
@@ -284,10 +292,12 @@ class JobSyncer:
         clock = now.timestamp()
         workers: list[Obj] = []
         launcher: Obj | None = None
-        done = waits_for_secret = rolled = agent_refused = False
+        done = waits_for_secret = rolled = renewing = agent_refused = False
         try:
             launcher = self._children.launcher(job)
             await self._conveniences.end_debug_mode(job, launcher)
+            if renewing := await self._conveniences.renew_launcher_for_resume(job, launcher):
+                launcher = None
             done = launcher is not None and children.launcher_done(launcher)
             held_for = self._holds.remaining(uid, generation, clock)
             if held_for is not None:
@@ -304,8 +314,8 @@ class JobSyncer:
                         await self._pod_groups.get_or_create(job, launcher_exists=running)
                     workers = await self._children.workers(job)
                     await self._exec_agent.grant(job, workers)
-                    rolled = await self._conveniences.roll_workers(job, launcher, workers)
-                held = waits_for_secret or rolled or agent_refused
+                    rolled, launcher = await self._rolls.before_start(job, launcher, workers)
+                held = waits_for_secret or rolled or renewing or agent_refused
                 may_create = not held and children.may_create_launcher(job, workers)
                 if launcher is None and may_create:
                     launcher = await self._children.create_launcher(job)
@@ -375,10 +385,17 @@ class JobSyncer:
         policy = accessors.clean_pod_policy(job)
         if policy in (api.CLEAN_POD_POLICY_ALL, api.CLEAN_POD_POLICY_RUNNING):
             await self._clean_up(job, status)
-            if policy == api.CLEAN_POD_POLICY_ALL:
-                await self._children.stop_launcher(job)
+        if policy == api.CLEAN_POD_POLICY_ALL or self._launcher_gave_up(job):
+            await self._children.stop_launcher(job)
         await status_writer.write_if_changed(self._w, cached, status, self._recent)
         return await self._expire(job)
+
+    def _launcher_gave_up(self, job: Obj) -> bool:
+        """Whether the launcher's wait-for-hosts gave up: its pod would only wait again (host_wait.py)."""
+        launcher = self._l.jobs.get(job["metadata"]["namespace"], names.launcher_name(job))
+        if launcher is None:
+            return False
+        return bool(host_wait.gave_up(self._l.pods.owned_by(launcher["metadata"].get("uid", ""))))
 
     async def _clean_up(self, job: Obj, status: Obj) -> None:
         """upstream's cleanUpWorkerPods: worker pods per cleanPodPolicy, then the gang's PodGroup (§3.9)."""

@@ -305,12 +305,15 @@ class LocalCluster:
             raise ClusterStartError("cluster not started")
         return self.layout
 
-    def spawn_component(self, name: str, argv: list[str]) -> ManagedProcess:
-        """Run an extra component (an add-on scheduler) that logs, fails and stops like the others."""
-        return self._spawn(name, argv)
+    def spawn_component(self, name: str, argv: list[str], *, log_path: Path | None = None) -> ManagedProcess:
+        """Run an extra component (an add-on scheduler) that logs, fails and stops like the others; its log
+        goes to `log_path` when one must outlive the cluster's work dir."""
+        return self._spawn(name, argv, log_path=log_path)
 
-    def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> ManagedProcess:
-        proc = ManagedProcess(name, argv, self._layout().logs / f"{name}.log", env=env)
+    def _spawn(
+        self, name: str, argv: list[str], env: dict[str, str] | None = None, *, log_path: Path | None = None
+    ) -> ManagedProcess:
+        proc = ManagedProcess(name, argv, log_path or self._layout().logs / f"{name}.log", env=env)
         self._procs[name] = proc
         proc.start()
         return proc

@@ -3,6 +3,7 @@ a CA for the real node's certificates."""
 
 from __future__ import annotations
 
+import base64
 import datetime
 import ipaddress
 import secrets
@@ -51,6 +52,22 @@ def kubeconfig(*, server: str, ca_file: Path, token: str, namespace: str = "defa
         ],
         "current-context": "local",
     }
+
+
+def inline_kubeconfig(
+    *, server: str, ca_pem: bytes, token: str, namespace: str = "default"
+) -> dict[str, object]:
+    """A kubeconfig that names no file: the CA as data, the token inline. Read by a process that cannot
+    see this machine's files, or that refuses them (MultiKueue reads a worker's kubeconfig from a Secret,
+    and refuses CA files, token files, exec plugins and skipped TLS checks)."""
+    config = kubeconfig(server=server, ca_file=Path(), token=token, namespace=namespace)
+    config["clusters"] = [
+        {
+            "name": "local",
+            "cluster": {"server": server, "certificate-authority-data": base64.b64encode(ca_pem).decode()},
+        }
+    ]
+    return config
 
 
 def write_kubeconfig(

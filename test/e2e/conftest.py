@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from mpioperator.testing import kueue
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.install import OPERATOR_NAMESPACE, install_manifests
 from mpioperator.testing.operator import OperatorProcess
@@ -109,3 +110,39 @@ def workload_gang_operator(
 ) -> Iterator[OperatorProcess]:
     """The operator with --gang-scheduling=GangScheduling: Workloads and PodGroups, pods left to kube-scheduler."""
     yield from _run_operator(workload_gang_cluster, tmp_path_factory, "--gang-scheduling=GangScheduling")
+
+
+@pytest.fixture(scope="session")
+def kueue_cluster() -> Iterator[LocalCluster]:
+    """The full tier (Kueue needs kube-controller-manager's garbage collector) and the operator's manifests,
+    with no nodes: Kueue tests add their own labelled nodes. Kueue itself is the `kueue` fixture."""
+    problem = kueue.host_problem()
+    if problem:
+        pytest.skip(f"KUEUE TESTS NOT RUN on this machine: {problem}")
+    cluster = _start(LocalCluster("full", nodes=0))
+    install_manifests(cluster)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def kueue_process(
+    kueue_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> kueue.Kueue:
+    """Kueue beside the operator, its MPIJob integration on; its log stays in the session's tmp dir."""
+    running = kueue.start(kueue_cluster, tmp_path_factory.mktemp("kueue"))
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is not None and capture is not None:
+        # Shown at once, not only with a failure's captured output.
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(f"Kueue log: {running.log_path}")
+    return running
+
+
+@pytest.fixture(scope="session")
+def kueue_operator(
+    kueue_cluster: LocalCluster, kueue_process: kueue.Kueue, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    """The operator on the Kueue cluster, started once Kueue's webhooks are in place."""
+    yield from _run_operator(kueue_cluster, tmp_path_factory)

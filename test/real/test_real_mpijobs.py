@@ -286,6 +286,57 @@ def test_an_mpi_program_that_exits_3_fails_the_job_with_the_launchers_reason(
     )
 
 
+def test_active_deadline_ends_a_running_mpi_program_with_upstreams_reason_and_cleans_up(
+    real_cluster: LocalCluster, ns: str
+) -> None:
+    """runPolicy.activeDeadlineSeconds is the launcher Job's: the Job controller ends the mpirun still
+    running and fails the Job with DeadlineExceeded, which the MPIJob's Failed condition carries, as
+    upstream's does; cleanPodPolicy Running then deletes the workers."""
+    run_policy = {"cleanPodPolicy": "Running", "backoffLimit": 0, "activeDeadlineSeconds": 60}
+    # pi over 10^15 intervals runs for days; a tenth of a CPU per rank keeps it from loading the machine.
+    body = pi_job(
+        "deadline",
+        workers=2,
+        ranks=2,
+        launcher_args=("--intervals", str(10**15)),
+        spec={"runPolicy": run_policy},
+    )
+    worker = body["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    worker["resources"] = {
+        "requests": {"cpu": "50m", "memory": "64Mi"},
+        "limits": {"cpu": "100m", "memory": "512Mi"},
+    }
+    job = Job(real_cluster, ns, "deadline").submit(body)
+
+    # Both ranks print their host once MPI_Init returns: the program is running on the workers.
+    wait_for(
+        lambda: len(ranks_by_host(launcher_log(real_cluster, ns, "deadline"))) == 2,
+        timeout=RUN_TIMEOUT,
+        what="both of pi's ranks running",
+    )
+    log = launcher_log(real_cluster, ns, "deadline")
+    print(f"launcher log while pi runs:\n{log}")
+    assert ranks_by_host(log) == {"deadline-worker-0": [0], "deadline-worker-1": [1]}, log
+    assert job.condition("Failed") is None, "the deadline is not yet reached while both ranks run"
+
+    failed = job.wait_condition("Failed", timeout=RUN_TIMEOUT)
+
+    print(f"Failed condition: {failed}")
+    assert failed["reason"] == "DeadlineExceeded", failed
+    assert failed["message"] == "Job was active longer than specified deadline", failed
+    assert job.condition("Succeeded") is None
+    # Gone from the API server, not only being deleted: the kubelet has stopped every container.
+    selector = "training.kubeflow.org/job-name=deadline"
+    wait_for(
+        lambda: (
+            real_cluster.rest.get(f"/api/v1/namespaces/{ns}/pods?labelSelector={selector}")["items"] == []
+        ),
+        timeout=RUN_TIMEOUT,
+        what="the launcher's and workers' pods gone",
+    )
+    print(real_cluster.kubectl("-n", ns, "get", "mpijob,jobs,pods").stdout)
+
+
 class PodWatch:
     """Every version of the matching pods, collected by a watch on a background thread."""
 

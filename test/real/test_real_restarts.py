@@ -130,3 +130,43 @@ def test_a_job_that_fails_once_more_than_it_may_restart_ends_failed_with_the_las
     assert "restarted 1 times, the most mpioperator.io/max-restarts allows" in failed["message"], failed
     events = real_cluster.rest.get(f"/api/v1/namespaces/{ns}/events")["items"]
     assert [e["reason"] for e in events].count("MPIJobRestarting") == 1
+
+
+def test_a_running_job_whose_worker_template_is_edited_restarts_and_succeeds_on_the_new_template(
+    real_cluster: LocalCluster, ns: str, tmp_path: Path, real_operator: OperatorProcess
+) -> None:
+    """FFFFFaraway's habit (editing the worker template of a running job) with the roll annotation and
+    whole-job restarts: the ranks of the first attempt wait for a file only the edited template mounts, so
+    the job can succeed only on pods made from the new template."""
+    flag = tmp_path / "flag"
+    flag.mkdir()
+    (flag / "go").write_text("go\n")
+    flag.chmod(0o755)
+    wait_then_pi = "while [ ! -e /flag/go ]; do sleep 1; done; exec /home/mpiuser/pi"
+    body = pi_job("edit", workers=2, ranks=2)
+    body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["args"] = [
+        *("mpirun", "-n", "2", "sh", "-c", wait_then_pi)
+    ]
+    body["metadata"]["annotations"] = {
+        "mpioperator.io/roll-workers-on-template-change": "true",
+        restarts.RESTART_POLICY: restarts.ON_WORKER_FAILURE,
+        restarts.MAX_RESTARTS: "1",
+    }
+    job = Job(real_cluster, ns, "edit").submit(body)
+    job.wait_condition("Running", timeout=RUN_TIMEOUT)
+    assert job.condition("Succeeded") is None
+
+    worker = body["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    worker["containers"][0]["volumeMounts"] = [{"name": "flag", "mountPath": "/flag", "readOnly": True}]
+    worker["volumes"] = [{"name": "flag", "hostPath": {"path": str(flag), "type": "Directory"}}]
+    job.patch({"spec": {"mpiReplicaSpecs": {"Worker": {"template": {"spec": worker}}}}})
+
+    finished = _finished(job, real_operator, 2 * RUN_TIMEOUT)
+    assert finished["type"] == "Succeeded", f"{finished}\n{diagnosis(job)}"
+    assert (job.get() or {})["status"]["restarts"] == 1, diagnosis(job)
+    assert_computed_pi(launcher_log(real_cluster, ns, "edit"), ranks=2)
+    events = real_cluster.rest.get(f"/api/v1/namespaces/{ns}/events")["items"]
+    restarting = [e["message"] for e in events if e["reason"] == "MPIJobRestarting"]
+    assert restarting == [
+        f"MPIJob {ns}/edit restarts as a whole (restart 1 of at most 1): the worker template changed"
+    ], restarting

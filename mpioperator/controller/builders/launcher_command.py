@@ -1,17 +1,21 @@
 """What the launcher container runs when the job asks us to choose (issue 18): the generated mpirun line,
-or in debug mode a command that waits while the user works in the launcher by hand."""
+or in debug mode a command that waits while the user works in the launcher by hand; and after a resume, or
+in debug mode, the command and init containers the job's per-replica annotations choose (replica_modes)."""
 
 from __future__ import annotations
 
 import shlex
 
-from mpioperator.api import conveniences
+from mpioperator.api import constants as api
+from mpioperator.api import conveniences, replica_modes
 from mpioperator.api.objects import Obj
 from mpioperator.controller.builders.mpirun_command import mpirun_command
 
 # On the launcher Job's own metadata (which a resume never merges into): the Job was made for debug mode.
 # The sync reads it back to end debug mode when the job's annotation goes.
 DEBUG_MARKER = conveniences.DEBUG_MODE
+# Likewise: the Job was made after a resume, with the resume's settings for the launcher.
+RESUME_MARKER = f"{conveniences.PREFIX}made-after-resume"
 
 
 def generated_command(job: Obj, hostfile: str) -> list[str] | None:
@@ -33,15 +37,25 @@ def set_launcher_command(job: Obj, template: Obj, hostfile: str) -> None:
     if conveniences.debug_mode(job):
         container["command"] = list(conveniences.debug_command(job))
         container.pop("args", None)
+    replica_modes.apply(job, api.LAUNCHER, template["spec"])
 
 
 def mark_debug(job: Obj, launcher: Obj) -> None:
+    """Say on the launcher Job what it was made for: debug mode, or a resume with launcher settings."""
+    metadata = launcher["metadata"]
     if conveniences.debug_mode(job):
-        metadata = launcher["metadata"]
         metadata["annotations"] = {**(metadata.get("annotations") or {}), DEBUG_MARKER: "true"}
+    elif replica_modes.launcher_resume_settings(job):
+        metadata["annotations"] = {**(metadata.get("annotations") or {}), RESUME_MARKER: "true"}
 
 
 def made_for_debug(launcher: Obj) -> bool:
     """Whether a launcher Job was created in debug mode."""
     annotations = (launcher.get("metadata") or {}).get("annotations") or {}
     return str(annotations.get(DEBUG_MARKER, "")).lower() == "true"
+
+
+def made_after_resume(launcher: Obj) -> bool:
+    """Whether a launcher Job was created after a resume, with the resume's launcher settings."""
+    annotations = (launcher.get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get(RESUME_MARKER, "")).lower() == "true"

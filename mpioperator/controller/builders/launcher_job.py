@@ -9,6 +9,8 @@ from mpioperator.api import constants as api
 from mpioperator.api.names import config_map_name, launcher_name
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import child_metadata, controller_ref
+from mpioperator.controller.builders import worker_template
+from mpioperator.controller.builders.host_waiter import HostWaiter, add_host_waiter
 from mpioperator.controller.builders.launcher_command import mark_debug, set_launcher_command
 from mpioperator.controller.builders.podspec import (
     UPSTREAM_KEYS,
@@ -74,7 +76,10 @@ def _unless_set_by_user(container: Obj, pairs: list[tuple[str, str | None]]) -> 
 
 
 def launcher_pod_template(
-    job: Obj, decorate: Decorator | None = None, ssh_keys: SSHKeys = UPSTREAM_KEYS
+    job: Obj,
+    decorate: Decorator | None = None,
+    ssh_keys: SSHKeys = UPSTREAM_KEYS,
+    waiter: HostWaiter | None = None,
 ) -> tuple[Obj, bool]:
     """The launcher's pod template, and whether the user's template restartPolicy was overridden."""
     replica = job["spec"]["mpiReplicaSpecs"][api.LAUNCHER]
@@ -136,6 +141,7 @@ def launcher_pod_template(
         add_volume(spec, container, hostfile_volume, directory)
     pod_template: Obj = {"metadata": metadata, "spec": spec}
     set_launcher_command(job, pod_template, HOSTFILE_PATH)  # ours (issue 18); nothing without annotations
+    add_host_waiter(job, pod_template, waiter or HostWaiter(), CONFIG_VOLUME, CONFIG_MOUNT)  # ours: opt-in
     if decorate is not None:
         decorate(pod_template)
     if launcher_as_worker:
@@ -144,9 +150,12 @@ def launcher_pod_template(
 
 
 def new_launcher_job(
-    job: Obj, decorate: Decorator | None = None, ssh_keys: SSHKeys = UPSTREAM_KEYS
+    job: Obj,
+    decorate: Decorator | None = None,
+    ssh_keys: SSHKeys = UPSTREAM_KEYS,
+    waiter: HostWaiter | None = None,
 ) -> tuple[Obj, bool]:
-    template, overridden = launcher_pod_template(job, decorate, ssh_keys)
+    template, overridden = launcher_pod_template(job, decorate, ssh_keys, waiter)
     run_policy = accessors.run_policy(job)
     spec: Obj = {}
     for ours, theirs in (
@@ -164,6 +173,7 @@ def new_launcher_job(
     metadata["labels"].update(restarts.attempt_labels(job))  # ours: only for a job that restarts as a whole
     body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
     mark_debug(job, body)
+    worker_template.stamp_launcher(job, body)  # ours: only with the roll annotation
     return body, overridden
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mpioperator.api import accessors, restarts
+from mpioperator.api import accessors, replica_modes, restarts
 from mpioperator.api import constants as api
 from mpioperator.api.names import worker_name
 from mpioperator.api.objects import Obj, json_copy
@@ -55,6 +55,7 @@ def new_worker(
     container = spec["containers"][0]
     if not container.get("command") and not container.get("args"):
         container["command"] = list(SSHD_COMMAND)
+    replica_modes.apply(job, api.WORKER, spec)  # ours: debug mode's or a resume's worker settings
     add_env(container, ("K_MPI_JOB_ROLE", "worker"))
     add_volume(spec, container, ssh_volume(job, ssh_keys), accessors.ssh_auth_mount_path(job))
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}

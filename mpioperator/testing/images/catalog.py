@@ -90,6 +90,12 @@ CATALOG: tuple[Image, ...] = (
     ),
     # Horovod and TensorFlow for the Horovod examples; its cold build compiles Horovod (12-15 minutes here).
     Image(
+        "mpioperator/random-walk",
+        "images/random-walk/Dockerfile",
+        "images/random-walk",
+        "mpioperator/openmpi",
+    ),
+    Image(
         "mpioperator/horovod:0.28.1-tf2.15",
         "images/horovod/Dockerfile",
         "images/horovod",

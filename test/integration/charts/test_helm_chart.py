@@ -163,6 +163,7 @@ def test_every_option_reaches_the_operator_as_a_flag_it_parses_back_to_the_value
     assert (parsed.lease_duration, parsed.renew_deadline, parsed.retry_period) == (30, 20, 4)
     assert (parsed.monitoring_port, parsed.health_port) == (9443, 8080)
     assert container["image"] == "registry.example/mpi-operator:v1"
+    assert parsed.host_waiter_image == container["image"]  # the launchers' waiter runs the same image
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert ports == {"health": 8080, "metrics": 9443}
 

@@ -65,6 +65,7 @@ def test_bare_boolean_and_explicit_false() -> None:
         (["--leader-elect-retry-period=5"], "must be greater than 1.2 x --leader-elect-retry-period"),
         (["--lock-namespace="], "invalid value for --lock-namespace"),
         (["--worker-startup-deadline-seconds=-1"], "invalid value for --worker-startup-deadline-seconds"),
+        (["--wait-for-hosts-image= "], "invalid value for --wait-for-hosts-image: must not be empty"),
         # Past an int64: every job's deadline check would overflow a float.
         (
             ["--worker-startup-deadline-seconds=" + "9" * 400],
@@ -95,3 +96,9 @@ def test_pods_are_asked_for_as_protobuf_unless_the_content_type_flag_says_json()
     assert accept(["--kube-api-content-type=application/json"]) is None
     with pytest.raises(SystemExit):
         parse(["--kube-api-content-type=application/yaml"], environ={})
+
+
+def test_the_launchers_waiter_runs_the_manifests_operator_image_unless_the_flag_names_another() -> None:
+    assert parse([], environ={}).host_waiter_image == "mpioperator/mpi-operator-py:latest"
+    named = parse(["--wait-for-hosts-image=registry.example/mpi-operator:v1"], environ={})
+    assert named.host_waiter_image == "registry.example/mpi-operator:v1"

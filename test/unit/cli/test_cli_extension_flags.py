@@ -22,6 +22,8 @@ def test_every_annotation_has_a_submit_flag() -> None:
             "--keep-failed-launcher",
             "--launch-agent",
             "exec",
+            "--wait-for-ssh-port",
+            "2222",
             "--debug",
             "--debug-command",
             "sh -c 'sleep 7200'",
@@ -40,6 +42,16 @@ def test_every_annotation_has_a_submit_flag() -> None:
             "--roll-workers-on-template-change",
             "--hostfile-path",
             "/kubeflow/openmpi/assets/hostfile",
+            "--debug-worker-command",
+            "sleep infinity",
+            "--debug-skip-init-containers",
+            "Launcher,Worker",
+            "--resume-launcher-command",
+            "/home/mpiuser/resume.sh --from-checkpoint",
+            "--resume-worker-command",
+            "/usr/sbin/sshd -De",
+            "--resume-skip-init-containers",
+            "Worker",
         ]
     )
 
@@ -49,6 +61,7 @@ def test_every_annotation_has_a_submit_flag() -> None:
         "mpioperator.io/worker-startup-deadline-seconds": "300",
         "mpioperator.io/keep-failed-launcher": "true",
         "mpioperator.io/launch-agent": "exec",
+        "mpioperator.io/wait-for-ssh-port": "2222",
         "mpioperator.io/debug-mode": "true",
         "mpioperator.io/debug-command": "sh -c 'sleep 7200'",
         "mpioperator.io/launcher-program": "/home/mpiuser/pi --digits 9",
@@ -58,6 +71,11 @@ def test_every_annotation_has_a_submit_flag() -> None:
         "mpioperator.io/ssh-secret": "site-keys",
         "mpioperator.io/roll-workers-on-template-change": "true",
         "mpioperator.io/hostfile-path": "/kubeflow/openmpi/assets/hostfile",
+        "mpioperator.io/debug-worker-command": "sleep infinity",
+        "mpioperator.io/debug-skip-init-containers": "Launcher,Worker",
+        "mpioperator.io/resume-launcher-command": "/home/mpiuser/resume.sh --from-checkpoint",
+        "mpioperator.io/resume-worker-command": "/usr/sbin/sshd -De",
+        "mpioperator.io/resume-skip-init-containers": "Worker",
     }
     assert set(annotations) == documented_annotations()
     assert len(EXTENSION_FLAGS) == len(annotations)

@@ -28,7 +28,17 @@ def test_every_annotation_of_the_operator_has_a_setter() -> None:
         .worker_startup_deadline_seconds(300)
         .keep_failed_launcher()
         .launch_agent("exec")
-        .debug_mode(command=["sh", "-c", "sleep 7200"])
+        .wait_for_ssh_port(2222)
+        .debug_mode(
+            command=["sh", "-c", "sleep 7200"],
+            worker_command=["sleep", "infinity"],
+            skip_init_containers=["Launcher", "Worker"],
+        )
+        .on_resume(
+            launcher_command=["/home/mpiuser/resume.sh", "--from-checkpoint"],
+            worker_command=["/usr/sbin/sshd", "-De"],
+            skip_init_containers=["Worker"],
+        )
         .launcher_program(
             "/home/mpiuser/pi",
             "--digits",
@@ -47,6 +57,7 @@ def test_every_annotation_of_the_operator_has_a_setter() -> None:
         "mpioperator.io/worker-startup-deadline-seconds": "300",
         "mpioperator.io/keep-failed-launcher": "true",
         "mpioperator.io/launch-agent": "exec",
+        "mpioperator.io/wait-for-ssh-port": "2222",
         "mpioperator.io/debug-mode": "true",
         "mpioperator.io/debug-command": "sh -c 'sleep 7200'",
         "mpioperator.io/launcher-program": "/home/mpiuser/pi --digits 9",
@@ -56,6 +67,11 @@ def test_every_annotation_of_the_operator_has_a_setter() -> None:
         "mpioperator.io/ssh-secret": "site-keys",
         "mpioperator.io/roll-workers-on-template-change": "true",
         "mpioperator.io/hostfile-path": "/kubeflow/openmpi/assets/hostfile",
+        "mpioperator.io/debug-worker-command": "sleep infinity",
+        "mpioperator.io/debug-skip-init-containers": "Launcher,Worker",
+        "mpioperator.io/resume-launcher-command": "/home/mpiuser/resume.sh --from-checkpoint",
+        "mpioperator.io/resume-worker-command": "/usr/sbin/sshd -De",
+        "mpioperator.io/resume-skip-init-containers": "Worker",
     }
     assert set(job["metadata"]["annotations"]) == documented_annotations()
 
@@ -89,6 +105,7 @@ def test_switches_can_be_set_off_and_the_generated_line_parsed_back() -> None:
             MPIJobBuilder("bad").image(PI).worker_startup_deadline_seconds(-1),
             "mpioperator.io/worker-startup-deadline-seconds",
         ),
+        (MPIJobBuilder("bad").image(PI).wait_for_ssh_port(70000), "mpioperator.io/wait-for-ssh-port"),
         (
             MPIJobBuilder("bad").image(PI).launcher_command("mpirun").launcher_program("/p"),
             "mpioperator.io/launcher-program",

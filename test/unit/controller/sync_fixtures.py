@@ -28,6 +28,7 @@ from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.ports import Listers
 from mpioperator.controller.secret_cache import SECRET_CACHE_PROJECTION
 from mpioperator.controller.sync import JobSyncer, SyncResult, SyncSettings
+from mpioperator.controller.tasks import AGGREGATE_KEYS
 from mpioperator.kube import errors
 from mpioperator.kube.resources import Resource
 from test.unit.controller.jobs import reference_job
@@ -317,6 +318,24 @@ def running_status(workers: int) -> Obj:
         "startTime": NOW,
         "replicaStatuses": {"Launcher": {"active": 1}, "Worker": {"active": workers}},
         "podCounts": {"Launcher": {"running": 1}, "Worker": {"running": workers, "ready": workers}},
+        "aggregate": dict.fromkeys(AGGREGATE_KEYS, 0) | {"running": workers + 1},
+        "tasks": [
+            {
+                "type": "Launcher",
+                "restartCount": 0,
+                "pods": [
+                    {"name": "pi-launcher-x1", "uid": "launcher-pod", "phase": "Running", "restartCount": 0}
+                ],
+            },
+            {
+                "type": "Worker",
+                "restartCount": 0,
+                "pods": [
+                    {"name": f"pi-worker-{i}", "uid": f"worker-{i}", "phase": "Running", "restartCount": 0}
+                    for i in range(workers)
+                ],
+            },
+        ],
         "phase": "Running",
     }
 

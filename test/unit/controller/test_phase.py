@@ -29,6 +29,40 @@ def test_phase_follows_upstreams_conditions(
     assert phase(_status(*conditions), suspended) == expected
 
 
+def _cond(cond_type: str, status: str, reason: str = "") -> dict[str, str]:
+    return {"type": cond_type, "status": status, "reason": reason}
+
+
+def test_a_resumed_job_is_resuming_until_it_runs_again() -> None:
+    resumed = {
+        "conditions": [
+            _cond("Created", "True"),
+            _cond("Suspended", "False", "MPIJobResumed"),
+            _cond("Running", "False", "MPIJobSuspended"),
+        ]
+    }
+    assert phase(resumed, False) == "Resuming"
+    resumed["conditions"][2] = _cond("Running", "True", "MPIJobRunning")
+    assert phase(resumed, False) == "Running"
+
+
+def test_a_resumed_job_restarted_as_a_whole_is_pending_again() -> None:
+    restarting = {
+        "conditions": [
+            _cond("Created", "True"),
+            _cond("Suspended", "False", "MPIJobResumed"),
+            _cond("Restarting", "True", "MPIJobRestarting"),
+        ]
+    }
+    assert phase(restarting, False) == "Pending"
+
+
+def test_a_pod_in_phase_unknown_makes_a_running_job_unknown_but_not_a_finished_one() -> None:
+    assert phase(_status("Created", "Running"), False, pods_unknown=True) == "Unknown"
+    assert phase(_status("Created", "Running"), True, pods_unknown=True) == "Suspended"
+    assert phase(_status("Created", "Failed"), False, pods_unknown=True) == "Failed"
+
+
 def test_a_false_condition_does_not_set_the_phase() -> None:
     status = {"conditions": [{"type": "Running", "status": "False"}, {"type": "Failed", "status": "False"}]}
     assert phase(status, False) == "Pending"

@@ -1,4 +1,4 @@
-"""A change of the pod counts alone waits a little for a change that is written anyway."""
+"""A change of the pod counts, aggregate or tasks alone waits a little for a change that is written anyway."""
 
 from __future__ import annotations
 
@@ -31,3 +31,19 @@ def test_first_counts_and_unchanged_counts_never_wait() -> None:
     settle = CountsSettle()
     assert settle.wait("u", {"phase": "Pending"}, WRITTEN, 100.0) is None
     assert settle.wait("u", WRITTEN, dict(WRITTEN), 100.0) is None
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        ("aggregate", {"running": 2, "deleted": 1}),
+        ("tasks", [{"type": "Worker", "restartCount": 0, "pods": []}]),
+    ],
+)
+def test_a_change_of_the_aggregate_or_the_tasks_alone_waits_as_the_counts_do(
+    field: tuple[str, object],
+) -> None:
+    key, value = field
+    settle = CountsSettle()
+    assert settle.wait("u", WRITTEN, {**WRITTEN, key: value}, 100.0) == COUNTS_SETTLE
+    assert settle.wait("u", WRITTEN, {**WRITTEN, key: value, "phase": "Unknown"}, 100.5) is None

@@ -13,6 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
+from mpioperator.controller.phase import PHASES
+from mpioperator.controller.tasks import AGGREGATE_KEYS, MAX_TASK_PODS
+
 REPO = Path(__file__).resolve().parents[3]
 CRD_PATH = REPO / "manifests" / "base" / "kubeflow.org_mpijobs.yaml"
 Schema = dict[str, Any]
@@ -176,7 +179,14 @@ def test_crd_serves_one_version_with_status_subresource_and_printer_columns(crd:
     (version,) = crd["spec"]["versions"]
     assert (version["name"], version["served"], version["storage"]) == ("v2beta1", True, True)
     assert version["subresources"] == {"status": {}}
-    assert [c["name"] for c in version["additionalPrinterColumns"]] == ["Phase", "State", "Workers", "Age"]
+    columns = version["additionalPrinterColumns"]
+    assert [c["name"] for c in columns if not c.get("priority")] == ["Phase", "State", "Workers", "Age"]
+    # `kubectl get -o wide` adds the pods by phase, from status.aggregate.
+    assert [c["jsonPath"] for c in columns if c.get("priority") == 1] == [
+        ".status.aggregate.running",
+        ".status.aggregate.pending",
+        ".status.aggregate.failed",
+    ]
     assert crd["spec"]["names"] == {
         "kind": "MPIJob",
         "listKind": "MPIJobList",
@@ -189,7 +199,7 @@ def test_crd_serves_one_version_with_status_subresource_and_printer_columns(crd:
 def test_status_declares_our_phase_pod_counts_and_bounded_unhealthy_pods(root: Schema) -> None:
     """Without them in the schema the API server would prune what the operator writes (issue 17)."""
     status = root["properties"]["status"]["properties"]
-    assert status["phase"]["enum"] == ["Pending", "Running", "Suspended", "Succeeded", "Failed"]
+    assert status["phase"]["enum"] == list(PHASES)
     counts = status["podCounts"]["additionalProperties"]["properties"]
     assert sorted(counts) == ["failed", "pending", "ready", "restarts", "running", "succeeded"]
     assert status["unhealthyPods"]["maxItems"] == 10
@@ -199,6 +209,15 @@ def test_status_declares_our_phase_pod_counts_and_bounded_unhealthy_pods(root: S
         "replicaType",
         "restarts",
     ]
+
+
+def test_status_declares_t9ks_aggregate_and_tasks_bounded_as_the_operator_bounds_them(root: Schema) -> None:
+    status = root["properties"]["status"]["properties"]
+    assert tuple(status["aggregate"]["properties"]) == AGGREGATE_KEYS
+    task = status["tasks"]["items"]["properties"]
+    assert sorted(task) == ["pods", "restartCount", "truncated", "type"]
+    assert task["pods"]["maxItems"] == MAX_TASK_PODS
+    assert sorted(task["pods"]["items"]["properties"]) == ["deleting", "name", "phase", "restartCount", "uid"]
 
 
 def test_status_conditions_are_a_list_map_keyed_by_type(root: Schema) -> None:

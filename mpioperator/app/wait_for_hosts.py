@@ -1,0 +1,180 @@
+"""`mpi-operator wait-for-hosts`: the launcher's init container, which returns once every host of the
+hostfile resolves and accepts TCP connections on the ssh port (docs/extensions.md).
+
+mpirun gives up on a worker whose name does not resolve yet (Hydra at once) or whose sshd does not listen
+yet (ssh's few connection attempts), and the launcher is restarted, counting against `backoffLimit`. Run
+before the launcher's own container, this waits instead, in the operator's image, so it needs nothing of
+the user's. The launcher's own name (in the hostfile under `runLauncherAsWorker`) only has to resolve:
+its sshd, if it has one, cannot run before this container ends, and mpirun starts its local ranks itself.
+
+The standard library only, and the constants it shares with the operator: the subcommand is dispatched
+before the operator's own imports, so the container starts fast and small.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import socket
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mpioperator.api.host_waiter import EXIT_DEADLINE, MESSAGE_PREFIX, SUBCOMMAND
+
+EXIT_USAGE = 2
+TERMINATION_LOG = "/dev/termination-log"
+CONNECT_TIMEOUT = 2.0
+PROGRESS_EVERY = 10.0
+# The kubelet keeps at most 4 KiB of a termination message, the operator's pod cache its last 1 KiB.
+MESSAGE_LIMIT = 1000
+
+
+def hosts_of(hostfile: str) -> list[str]:
+    """The hosts of a hostfile in Open MPI's (`host slots=n`) or Hydra's (`host:n`) form, in order, once."""
+    hosts: list[str] = []
+    for line in hostfile.splitlines():
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        host = words[0].split(":", 1)[0]
+        if host and host not in hosts:
+            hosts.append(host)
+    return hosts
+
+
+Resolve = Callable[[str, int], list[tuple[str, int]]]
+Connect = Callable[[tuple[str, int], float], None]
+
+
+def resolve(host: str, port: int) -> list[tuple[str, int]]:
+    """The host's TCP addresses; raises OSError (socket.gaierror) while the name does not resolve."""
+    found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [(str(address[4][0]), int(address[4][1])) for address in found]
+
+
+def connect(address: tuple[str, int], timeout: float) -> None:
+    with socket.create_connection(address, timeout=timeout):
+        pass
+
+
+@dataclass
+class Waiter:
+    """Checks each host until it answers once; a host that answered is not checked again."""
+
+    hosts: list[str]
+    port: int
+    own_hostname: str
+    resolve: Resolve = resolve
+    connect: Connect = connect
+    reached: set[str] = field(default_factory=set)
+    why: dict[str, str] = field(default_factory=dict)  # host -> what held it at the last check
+
+    def _is_own(self, host: str) -> bool:
+        return host.split(".", 1)[0] == self.own_hostname.split(".", 1)[0]
+
+    def _check(self, host: str) -> str | None:
+        """None once the host can be reached, else what holds it."""
+        try:
+            addresses = self.resolve(host, self.port)
+        except OSError:
+            return "does not resolve"
+        if self._is_own(host):
+            return None
+        problem = "no address"
+        for address in addresses:
+            try:
+                self.connect(address, CONNECT_TIMEOUT)
+                return None
+            except OSError as error:
+                problem = f"port {self.port}: {error.strerror or error}"
+        return problem
+
+    def check(self) -> list[str]:
+        """Checks the hosts not reached yet; returns those that are still not reachable, in order."""
+        for host in self.hosts:
+            if host in self.reached:
+                continue
+            problem = self._check(host)
+            if problem is None:
+                self.reached.add(host)
+                self.why.pop(host, None)
+            else:
+                self.why[host] = problem
+        return [host for host in self.hosts if host not in self.reached]
+
+    def describe(self, hosts: Sequence[str]) -> str:
+        return ", ".join(f"{host} ({self.why.get(host, 'not checked')})" for host in hosts)
+
+
+def _parse(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog=f"mpi-operator {SUBCOMMAND}",
+        description="Wait until every host of a hostfile resolves and accepts TCP connections on a port.",
+    )
+    parser.add_argument("--hostfile", default="/etc/mpi/hostfile")
+    parser.add_argument("--port", type=int, required=True, help="the workers' ssh port")
+    parser.add_argument(
+        "--deadline-seconds", type=int, default=0, help="give up after this long (exit 3); 0: never"
+    )
+    parser.add_argument("--interval", type=float, default=1.0, help="seconds between rounds")
+    return parser.parse_args(list(argv))
+
+
+def _say(text: str) -> None:
+    print(f"{MESSAGE_PREFIX}{text}", flush=True)
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    waiter_for: Callable[[list[str], int], Waiter] | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    termination_log: str = TERMINATION_LOG,
+) -> int:
+    args = _parse(argv)
+    if not 0 < args.port < 65536 or args.deadline_seconds < 0 or args.interval <= 0:
+        print(f"{SUBCOMMAND}: bad --port, --deadline-seconds or --interval", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        hosts = hosts_of(Path(args.hostfile).read_text())
+    except OSError as error:
+        print(f"{SUBCOMMAND}: cannot read {args.hostfile}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    make = waiter_for or (lambda names, port: Waiter(names, port, socket.gethostname()))
+    waiter = make(hosts, args.port)
+    started = monotonic()
+    told = started
+    _say(f"waiting for {len(hosts)} host(s) on port {args.port}")
+    while True:
+        still = waiter.check()
+        elapsed = monotonic() - started
+        if not still:
+            _say(f"all {len(hosts)} host(s) reachable after {elapsed:.1f}s")
+            return 0
+        if args.deadline_seconds and elapsed >= args.deadline_seconds:
+            message = (
+                f"{len(still)} of {len(hosts)} hosts not reachable within {args.deadline_seconds}s: "
+                f"{waiter.describe(still)}"
+            )
+            _say(message)
+            _write_termination_message(termination_log, f"{MESSAGE_PREFIX}{message}")
+            return EXIT_DEADLINE
+        if monotonic() - told >= PROGRESS_EVERY:
+            told = monotonic()
+            _say(f"after {elapsed:.0f}s still waiting for {waiter.describe(still)}")
+        sleep(args.interval)
+
+
+def _write_termination_message(path: str, message: str) -> None:
+    encoded = message.encode()[:MESSAGE_LIMIT]
+    # Outside a pod (no termination log) the message is in the log above.
+    with contextlib.suppress(OSError):
+        Path(path).write_bytes(encoded)
+
+
+def main(argv: Sequence[str]) -> int:
+    return run(argv)

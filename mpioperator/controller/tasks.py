@@ -1,0 +1,91 @@
+"""`status.aggregate` and `status.tasks`: the job's pods as T9k's MPIJob shows them (docs/extensions.md).
+
+`aggregate` counts each pod the job wants once, job-wide: not made yet (`creating`), being deleted
+(`deleted`), else by its phase. `tasks` lists per replica type its pods' names, uids, phases and restarts,
+at most MAX_TASK_PODS of each type (workers by index, the launcher's newest first) with the number left
+out, so a job of thousands of pods keeps a status of a few kilobytes.
+"""
+
+from __future__ import annotations
+
+from mpioperator.api import accessors
+from mpioperator.api import constants as api
+from mpioperator.api.objects import Obj
+from mpioperator.controller.problems import restarts
+
+MAX_TASK_PODS = 32
+AGGREGATE_KEYS = ("creating", "pending", "running", "succeeded", "failed", "unknown", "deleted")
+_PHASE_KEYS = {"Pending": "pending", "Running": "running", "Succeeded": "succeeded", "Failed": "failed"}
+# A launcher pod in one of these phases stands for the launcher: no other is being made.
+_LAUNCHER_PRESENT = ("Pending", "Running", "Succeeded", "Unknown")
+
+
+def _deleting(pod: Obj) -> bool:
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def _phase(pod: Obj) -> str:
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+def unknown(launcher_pods: list[Obj], workers: list[Obj]) -> bool:
+    """Whether the API server says the state of one of the job's pods could not be obtained (phase
+    Unknown: a node that stopped reporting, as virtual kubelets say it)."""
+    return any(_phase(p) == "Unknown" and not _deleting(p) for p in (*launcher_pods, *workers))
+
+
+def aggregate(job: Obj, launcher_pods: list[Obj], workers: list[Obj], *, wants_pods: bool) -> dict[str, int]:
+    """Every key of AGGREGATE_KEYS, zeros included, so a printer column never reads `<none>`.
+
+    `wants_pods` is False for a suspended or finished job: it makes no pods, so none is `creating`."""
+    tally = dict.fromkeys(AGGREGATE_KEYS, 0)
+    for pod in (*launcher_pods, *workers):
+        if _deleting(pod):
+            tally["deleted"] += 1
+        else:
+            tally[_PHASE_KEYS.get(_phase(pod), "unknown")] += 1
+    if wants_pods:
+        live = {p["metadata"].get("name") for p in workers if not _deleting(p)}
+        wanted = accessors.worker_replicas(job) if accessors.replica_spec(job, api.WORKER) else 0
+        tally["creating"] += max(0, wanted - len(live))
+        present = any(_phase(p) in _LAUNCHER_PRESENT and not _deleting(p) for p in launcher_pods)
+        if accessors.replica_spec(job, api.LAUNCHER) and not present:
+            tally["creating"] += 1
+    return tally
+
+
+def _entry(pod: Obj) -> Obj:
+    meta = pod.get("metadata") or {}
+    entry: Obj = {
+        "name": meta.get("name", ""),
+        "uid": meta.get("uid", ""),
+        "phase": _phase(pod),
+        "restartCount": restarts(pod),
+    }
+    if _deleting(pod):
+        entry["deleting"] = True
+    return entry
+
+
+def _task(replica_type: str, pods: list[Obj]) -> Obj:
+    task: Obj = {
+        "type": replica_type,
+        "restartCount": sum(restarts(p) for p in pods),
+        "pods": [_entry(p) for p in pods[:MAX_TASK_PODS]],
+    }
+    if len(pods) > MAX_TASK_PODS:
+        task["truncated"] = len(pods) - MAX_TASK_PODS
+    return task
+
+
+def _index(pod: Obj) -> int:
+    suffix = str((pod.get("metadata") or {}).get("name", "")).rpartition("-")[2]
+    return int(suffix) if suffix.isascii() and suffix.isdigit() else -1
+
+
+def tasks(launcher_pods: list[Obj], workers: list[Obj]) -> list[Obj]:
+    """`[{type: Launcher, ...}, {type: Worker, ...}]`, both always."""
+    newest_first = sorted(
+        launcher_pods, key=lambda p: (p.get("metadata") or {}).get("creationTimestamp") or "", reverse=True
+    )
+    return [_task(api.LAUNCHER, newest_first), _task(api.WORKER, sorted(workers, key=_index))]
