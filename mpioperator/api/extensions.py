@@ -15,6 +15,12 @@ from mpioperator.api.objects import Obj
 PREFIX = "mpioperator.io/"
 WORKER_STARTUP_DEADLINE = f"{PREFIX}worker-startup-deadline-seconds"
 KEEP_FAILED_LAUNCHER = f"{PREFIX}keep-failed-launcher"
+# How the launcher's MPI reaches the workers: `ssh` (upstream's) or `exec` (the API server's pods/exec,
+# which the operator must be allowed to grant: --exec-agent).
+LAUNCH_AGENT = f"{PREFIX}launch-agent"
+AGENT_SSH = "ssh"
+AGENT_EXEC = "exec"
+_AGENTS = (AGENT_SSH, AGENT_EXEC)
 WAIT_FOR_SSH_PORT = f"{PREFIX}wait-for-ssh-port"
 _PORT = re.compile(r"[0-9]{1,5}")
 _BOOLEANS = ("false", "true")
@@ -48,6 +54,10 @@ def keep_failed_launcher(job: Obj) -> bool:
     return _annotations(job).get(KEEP_FAILED_LAUNCHER, "").strip().lower() == "true"
 
 
+def exec_agent(job: Obj) -> bool:
+    return _annotations(job).get(LAUNCH_AGENT, "").strip() == AGENT_EXEC
+
+
 def wait_for_ssh_port(job: Obj) -> int | None:
     """The port the launcher waits for on every host before its own container starts; None: no wait."""
     value = _annotations(job).get(WAIT_FOR_SSH_PORT)
@@ -78,6 +88,9 @@ def validate_annotations(job: Obj) -> list[FieldError]:
     keep = annotations.get(KEEP_FAILED_LAUNCHER)
     if keep is not None and keep.strip().lower() not in _BOOLEANS:
         errors.append(not_supported(path.format(KEEP_FAILED_LAUNCHER), JSONString(keep), _BOOLEANS))
+    agent = annotations.get(LAUNCH_AGENT)
+    if agent is not None and agent.strip() not in _AGENTS:
+        errors.append(not_supported(path.format(LAUNCH_AGENT), JSONString(agent), _AGENTS))
     port = annotations.get(WAIT_FOR_SSH_PORT)
     if port is not None and _port(port) is None:
         errors.append(

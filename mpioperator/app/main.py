@@ -72,6 +72,7 @@ def controller_settings(options: opts.Options) -> ControllerSettings:
         queue_burst=options.controller_queue_burst,
         gang_scheduling=options.gang_scheduling,
         worker_startup_deadline_seconds=options.worker_startup_deadline_seconds,
+        exec_agent_image=options.kubectl_delivery_image if options.exec_agent else None,
         host_waiter_image=options.host_waiter_image,
     )
 

@@ -15,6 +15,9 @@ from mpioperator.api.extensions import MAX_SECONDS
 from mpioperator.controller.builders.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
 from mpioperator.kube.protoapi import PROTOBUF
 
+# Upstream v1's flag and image name: the init container that hands the launcher a kubectl.
+DEFAULT_KUBECTL_DELIVERY_IMAGE = "mpioperator/kubectl-delivery:latest"
+
 
 class OptionsError(ValueError):
     """A flag value that cannot work; the message is the one-line error shown to the user."""
@@ -42,6 +45,8 @@ class Options:
     controller_queue_burst: int = 100
     cluster_domain: str = ""
     worker_startup_deadline_seconds: int = 0
+    exec_agent: bool = False
+    kubectl_delivery_image: str = DEFAULT_KUBECTL_DELIVERY_IMAGE
     host_waiter_image: str = DEFAULT_HOST_WAITER_IMAGE
     log_format: str = "auto"
     verbosity: int = 0
@@ -134,6 +139,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="fail a job whose workers are not all Ready this long after it starts; 0: off (a job's "
         "annotation mpioperator.io/worker-startup-deadline-seconds overrides it)",
     )
+    _bool_flag(
+        parser,
+        "exec-agent",
+        False,
+        "allow jobs to ask for the exec launch agent (mpioperator.io/launch-agent: exec): the operator "
+        "then grants each such job's launcher pods/exec on its own workers, so it must hold pods/exec and "
+        "manage ServiceAccounts, Roles and RoleBindings (docs/install.md)",
+    )
+    _flag(
+        parser,
+        "kubectl-delivery-image",
+        default=DEFAULT_KUBECTL_DELIVERY_IMAGE,
+        help="the image whose init container hands an exec-agent launcher its kubectl",
+    )
     _flag(
         parser,
         "wait-for-hosts-image",
@@ -191,6 +210,8 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
         controller_queue_burst=ns.controller_queue_burst,
         cluster_domain=ns.cluster_domain,
         worker_startup_deadline_seconds=ns.worker_startup_deadline_seconds,
+        exec_agent=ns.exec_agent,
+        kubectl_delivery_image=ns.kubectl_delivery_image,
         host_waiter_image=ns.wait_for_hosts_image,
         log_format=ns.log_format,
         verbosity=ns.v,
@@ -231,6 +252,8 @@ def validate(options: Options) -> None:
             "worker-startup-deadline-seconds",
             f"{options.worker_startup_deadline_seconds} (must be 0-{MAX_SECONDS})",
         )
+    if options.exec_agent and not options.kubectl_delivery_image.strip():
+        fail("kubectl-delivery-image", "must name an image when --exec-agent is on")
     if not options.host_waiter_image.strip():
         fail("wait-for-hosts-image", "must not be empty")
     if options.shutdown_timeout < 0:

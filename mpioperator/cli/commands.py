@@ -75,6 +75,8 @@ def set_extensions(builder: MPIJobBuilder, args: argparse.Namespace) -> None:
         builder.worker_startup_deadline_seconds(args.worker_startup_deadline_seconds)
     if args.keep_failed_launcher:
         builder.keep_failed_launcher()
+    if args.launch_agent:
+        builder.launch_agent(args.launch_agent)
     if args.wait_for_ssh_port is not None:
         builder.wait_for_ssh_port(args.wait_for_ssh_port)
     if args.debug or args.debug_command or args.debug_worker_command or args.debug_skip_init_containers:

@@ -115,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
 EXTENSION_FLAGS = {
     "worker_startup_deadline_seconds": "--worker-startup-deadline-seconds",
     "keep_failed_launcher": "--keep-failed-launcher",
+    "launch_agent": "--launch-agent",
     "wait_for_ssh_port": "--wait-for-ssh-port",
     "debug": "--debug",
     "debug_command": "--debug-command",
@@ -142,6 +143,11 @@ def _extension_flags(submit: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--keep-failed-launcher", action="store_true", help="each launcher attempt a pod that stays"
+    )
+    group.add_argument(
+        "--launch-agent",
+        choices=["ssh", "exec"],
+        help="how mpirun reaches the workers: ssh (default) or exec (no sshd in the workers)",
     )
     group.add_argument(
         "--wait-for-ssh-port",

@@ -30,6 +30,13 @@ class AnnotationSetters:
         self._annotations[extensions.KEEP_FAILED_LAUNCHER] = _flag(enabled)
         return self
 
+    def launch_agent(self, agent: str) -> Self:
+        """How the launcher's MPI reaches the workers: "ssh" (the default) or "exec", the API server's
+        exec into the job's own worker pods (workers need no sshd; the operator must run with
+        --exec-agent)."""
+        self._annotations[extensions.LAUNCH_AGENT] = agent
+        return self
+
     def wait_for_ssh_port(self, port: int) -> Self:
         """The launcher starts mpirun only once every host of its hostfile resolves and accepts connections
         on `port` (the workers' sshd), within the job's start-up deadline."""

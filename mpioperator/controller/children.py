@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from collections.abc import Callable
 
 import structlog
 
@@ -13,7 +14,7 @@ from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller.builders import configmap, launcher_job, secret, service, worker_pod
 from mpioperator.controller.builders.host_waiter import HostWaiter
-from mpioperator.controller.builders.podspec import UPSTREAM_KEYS, SSHKeys
+from mpioperator.controller.builders.podspec import UPSTREAM_KEYS, Decorator, SSHKeys
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING
 from mpioperator.controller.fields import get_path, same, set_path
@@ -106,6 +107,7 @@ class ChildReconciler:
         cluster_domain: str,
         backend: PodGroupBackend | None = None,
         host_waiter: HostWaiter | None = None,
+        launcher_decorator: Callable[[Obj, Decorator | None], Decorator | None] | None = None,
     ) -> None:
         self._l = listers
         self._host_waiter = host_waiter or HostWaiter()
@@ -115,6 +117,8 @@ class ChildReconciler:
         # Gang scheduling decorates worker pods and the launcher template (§3.8); off by default.
         self._backend: PodGroupBackend = backend or NullBackend()
         self._deleted = RecentlyDeleted()
+        # The exec launch agent's additions to the launcher's pod template (exec_agent.py), when allowed.
+        self._launcher_decorator = launcher_decorator or (lambda job, decorate: decorate)
 
     def _refuse(self, job: Obj, obj: Obj, kind: str = "") -> SyncError:
         message = not_managed_message(obj["metadata"]["name"], obj.get("kind", kind))
@@ -307,8 +311,9 @@ class ChildReconciler:
         return key_names(self._l.secrets.get(job["metadata"]["namespace"], name))
 
     async def create_launcher(self, job: Obj) -> Obj:
+        decorate = self._launcher_decorator(job, decorator_for(self._backend, job))
         desired, overridden = launcher_job.new_launcher_job(
-            job, decorator_for(self._backend, job), self._ssh_keys(job), self._host_waiter
+            job, decorate, self._ssh_keys(job), self._host_waiter
         )
         if overridden:
             self._rec.record(

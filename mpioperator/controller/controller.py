@@ -71,6 +71,8 @@ class ControllerSettings:
     # Seconds for a job's workers to be all Ready before it fails; 0 leaves it to each job's annotation
     # `mpioperator.io/worker-startup-deadline-seconds` (off unless set: upstream's behaviour).
     worker_startup_deadline_seconds: int = 0
+    # --exec-agent: the image that hands exec-agent launchers their kubectl; None: jobs may not ask for it.
+    exec_agent_image: str | None = None
     # The image of the launcher's wait-for-hosts init container (mpioperator.io/wait-for-ssh-port).
     host_waiter_image: str = DEFAULT_HOST_WAITER_IMAGE
     # Child events and the echoes of our own status writes wait this long, so the events of one job's
@@ -161,6 +163,7 @@ class MPIJobController:
             settings=SyncSettings(
                 cluster_domain=settings.cluster_domain,
                 worker_startup_deadline_seconds=settings.worker_startup_deadline_seconds,
+                exec_agent_image=settings.exec_agent_image,
                 host_waiter_image=settings.host_waiter_image,
             ),
             backend=self.backend,

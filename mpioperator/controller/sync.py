@@ -32,6 +32,7 @@ from mpioperator.controller.conditions import format_time
 from mpioperator.controller.conveniences import SECRET_RECHECK_SECONDS, Conveniences
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import NORMAL, WARNING
+from mpioperator.controller.exec_agent import ExecAgent
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.phase import PENDING
 from mpioperator.controller.pod_groups import PodGroupReconciler
@@ -63,6 +64,8 @@ class SyncSettings:
     cluster_domain: str = ""
     # --worker-startup-deadline-seconds: 0 leaves it to each job's annotation (off by default).
     worker_startup_deadline_seconds: int = 0
+    # --exec-agent: the kubectl delivery image; None when jobs may not ask for the exec launch agent.
+    exec_agent_image: str | None = None
     # The image of the launcher's wait-for-hosts init container (mpioperator.io/wait-for-ssh-port).
     host_waiter_image: str = DEFAULT_HOST_WAITER_IMAGE
 
@@ -135,8 +138,15 @@ class JobSyncer:
         self._counts_settle = report.CountsSettle()
         backend = backend or NullBackend()
         waiter = HostWaiter(self._settings.host_waiter_image, self._settings.worker_startup_deadline_seconds)
+        self._exec_agent = ExecAgent(writer, recorder, self._settings.exec_agent_image)
         self._children = children.ChildReconciler(
-            listers, writer, recorder, self._settings.cluster_domain, backend, waiter
+            listers,
+            writer,
+            recorder,
+            self._settings.cluster_domain,
+            backend,
+            waiter,
+            launcher_decorator=self._exec_agent.launcher_decorator,
         )
         self._conveniences = Conveniences(listers, writer, recorder)  # issue 18's annotations
         self._pod_groups = PodGroupReconciler(
@@ -282,7 +292,7 @@ class JobSyncer:
         clock = now.timestamp()
         workers: list[Obj] = []
         launcher: Obj | None = None
-        done = waits_for_secret = rolled = renewing = False
+        done = waits_for_secret = rolled = renewing = agent_refused = False
         try:
             launcher = self._children.launcher(job)
             await self._conveniences.end_debug_mode(job, launcher)
@@ -294,17 +304,19 @@ class JobSyncer:
                 return _Children(launcher, self._cached_workers(job, done, suspended), held_for=held_for)
             if not done:
                 waits_for_secret = await self._shared_children(job, now)
-                if not suspended and not waits_for_secret:
+                # Ours: the exec launch agent's RBAC before any pod; no pods when it is not allowed.
+                agent_refused = not await self._exec_agent.prepare(job, job["status"], now)
+                if not suspended and not waits_for_secret and not agent_refused:
                     if self._pod_groups.enabled:
                         # Before the workers, so their scheduler finds the gang already defined (§3.9).
                         # A suspended launcher Job (a resume under WaitForWorkersReady) has no pod yet.
                         running = launcher is not None and not launcher.get("spec", {}).get("suspend")
                         await self._pod_groups.get_or_create(job, launcher_exists=running)
                     workers = await self._children.workers(job)
+                    await self._exec_agent.grant(job, workers)
                     rolled, launcher = await self._rolls.before_start(job, launcher, workers)
-                may_create = not (waits_for_secret or rolled or renewing) and children.may_create_launcher(
-                    job, workers
-                )
+                held = waits_for_secret or rolled or renewing or agent_refused
+                may_create = not held and children.may_create_launcher(job, workers)
                 if launcher is None and may_create:
                     launcher = await self._children.create_launcher(job)
                     self._conveniences.launcher_created(job, launcher)

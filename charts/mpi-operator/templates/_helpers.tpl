@@ -78,6 +78,26 @@ rules test/integration/manifests/test_rbac.py pins down).
 - apiGroups: [scheduling.k8s.io]
   resources: [workloads]
   verbs: [get, create, delete]
+{{- if .Values.execAgent.enabled }}
+{{ include "mpi-operator.execAgentRules" . }}
+{{- end }}
+{{- end }}
+
+{{/*
+execAgent.enabled (--exec-agent): each opted-in job's launcher gets a Role allowing pods/exec on its own
+workers. Kubernetes lets a subject grant only what it holds, so the operator holds pods/exec itself, in
+every namespace it serves (manifests/components/exec-agent/cluster-role.yaml, the same rules).
+*/}}
+{{- define "mpi-operator.execAgentRules" -}}
+- apiGroups: [""]
+  resources: [pods/exec]
+  verbs: [create]
+- apiGroups: [""]
+  resources: [serviceaccounts]
+  verbs: [get, create]
+- apiGroups: [rbac.authorization.k8s.io]
+  resources: [roles, rolebindings]
+  verbs: [get, create, update]
 {{- end }}
 
 {{/* Cluster-scoped reads, needed whatever namespaces are served. */}}

@@ -18,6 +18,7 @@ from mpioperator.testing.images.versions import REPO_ROOT, pinned
 BASE = f"debian:{pinned('DEBIAN_SUITE')}"
 PYTHON_BASE = f"mpioperator/python:{pinned('PYTHON_VERSION')}-{pinned('DEBIAN_SUITE')}"
 OPERATOR = "mpioperator/mpi-operator-py:latest"
+KUBECTL_DELIVERY = "mpioperator/kubectl-delivery:latest"
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class Image:
     base: str  # the image its stages start FROM: BASE or an earlier entry's name
     build_args: Mapping[str, str] = field(default_factory=dict)
     push: bool = True  # to the real node's registry (pods pull it)
+    # Context file name -> control-plane binary copied there before the build (images/staging.py).
+    staged: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def dockerfile_path(self) -> Path:
@@ -77,6 +80,14 @@ CATALOG: tuple[Image, ...] = (
     # The tag kubelet and containerd ask for as the sandbox image.
     Image("registry.k8s.io/pause:3.10", "images/pause/Dockerfile", "images/pause", BASE),
     Image(OPERATOR, "Dockerfile", ".", PYTHON_BASE, {"PYTHON_BASE": PYTHON_BASE}),
+    # The exec launch agent: a static kubectl (the control plane's) and kubexec.sh, for an init container.
+    Image(
+        KUBECTL_DELIVERY,
+        "images/kubectl-delivery/Dockerfile",
+        "images/kubectl-delivery",
+        BASE,
+        staged={"kubectl": "kubectl"},
+    ),
     # Horovod and TensorFlow for the Horovod examples; its cold build compiles Horovod (12-15 minutes here).
     Image(
         "mpioperator/random-walk",

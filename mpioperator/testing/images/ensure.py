@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpioperator.testing.cachedir import cache_dir
-from mpioperator.testing.images import catalog, debian
+from mpioperator.testing.images import catalog, debian, staging
 from mpioperator.testing.images.buildah import Buildah, qualified, repository_path
 from mpioperator.testing.images.context import inputs_digest
 from mpioperator.testing.images.keys import build_key, file_digest
@@ -134,12 +134,12 @@ def base_key(suite: str) -> str:
     )
 
 
-def image_key(image: catalog.Image, base_id: str) -> str:
+def image_key(image: catalog.Image, base_id: str, context: Path | None = None) -> str:
     return build_key(
         "dockerfile",
         parent=base_id,
         params={
-            "inputs": inputs_digest(image.dockerfile_path, image.context_path),
+            "inputs": inputs_digest(image.dockerfile_path, context or image.context_path),
             "build_args": dict(image.build_args),
             "uses_pip": image.uses_pip,
         },
@@ -192,7 +192,8 @@ def build_images(env: BuildEnv) -> dict[str, str]:
     ids[catalog.BASE] = base_id
     with pip_trust(work) as volumes:
         for image in catalog.CATALOG:
-            key = image_key(image, ids[image.base])
+            context = staging.build_context(image)
+            key = image_key(image, ids[image.base], context)
             image_id = cached(image.name, key)
             if image_id is None:
                 env.say(f"building {image.name} from {image.dockerfile}")
@@ -200,7 +201,7 @@ def build_images(env: BuildEnv) -> dict[str, str]:
                 image_id = env.buildah.bud(
                     image.name,
                     image.dockerfile_path,
-                    image.context_path,
+                    context,
                     build_args=image.build_args,
                     volumes=volumes if image.uses_pip else (),
                 )

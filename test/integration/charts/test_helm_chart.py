@@ -29,6 +29,7 @@ EVERYTHING: dict[str, Any] = {
     "kubeApi": {"qps": 7.5, "burst": 1000000, "contentType": "application/json"},
     "controllerQueue": {"rateLimit": 20, "burst": 200},
     "clusterDomain": "cluster.local",
+    "execAgent": {"enabled": True, "kubectlDeliveryImage": "registry.example/kubectl-delivery:v1"},
     "logFormat": "console",
     "logVerbosity": 4,
     "extraArgs": ["--shutdown-timeout=20"],
@@ -156,6 +157,7 @@ def test_every_option_reaches_the_operator_as_a_flag_it_parses_back_to_the_value
     assert (parsed.controller_queue_rate_limit, parsed.controller_queue_burst) == (20, 200)
     assert parsed.gang_scheduling == "volcano"
     assert parsed.cluster_domain == "cluster.local"
+    assert parsed.exec_agent and parsed.kubectl_delivery_image == "registry.example/kubectl-delivery:v1"
     assert (parsed.log_format, parsed.verbosity, parsed.shutdown_timeout) == ("console", 4, 20.0)
     assert parsed.leader_elect and parsed.lock_namespace == WATCHED[0]
     assert (parsed.lease_duration, parsed.renew_deadline, parsed.retry_period) == (30, 20, 4)
@@ -168,6 +170,26 @@ def test_every_option_reaches_the_operator_as_a_flag_it_parses_back_to_the_value
     (plain,) = by_kind(helm.template("d", RELEASE_NS), "Deployment")
     defaults = opts.parse(plain["spec"]["template"]["spec"]["containers"][0]["args"], environ={})
     assert defaults.cluster_scoped and defaults.leader_elect and defaults.lock_namespace == RELEASE_NS
+    assert not defaults.exec_agent
+
+
+def test_the_exec_agent_adds_the_kustomize_components_rules_and_only_when_enabled(helm: Helm) -> None:
+    component = yaml.safe_load_all((REPO / "manifests/components/exec-agent/cluster-role.yaml").read_text())
+    wanted = next(doc for doc in component if doc["kind"] == "ClusterRole")["rules"]
+
+    def rules(values: dict[str, Any]) -> list[dict[str, Any]]:
+        objects = helm.template("rbac", RELEASE_NS, values)
+        (role,) = [
+            o
+            for o in by_kind(objects, "ClusterRole")
+            if not o["metadata"]["name"].endswith("-edit") and not o["metadata"]["name"].endswith("-view")
+        ]
+        found: list[dict[str, Any]] = role["rules"]
+        return found
+
+    with_agent = rules({"execAgent": {"enabled": True}})
+    assert all(rule in with_agent for rule in wanted)
+    assert not any("pods/exec" in rule["resources"] for rule in rules({}))
 
 
 def test_rendered_crd_is_the_generated_crd(helm: Helm) -> None:

@@ -90,12 +90,14 @@ async def running_controller(
     gang_scheduling: str = "",
     writer_type: type[CountingWriter] | None = None,
     settings: dict[str, Any] | None = None,
+    kubeconfig: Path | None = None,
 ) -> AsyncIterator[Harness]:
     """The controller, watching `namespace` only, run in-process until the block ends.
 
     `writer_type` wraps the client (a CountingWriter that injects faults, say); `settings` are further
-    ControllerSettings fields, as the operator's flags would set them."""
-    client = KubeClient.from_kubeconfig(cluster.kubeconfig, qps=200, burst=400)
+    ControllerSettings fields, as the operator's flags would set them; `kubeconfig` other credentials than
+    the cluster administrator's (the operator's ServiceAccount, say)."""
+    client = KubeClient.from_kubeconfig(kubeconfig or cluster.kubeconfig, qps=200, burst=400)
     writer = (writer_type or CountingWriter)(client)
     registry = CollectorRegistry()
     metrics = JobMetrics(registry)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import pytest
+import yaml
 
 from mpioperator.testing.cluster import LocalCluster, wait_crd_established
 from mpioperator.testing.rest import RestClient, RestError
@@ -157,3 +158,50 @@ def test_the_service_account_really_lists_mpijobs_and_cannot_delete_the_crd(
     with pytest.raises(RestError) as refused:
         operator_client.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/mpijobs.kubeflow.org")
     assert refused.value.status == 403
+
+
+# manifests/components/exec-agent: what --exec-agent needs besides NEEDED, and what it still does not get.
+EXEC_AGENT_NEEDED: list[Access] = [
+    Access("create", "pods", subresource="exec"),
+    *each("get create", "serviceaccounts"),
+    *each("get create update", "roles", "rbac.authorization.k8s.io"),
+    *each("get create update", "rolebindings", "rbac.authorization.k8s.io"),
+]
+EXEC_AGENT_NOT_NEEDED: list[Access] = [
+    Access("create", "pods", subresource="attach"),
+    Access("escalate", "roles", "rbac.authorization.k8s.io"),
+    Access("bind", "roles", "rbac.authorization.k8s.io"),
+    *each("create update", "clusterroles", "rbac.authorization.k8s.io", namespace=""),
+    *each("create update", "clusterrolebindings", "rbac.authorization.k8s.io", namespace=""),
+    Access("delete", "roles", "rbac.authorization.k8s.io"),
+    Access("create", "serviceaccounts", subresource="token"),
+]
+
+
+def test_the_exec_agent_overlay_grants_what_the_agent_needs_and_no_escalation(
+    apiserver_cluster: LocalCluster, operator_client: RestClient
+) -> None:
+    rendered = apiserver_cluster.kubectl("kustomize", str(REPO / "manifests/overlays/exec-agent")).stdout
+    extra = [
+        doc
+        for doc in yaml.safe_load_all(rendered)
+        if doc
+        and doc["kind"] in ("ClusterRole", "ClusterRoleBinding")
+        and doc["metadata"]["name"] == "mpi-operator-exec-agent"
+    ]
+    assert len(extra) == 2
+    assert not allowed(operator_client, EXEC_AGENT_NEEDED[0])
+    apiserver_cluster.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(extra))
+    try:
+        # The authorizer reads bindings from its informer: wait until the new one is seen.
+        wait_for(
+            lambda: allowed(operator_client, EXEC_AGENT_NEEDED[0]), timeout=30, what="the exec-agent binding"
+        )
+        missing = [str(access) for access in EXEC_AGENT_NEEDED if not allowed(operator_client, access)]
+        excess = [str(access) for access in EXEC_AGENT_NOT_NEEDED if allowed(operator_client, access)]
+        assert (missing, excess) == ([], [])
+    finally:
+        for doc in extra:
+            apiserver_cluster.kubectl(
+                "delete", doc["kind"].lower(), doc["metadata"]["name"], "--ignore-not-found"
+            )

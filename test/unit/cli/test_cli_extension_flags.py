@@ -20,6 +20,8 @@ def test_every_annotation_has_a_submit_flag() -> None:
             "--worker-startup-deadline-seconds",
             "300",
             "--keep-failed-launcher",
+            "--launch-agent",
+            "exec",
             "--wait-for-ssh-port",
             "2222",
             "--debug",
@@ -58,6 +60,7 @@ def test_every_annotation_has_a_submit_flag() -> None:
     assert annotations == {
         "mpioperator.io/worker-startup-deadline-seconds": "300",
         "mpioperator.io/keep-failed-launcher": "true",
+        "mpioperator.io/launch-agent": "exec",
         "mpioperator.io/wait-for-ssh-port": "2222",
         "mpioperator.io/debug-mode": "true",
         "mpioperator.io/debug-command": "sh -c 'sleep 7200'",

@@ -27,6 +27,7 @@ def test_every_annotation_of_the_operator_has_a_setter() -> None:
         .image(PI)
         .worker_startup_deadline_seconds(300)
         .keep_failed_launcher()
+        .launch_agent("exec")
         .wait_for_ssh_port(2222)
         .debug_mode(
             command=["sh", "-c", "sleep 7200"],
@@ -55,6 +56,7 @@ def test_every_annotation_of_the_operator_has_a_setter() -> None:
     assert job["metadata"]["annotations"] == {
         "mpioperator.io/worker-startup-deadline-seconds": "300",
         "mpioperator.io/keep-failed-launcher": "true",
+        "mpioperator.io/launch-agent": "exec",
         "mpioperator.io/wait-for-ssh-port": "2222",
         "mpioperator.io/debug-mode": "true",
         "mpioperator.io/debug-command": "sh -c 'sleep 7200'",
@@ -98,6 +100,7 @@ def test_switches_can_be_set_off_and_the_generated_line_parsed_back() -> None:
     [
         (MPIJobBuilder("bad").image(PI).hostfile_path("hostfile"), "mpioperator.io/hostfile-path"),
         (MPIJobBuilder("bad").image(PI).ssh_secret("My_Keys"), "mpioperator.io/ssh-secret"),
+        (MPIJobBuilder("bad").image(PI).launch_agent("rsh"), "mpioperator.io/launch-agent"),
         (
             MPIJobBuilder("bad").image(PI).worker_startup_deadline_seconds(-1),
             "mpioperator.io/worker-startup-deadline-seconds",

@@ -1,0 +1,133 @@
+"""The exec launch agent's objects (docs/extensions.md): the launcher's MPI reaches its workers through the
+API server's exec instead of ssh, so workers need no sshd.
+
+Per job: a ServiceAccount the launcher runs as, a Role that lets it `get` and exec into the worker pods
+the job controls and nothing else (by `resourceNames`), and the RoleBinding between them, all named
+`<job>-launcher` (upstream v1's names) and owned by the MPIJob, so the garbage collector deletes them with
+it. The launcher gets a static kubectl and the agent script from an init container, through an emptyDir,
+so the user's image needs nothing but `/bin/sh`.
+"""
+
+from __future__ import annotations
+
+from mpioperator.api import accessors
+from mpioperator.api import constants as api
+from mpioperator.api.names import launcher_name
+from mpioperator.api.objects import Obj
+from mpioperator.api.ownership import child_metadata
+from mpioperator.controller.builders.podspec import Decorator, add_env, add_volume
+
+AGENT_VOLUME = "mpi-exec-agent"
+AGENT_DIR = "/opt/mpioperator-exec"
+AGENT = f"{AGENT_DIR}/kubexec.sh"
+DELIVERY_CONTAINER = "kubectl-delivery"
+# Which container of a worker pod the agent execs into: the worker template's first (the main one).
+CONTAINER_ENV = "MPIOPERATOR_EXEC_CONTAINER"
+
+
+def account_name(job: Obj) -> str:
+    return launcher_name(job)
+
+
+def new_service_account(job: Obj) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": child_metadata(job, account_name(job)),
+    }
+
+
+def new_role(job: Obj, workers: list[str]) -> Obj:
+    """Exec into, and read, these pods and no other: the job's own workers, as made (the caller names only
+    pods the job controls, so a pod of someone else's that has a worker's name is never granted). No
+    workers, no rules: an empty resourceNames would mean every pod."""
+    rules: list[Obj] = []
+    if workers:
+        rules = [
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"], "resourceNames": workers},
+            {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"], "resourceNames": workers},
+        ]
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": child_metadata(job, account_name(job)),
+        "rules": rules,
+    }
+
+
+def new_role_binding(job: Obj) -> Obj:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": child_metadata(job, account_name(job)),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": account_name(job)},
+        "subjects": [
+            {
+                "kind": "ServiceAccount",
+                "name": account_name(job),
+                "namespace": job["metadata"].get("namespace", ""),
+            }
+        ],
+    }
+
+
+def agent_env(job: Obj) -> list[tuple[str, str | None]]:
+    """What tells each MPI to start its daemons with the agent instead of ssh. The ssh options upstream's
+    variables still pass (`-o ConnectionAttempts=10`) are skipped by the agent."""
+    implementation = accessors.mpi_implementation(job)
+    env: list[tuple[str, str | None]]
+    if implementation == api.INTEL:
+        env = [("I_MPI_HYDRA_BOOTSTRAP", "rsh"), ("I_MPI_HYDRA_BOOTSTRAP_EXEC", AGENT)]
+    elif implementation == api.MPICH:
+        env = [("HYDRA_LAUNCHER", "rsh"), ("HYDRA_LAUNCHER_EXEC", AGENT)]
+    else:
+        # mpirun hands its MCA settings to the daemons it starts, whose launch component checks at start
+        # that the agent exists, on a worker that has none, and the daemon dies. A list takes the first
+        # that exists: the agent on the launcher, `sh` (never used, no tree spawn) on a worker.
+        agents = f"{AGENT} : sh"
+        env = [
+            ("OMPI_MCA_plm_rsh_agent", agents),
+            # A tree spawn has daemons on workers start further daemons, with an agent only the
+            # launcher has; Open MPI 5's launcher already starts every daemon itself (prrte_env).
+            ("OMPI_MCA_plm_rsh_no_tree_spawn", "1"),
+            ("PRTE_MCA_plm_ssh_agent", agents),
+        ]
+    container = ((accessors.replica_spec(job, api.WORKER) or {}).get("template") or {}).get("spec") or {}
+    first = (container.get("containers") or [{}])[0]
+    env.append((CONTAINER_ENV, str(first.get("name", ""))))
+    return env
+
+
+def decorate_launcher(job: Obj, template: Obj, image: str) -> None:
+    """The launcher pod template runs as the job's ServiceAccount, with its token, the agent delivered
+    into an emptyDir and its MPI pointed at it."""
+    spec = template["spec"]
+    spec["serviceAccountName"] = account_name(job)
+    # A kubectl inside the pod authenticates with the mounted token.
+    spec["automountServiceAccountToken"] = True
+    container = spec["containers"][0]
+    add_volume(spec, container, {"name": AGENT_VOLUME, "emptyDir": {}}, AGENT_DIR)
+    delivery: Obj = {
+        "name": DELIVERY_CONTAINER,
+        "image": image,
+        "args": [AGENT_DIR],
+        "volumeMounts": [{"name": AGENT_VOLUME, "mountPath": AGENT_DIR}],
+    }
+    # As the launcher's own user, so the files it copies are that user's to run (the emptyDir is not
+    # world-writable for a non-root launcher otherwise).
+    security = container.get("securityContext") or {}
+    if "runAsUser" in security:
+        delivery["securityContext"] = {"runAsUser": security["runAsUser"]}
+    spec["initContainers"] = [*(spec.get("initContainers") or []), delivery]
+    add_env(container, *agent_env(job))
+
+
+def with_exec_agent(decorate: Decorator | None, job: Obj, image: str) -> Decorator:
+    """The launcher's decorator: gang scheduling's (when on), then the agent's."""
+
+    def both(template: Obj) -> None:
+        if decorate is not None:
+            decorate(template)
+        decorate_launcher(job, template, image)
+
+    return both

@@ -1,0 +1,181 @@
+"""The exec launch agent's RBAC on a real API server: a job's launcher ServiceAccount may exec into its own
+workers and into nothing else, the Role follows the job's worker count, and an operator without
+--exec-agent holds the job with a condition and one Warning event."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.mpijobs import mpijob
+from mpioperator.testing.operator import service_account_token
+from mpioperator.testing.pki import write_kubeconfig
+from mpioperator.testing.rest import RestError
+from test.integration.controller.actors import Actors
+from test.integration.controller.conftest import running_controller
+from test.integration.controller.waits import condition_appears
+
+Obj = dict[str, Any]
+REPO = Path(__file__).resolve().parents[3]
+IMAGE = "mpioperator/kubectl-delivery:latest"
+EXEC = {"mpioperator.io/launch-agent": "exec"}
+RBAC = "/apis/rbac.authorization.k8s.io/v1/namespaces"
+
+
+def exec_job(name: str, workers: int = 2) -> Obj:
+    body = mpijob(name, workers=workers)
+    body["metadata"]["annotations"] = dict(EXEC)
+    return body
+
+
+def can_i(cluster: LocalCluster, ns: str, account: str, verb: str, what: str, name: str) -> bool:
+    """`kubectl auth can-i` impersonating the ServiceAccount: a SelfSubjectAccessReview made as it."""
+    resource, _, subresource = what.partition("/")
+    target = f"{resource}/{name}" if name else resource
+    args = ["auth", "can-i", verb, target, "-n", ns, f"--as=system:serviceaccount:{ns}:{account}"]
+    if subresource:
+        args.append(f"--subresource={subresource}")
+    answer = cluster.kubectl(*args, check=False)
+    said = answer.stdout.split()
+    assert said and said[0] in ("yes", "no"), answer.stderr  # "no - RBAC: ..." says why, too
+    return said[0] == "yes"
+
+
+def role(a: Actors, name: str) -> Obj | None:
+    try:
+        found: Obj = a.rest.get(f"{RBAC}/{a.ns}/roles/{name}")
+        return found
+    except RestError as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+async def test_a_launcher_account_may_exec_into_its_own_workers_and_is_refused_another_jobs_pod(
+    mpijob_crd: LocalCluster, make_namespace: Any
+) -> None:
+    ns = make_namespace(mpijob_crd)
+    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
+        a = Actors(h.cluster, ns)
+        a.submit(exec_job("alpha"))
+        a.submit(exec_job("beta"))
+        await a.until_true(lambda: len(a.worker_pods("alpha")) == 2, "alpha's workers")
+        await a.until_true(lambda: len(a.worker_pods("beta")) == 2, "beta's workers")
+        await a.until_true(lambda: a.launcher_job("alpha") is not None, "alpha's launcher Job")
+
+        launcher = a.launcher_job("alpha")
+        assert launcher is not None
+        assert launcher["spec"]["template"]["spec"]["serviceAccountName"] == "alpha-launcher"
+        for kind in ("serviceaccounts", "roles", "rolebindings"):
+            root = "/api/v1/namespaces" if kind == "serviceaccounts" else RBAC
+            found = a.rest.get(f"{root}/{ns}/{kind}/alpha-launcher")
+            (owner,) = found["metadata"]["ownerReferences"]
+            assert (owner["kind"], owner["name"], owner["controller"]) == ("MPIJob", "alpha", True)
+
+        account = "alpha-launcher"
+        assert can_i(mpijob_crd, ns, account, "create", "pods/exec", "alpha-worker-0")
+        assert can_i(mpijob_crd, ns, account, "create", "pods/exec", "alpha-worker-1")
+        assert can_i(mpijob_crd, ns, account, "get", "pods", "alpha-worker-1")
+        assert not can_i(mpijob_crd, ns, account, "create", "pods/exec", "beta-worker-0")
+        assert not can_i(mpijob_crd, ns, account, "get", "pods", "beta-worker-0")
+        launcher_pod_name = "alpha-launcher-x7k2p"  # any other pod name: the launcher's own included
+        assert not can_i(mpijob_crd, ns, account, "create", "pods/exec", launcher_pod_name)
+        assert not can_i(mpijob_crd, ns, account, "list", "pods", "")
+        assert not can_i(mpijob_crd, ns, "beta-launcher", "create", "pods/exec", "alpha-worker-0")
+
+
+async def test_the_role_follows_the_worker_count(mpijob_crd: LocalCluster, make_namespace: Any) -> None:
+    ns = make_namespace(mpijob_crd)
+    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
+        a = Actors(h.cluster, ns)
+        a.submit(exec_job("grow", workers=1))
+        await a.until_true(lambda: role(a, "grow-launcher") is not None, "grow's Role")
+        assert not can_i(mpijob_crd, ns, "grow-launcher", "create", "pods/exec", "grow-worker-1")
+
+        a.patch_spec("grow", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 2}}}})
+
+        await a.until_true(
+            lambda: "grow-worker-1" in str((role(a, "grow-launcher") or {}).get("rules")),
+            "the Role to name the new worker",
+        )
+        assert can_i(mpijob_crd, ns, "grow-launcher", "create", "pods/exec", "grow-worker-1")
+
+
+async def test_without_the_operator_flag_the_job_is_held_with_a_condition_and_one_warning(
+    mpijob_crd: LocalCluster, make_namespace: Any
+) -> None:
+    ns = make_namespace(mpijob_crd)
+    async with running_controller(mpijob_crd, ns) as h:
+        a = Actors(h.cluster, ns)
+        a.submit(exec_job("held"))
+
+        found = await condition_appears(a, "held", "ExecAgentNotAllowed", "the ExecAgentNotAllowed condition")
+        assert found["status"] == "True"
+        assert "--exec-agent" in found["message"]
+        # A later change of the job syncs it again: still no pods, and no second event.
+        a.patch_spec("held", {"metadata": {"labels": {"touched": "yes"}}})
+        await a.until_true(
+            lambda: a.event_reasons("held").count("ExecAgentNotAllowed") == 1, "the one Warning event"
+        )
+        a.patch_spec("held", {"spec": {"runPolicy": {"backoffLimit": 2}}})
+        await a.until_true(lambda: bool(a.status("held").get("startTime")), "a synced status")
+        assert a.worker_pods("held") == []
+        assert a.launcher_job("held") is None
+        assert role(a, "held-launcher") is None
+        assert a.event_reasons("held").count("ExecAgentNotAllowed") == 1
+
+
+async def test_a_pod_of_someone_elses_with_a_workers_name_is_never_granted(
+    mpijob_crd: LocalCluster, make_namespace: Any
+) -> None:
+    """A job named so that its worker names match a pod it does not control must not get exec into it."""
+    ns = make_namespace(mpijob_crd)
+    pod = {"metadata": {"name": "squat-worker-0"}, "spec": {"containers": [{"name": "db", "image": "db"}]}}
+    mpijob_crd.rest.create(f"/api/v1/namespaces/{ns}/pods", pod)
+    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
+        a = Actors(h.cluster, ns)
+        a.submit(exec_job("squat", workers=2))
+
+        await a.until_true(lambda: "ErrResourceExists" in a.event_reasons("squat"), "the job refused the pod")
+        assert not can_i(mpijob_crd, ns, "squat-launcher", "create", "pods/exec", "squat-worker-0")
+        assert not can_i(mpijob_crd, ns, "squat-launcher", "get", "pods", "squat-worker-0")
+        assert a.launcher_job("squat") is None
+
+
+def operator_rights_in(cluster: LocalCluster, ns: str, kubeconfig: Path) -> Path:
+    """A ServiceAccount in `ns` with the manifests' ClusterRole and the exec-agent component's, bound in
+    `ns` only (a cluster-wide binding would outlive the test for the session's other tests)."""
+    cluster.kubectl("apply", "--server-side", "-f", str(REPO / "manifests/base/cluster-role.yaml"))
+    component = yaml.safe_load_all((REPO / "manifests/components/exec-agent/cluster-role.yaml").read_text())
+    role = next(doc for doc in component if doc["kind"] == "ClusterRole")
+    cluster.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump(role))
+    cluster.rest.create(f"/api/v1/namespaces/{ns}/serviceaccounts", {"metadata": {"name": "operator"}})
+    for cluster_role in ("mpi-operator", role["metadata"]["name"]):
+        binding = {
+            "metadata": {"name": cluster_role},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role},
+            "subjects": [{"kind": "ServiceAccount", "name": "operator", "namespace": ns}],
+        }
+        cluster.rest.create(f"{RBAC}/{ns}/rolebindings", binding)
+    token = service_account_token(cluster, ns, "operator")
+    return write_kubeconfig(kubeconfig, server=cluster.server, ca_file=cluster.ca_file, token=token)
+
+
+async def test_the_operator_with_the_components_rights_grants_a_launcher_exec_on_its_workers(
+    mpijob_crd: LocalCluster, make_namespace: Any, tmp_path: Path
+) -> None:
+    """Not as the cluster's administrator: RBAC lets the operator grant only what it holds, and bind only
+    a Role that exists."""
+    ns = make_namespace(mpijob_crd)
+    kubeconfig = operator_rights_in(mpijob_crd, ns, tmp_path / "operator.kubeconfig")
+    settings = {"exec_agent_image": IMAGE}
+    async with running_controller(mpijob_crd, ns, settings=settings, kubeconfig=kubeconfig) as h:
+        a = Actors(h.cluster, ns)
+        a.submit(exec_job("own"))
+
+        await a.until_true(lambda: a.launcher_job("own") is not None, "own's launcher Job")
+        assert can_i(mpijob_crd, ns, "own-launcher", "create", "pods/exec", "own-worker-1")
+        assert not can_i(mpijob_crd, ns, "own-launcher", "create", "pods/exec", "someone-else")
