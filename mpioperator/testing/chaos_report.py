@@ -115,12 +115,13 @@ def outside_deletions(records: Iterable[AuditRecord], namespace: str, user: str)
 
     kwok deletes a pod by name, without the uid precondition a kubelet sends, and sometimes twice: the
     second delete of an earlier attempt's pod can remove the new attempt's pod of the same name just
-    created. The operator then rightly creates it again. Records (of every user) in the order received;
-    the audit policy must log pod bodies of `user` and pod deletes of everyone.
+    created. The operator then rightly creates it again. Records of every user; the audit policy must log
+    pod bodies of `user` and pod deletes of everyone. They are taken in the order the server answered
+    them: kwok's delete can be received just before the create it then removes, and answered after it.
     """
     standing: dict[str, tuple[str, bool]] = {}  # name -> (attempt, whether `user` deleted it)
     found: Counter[CreateKey] = Counter()
-    for r in records:
+    for r in sorted(records, key=lambda r: r.completed):
         if r.resource != "pods" or r.namespace != namespace or not r.succeeded:
             continue
         if r.user == user and r.verb == "create":

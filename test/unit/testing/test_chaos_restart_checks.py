@@ -137,8 +137,11 @@ def record(
     verb: str = "create",
     user: str = "op",
 ) -> AuditRecord:
-    at = T0 + timedelta(seconds=seconds)
-    return AuditRecord(at, at, user, user, verb, resource, NS, name, code, body)
+    return AuditRecord(at(seconds), at(seconds), user, user, verb, resource, NS, name, code, body)
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
 
 
 def labelled(attempt: str) -> dict[str, Any]:
@@ -190,6 +193,17 @@ def test_a_pod_removed_by_someone_else_before_the_operator_deleted_it_may_be_mad
         ["pods/r-worker-0 (attempt 1): created 2 times, expected 1"],
         [],
     )
+    # Received just before the create, answered after it: the delete removed the new pod.
+    late = [
+        records[0],
+        delete(5, "op"),
+        delete(5.1, "kwok"),
+        record(5.5, "pods", "r-worker-0", labelled("1")),
+    ]
+    answered_late = AuditRecord(
+        at(5.4), at(5.6), "kwok", "kwok", "delete", "pods", NS, "r-worker-0", 200, None
+    )
+    assert outside_deletions([*late, answered_late], NS, "op") == {("pods", "r-worker-0", "1"): 1}
     # The operator deleting its own pod and making it again in the same attempt is never excused.
     own = [record(0, "pods", "r-worker-0", labelled("0")), delete(1, "op"), delete(1.1, "kwok")]
     assert outside_deletions(own, NS, "op") == {}
