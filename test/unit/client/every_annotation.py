@@ -3,12 +3,14 @@ SDK's setters and of the CLI's submit flags both build it: the same values throu
 
 from __future__ import annotations
 
-from mpioperator.api import conveniences, extensions
+from mpioperator.api import conveniences, extensions, restarts
 
 EVERY_ANNOTATION = {
     "mpioperator.io/worker-startup-deadline-seconds": "300",
     "mpioperator.io/keep-failed-launcher": "true",
     "mpioperator.io/wait-for-ssh-port": "2222",
+    "mpioperator.io/restart-policy": "OnFailure",
+    "mpioperator.io/max-restarts": "5",
     "mpioperator.io/launch-agent": "exec",
     "mpioperator.io/debug-mode": "true",
     "mpioperator.io/debug-command": "sh -c 'sleep 7200'",
@@ -30,10 +32,11 @@ EVERY_ANNOTATION = {
 def documented_annotations() -> set[str]:
     """Every job annotation the operator reads: the modules' constants under our prefix."""
     found = set()
-    for module in (extensions, conveniences):
+    for module in (extensions, conveniences, restarts):
         for name, value in vars(module).items():
             is_key = isinstance(value, str) and value.startswith("mpioperator.io/")
-            if name.isupper() and is_key and value != conveniences.PREFIX:
+            # The attempt is a label on pods, not a job's annotation.
+            if name.isupper() and is_key and value not in (conveniences.PREFIX, restarts.ATTEMPT_LABEL):
                 found.add(value)
     return found
 

@@ -19,6 +19,7 @@ def test_every_annotation_of_the_operator_has_a_setter() -> None:
         .keep_failed_launcher()
         .launch_agent("exec")
         .wait_for_ssh_port(2222)
+        .restart_whole_job("OnFailure", max_restarts=5)
         .debug_mode(
             command=["sh", "-c", "sleep 7200"],
             worker_command=["sleep", "infinity"],
@@ -76,6 +77,8 @@ def test_switches_can_be_set_off_and_the_generated_line_parsed_back() -> None:
             "mpioperator.io/worker-startup-deadline-seconds",
         ),
         (MPIJobBuilder("bad").image(PI).wait_for_ssh_port(70000), "mpioperator.io/wait-for-ssh-port"),
+        (MPIJobBuilder("bad").image(PI).restart_whole_job("Always"), "mpioperator.io/restart-policy"),
+        (MPIJobBuilder("bad").image(PI).restart_whole_job(max_restarts=-1), "mpioperator.io/max-restarts"),
         (
             MPIJobBuilder("bad").image(PI).launcher_command("mpirun").launcher_program("/p"),
             "mpioperator.io/launcher-program",
