@@ -12,6 +12,7 @@ from typing import Any, TextIO
 import yaml
 
 from mpioperator.api import constants as api
+from mpioperator.api import restarts
 from mpioperator.cli import render
 from mpioperator.cli.convert import convert_text, to_yaml
 from mpioperator.client import MPIJobBuilder, MPIJobClient, status
@@ -79,6 +80,8 @@ def set_extensions(builder: MPIJobBuilder, args: argparse.Namespace) -> None:
         builder.launch_agent(args.launch_agent)
     if args.wait_for_ssh_port is not None:
         builder.wait_for_ssh_port(args.wait_for_ssh_port)
+    if args.restart_policy or args.max_restarts is not None:
+        builder.restart_whole_job(args.restart_policy or restarts.ON_WORKER_FAILURE, args.max_restarts)
     if args.debug or args.debug_command or args.debug_worker_command or args.debug_skip_init_containers:
         builder.debug_mode(
             True,

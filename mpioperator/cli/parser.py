@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from mpioperator.api import constants as api
+from mpioperator.api import restarts
 
 PROG = "kubectl mpijob"
 DESCRIPTION = "Submit, follow and manage Kubeflow MPIJobs (kubeflow.org/v2beta1)."
@@ -117,6 +118,8 @@ EXTENSION_FLAGS = {
     "keep_failed_launcher": "--keep-failed-launcher",
     "launch_agent": "--launch-agent",
     "wait_for_ssh_port": "--wait-for-ssh-port",
+    "restart_policy": "--restart-policy",
+    "max_restarts": "--max-restarts",
     "debug": "--debug",
     "debug_command": "--debug-command",
     "debug_worker_command": "--debug-worker-command",
@@ -154,6 +157,17 @@ def _extension_flags(submit: argparse.ArgumentParser) -> None:
         type=_positive,
         metavar="PORT",
         help="start mpirun once every worker resolves and accepts connections on this port (sshd's)",
+    )
+    group.add_argument(
+        "--restart-policy",
+        choices=list(restarts.POLICIES),
+        help="restart the whole job when a worker (OnWorkerFailure) or any pod (OnFailure) fails",
+    )
+    group.add_argument(
+        "--max-restarts",
+        type=_non_negative,
+        metavar="N",
+        help=f"at most this many whole-job restarts (default {restarts.DEFAULT_MAX_RESTARTS})",
     )
     group.add_argument(
         "--debug", action="store_true", help="debug mode: the launcher waits, run mpirun by hand"

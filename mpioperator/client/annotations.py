@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Self
 
-from mpioperator.api import conveniences, extensions
+from mpioperator.api import conveniences, extensions, restarts
 
 
 def _flag(enabled: bool) -> str:
@@ -35,6 +35,17 @@ class AnnotationSetters:
         exec into the job's own worker pods (workers need no sshd; the operator must run with
         --exec-agent)."""
         self._annotations[extensions.LAUNCH_AGENT] = agent
+        return self
+
+    def restart_whole_job(
+        self, policy: str = restarts.ON_WORKER_FAILURE, max_restarts: int | None = None
+    ) -> Self:
+        """Restart the whole job (every pod made anew) when a worker fails or is evicted ("OnWorkerFailure"),
+        or also when the launcher fails ("OnFailure"), at most `max_restarts` times (the operator's default
+        when None); "Never" is upstream's behaviour."""
+        self._annotations[restarts.RESTART_POLICY] = policy
+        if max_restarts is not None:
+            self._annotations[restarts.MAX_RESTARTS] = str(max_restarts)
         return self
 
     def wait_for_ssh_port(self, port: int) -> Self:

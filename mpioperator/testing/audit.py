@@ -28,8 +28,11 @@ CREDENTIAL_ID = "authentication.kubernetes.io/credential-id"
 GroupResource = tuple[str, str]
 
 
-def audit_policy(user: str, *, bodies_of: Sequence[GroupResource] = ()) -> dict[str, object]:
-    """Metadata for `user`'s writes, once each (at ResponseComplete); nothing for anyone else.
+def audit_policy(
+    user: str, *, bodies_of: Sequence[GroupResource] = (), deletes_of: Sequence[GroupResource] = ()
+) -> dict[str, object]:
+    """Metadata for `user`'s writes, once each (at ResponseComplete); nothing for anyone else but deletes
+    of the resources in `deletes_of`, for checks that need to know who else removed what.
 
     Writes to the resources in `bodies_of` are logged with their request body (level Request), for checks
     that need what was written, such as a Lease's holder.
@@ -43,7 +46,12 @@ def audit_policy(user: str, *, bodies_of: Sequence[GroupResource] = ()) -> dict[
         }
         for group, plural in bodies_of
     ]
-    rules += [{"level": "Metadata", "users": [user], "verbs": list(WRITE_VERBS)}, {"level": "None"}]
+    rules.append({"level": "Metadata", "users": [user], "verbs": list(WRITE_VERBS)})
+    rules += [
+        {"level": "Metadata", "verbs": ["delete"], "resources": [{"group": group, "resources": [plural]}]}
+        for group, plural in deletes_of
+    ]
+    rules.append({"level": "None"})
     return {
         "apiVersion": "audit.k8s.io/v1",
         "kind": "Policy",
@@ -53,12 +61,16 @@ def audit_policy(user: str, *, bodies_of: Sequence[GroupResource] = ()) -> dict[
 
 
 def apiserver_audit_args(
-    workdir: Path, user: str, *, bodies_of: Sequence[GroupResource] = ()
+    workdir: Path,
+    user: str,
+    *,
+    bodies_of: Sequence[GroupResource] = (),
+    deletes_of: Sequence[GroupResource] = (),
 ) -> tuple[list[str], Path]:
-    """kube-apiserver flags that log `user`'s writes, and the log's path."""
+    """kube-apiserver flags that log `user`'s writes (see `audit_policy`), and the log's path."""
     workdir.mkdir(parents=True, exist_ok=True)
     policy = workdir / "audit-policy.yaml"
-    policy.write_text(yaml.safe_dump(audit_policy(user, bodies_of=bodies_of)))
+    policy.write_text(yaml.safe_dump(audit_policy(user, bodies_of=bodies_of, deletes_of=deletes_of)))
     log = workdir / "audit.log"
     return [f"--audit-policy-file={policy}", f"--audit-log-path={log}", "--audit-log-format=json"], log
 
@@ -188,15 +200,15 @@ def parse_record(line: str) -> AuditRecord | None:
     )
 
 
-def read_records(log: Path, user: str) -> list[AuditRecord]:
-    """Every write `user` sent, in the order the server received them."""
+def read_records(log: Path, user: str | None) -> list[AuditRecord]:
+    """Every write `user` (None: anyone) sent, in the order the server received them."""
     if not log.exists():
         return []
     records = []
     with log.open() as lines:
         for line in lines:
             record = parse_record(line)
-            if record is not None and record.user == user:
+            if record is not None and user in (None, record.user):
                 records.append(record)
     return sorted(records, key=lambda r: r.received)
 
@@ -205,7 +217,12 @@ _ABSENT, _PRESENT, _MAYBE = "absent", "present", "maybe"
 
 
 def committed_creates(records: Iterable[AuditRecord], resource: str) -> Counter[tuple[str, str]]:
-    """How many times each (namespace, name) of `resource` was created, records in the order received.
+    """How many times each (namespace, name) of `resource` was created (see `committed_create_records`)."""
+    return Counter((r.namespace, r.name) for r in committed_create_records(records, resource))
+
+
+def committed_create_records(records: Iterable[AuditRecord], resource: str) -> list[AuditRecord]:
+    """The creates of `resource` that committed, records in the order received.
 
     A create answered 2xx counts. So does one answered 5xx that committed all the same, which an API server
     shutting down does: its handler times out (504) while the write reaches etcd. Such a create counts once
@@ -214,24 +231,27 @@ def committed_creates(records: Iterable[AuditRecord], resource: str) -> Counter[
     committed, so it never counts; nor does one whose next write found nothing (404).
     """
     state: dict[tuple[str, str], str] = {}
-    counts: Counter[tuple[str, str]] = Counter()
+    pending: dict[tuple[str, str], AuditRecord] = {}  # the 5xx create a name's MAYBE state stands for
+    committed: list[AuditRecord] = []
     for r in records:
         if r.resource != resource:
             continue
         key = (r.namespace, r.name)
         was = state.get(key, _ABSENT)
         if r.verb == "create" and r.succeeded:
-            counts[key] += 1
+            committed.append(r)
             state[key] = _PRESENT
         elif r.verb == "create" and r.code >= 500:
             state[key] = _PRESENT if was == _PRESENT else _MAYBE
+            if was != _PRESENT:
+                pending[key] = r
         elif r.code == 404:
             state[key] = _ABSENT
         elif r.succeeded or (r.verb == "create" and r.code == 409):
             if was == _MAYBE:
-                counts[key] += 1
+                committed.append(pending[key])
             state[key] = _ABSENT if r.verb == "delete" and r.succeeded else _PRESENT
-    return counts
+    return committed
 
 
 def minimum_writes_per_job(workers: int) -> int:

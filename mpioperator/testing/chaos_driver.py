@@ -1,5 +1,5 @@
 """Plays the users of a chaos run in a background thread: submits each MPIJob at its time, suspends and
-resumes or deletes it once it runs.
+resumes or deletes it once it runs, and fails the workers of jobs that restart (chaos_failures).
 
 The API server may be down at any tick (it is restarted on purpose): a tick that cannot reach it does
 nothing and the next one tries again. Any other error is kept for the test to report.
@@ -10,16 +10,21 @@ from __future__ import annotations
 import threading
 import time
 import urllib.error
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
-from mpioperator.testing.chaos_plan import DELETE, SUSPEND_RESUME, ChaosPlan, JobPlan
+from mpioperator.testing.chaos_failures import (
+    JOB_ROLE_LABEL,
+    FailureInjector,
+    Failures,
+    Obj,
+    by_job_name,
+    condition_true,
+)
+from mpioperator.testing.chaos_plan import DELETE, RESTART_KINDS, SUSPEND_RESUME, ChaosPlan, JobPlan
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.rest import RestError
 
 TICK_SECONDS = 0.5
-JOB_NAME_LABEL = "training.kubeflow.org/job-name"
-JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
 
 # A job's steps as the driver sees them; the last one of each kind means "nothing left to do".
 WAITING = "waiting"
@@ -29,14 +34,8 @@ SUSPENDING = "suspending"
 SUSPENDED = "suspended"
 RESUMED = "resumed"
 DELETED = "deleted"
-FINAL_STEP = {SUSPEND_RESUME: RESUMED, DELETE: DELETED}
-
-Obj = dict[str, Any]
-
-
-def condition_true(job: Obj | None, kind: str) -> bool:
-    conditions = ((job or {}).get("status") or {}).get("conditions") or ()
-    return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
+ENDED = "ended"  # restart kinds: every planned failure injected and the job Succeeded or Failed
+FINAL_STEP = {SUSPEND_RESUME: RESUMED, DELETE: DELETED, **{kind: ENDED for kind in RESTART_KINDS}}
 
 
 @dataclass
@@ -44,6 +43,7 @@ class JobProgress:
     plan: JobPlan
     step: str = WAITING
     since: float = 0.0  # run time at which the current step began
+    failures: Failures = field(default_factory=Failures)  # restart kinds: the failures injected
 
     def advance(self, step: str, now: float) -> None:
         self.step, self.since = step, now
@@ -62,6 +62,7 @@ class JobDriver(threading.Thread):
         self._halt = threading.Event()
         self.started = time.monotonic()
         self.jobs = {job.name: JobProgress(job) for job in plan.jobs}
+        self._failures = FailureInjector(cluster, namespace, plan.workers)
         self.errors: list[str] = []
         self.unreachable_ticks = 0
 
@@ -102,9 +103,22 @@ class JobDriver(threading.Thread):
         workers = self._cluster.rest.get(
             f"/api/v1/namespaces/{self._ns}/pods?labelSelector={JOB_ROLE_LABEL}%3Dworker"
         )["items"]
-        with_workers = {(p["metadata"].get("labels") or {}).get(JOB_NAME_LABEL) for p in workers}
+        restarting = [p for p in active if p.plan.kind in RESTART_KINDS]
+        launchers = by_job_name(self._failures.launchers() if restarting else [])
+        by_job = by_job_name(workers)
         for progress in active:
-            self._step(progress, jobs.get(progress.plan.name), progress.plan.name in with_workers, now)
+            plan = progress.plan
+            name = plan.name
+            job, pods = jobs.get(name), by_job.get(name, [])
+            if progress.plan.kind in RESTART_KINDS:
+                if self._failures.step(plan, progress.failures, job, pods, launchers.get(name, []), now):
+                    progress.advance(ENDED, now)
+            else:
+                self._step(progress, job, bool(pods), now)
+
+    def injected(self) -> dict[str, int]:
+        """How many worker failures landed in each job."""
+        return {name: len(p.failures.injected) for name, p in self.jobs.items()}
 
     def _submit(self, progress: JobProgress, now: float) -> None:
         try:

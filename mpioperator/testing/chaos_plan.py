@@ -10,6 +10,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from mpioperator.api import restarts
 from mpioperator.testing.mpijobs import mpijob
 
 SUCCEED = "succeed"
@@ -18,8 +19,27 @@ CLEAN_ALL = "clean-all"
 CLEAN_NONE = "clean-none"
 SUSPEND_RESUME = "suspend-resume"
 DELETE = "delete"
-# 30 jobs by default: how many of each kind.
-MIX: dict[str, int] = {SUCCEED: 7, FAIL: 5, CLEAN_ALL: 5, CLEAN_NONE: 5, SUSPEND_RESUME: 4, DELETE: 4}
+# Whole-job restarts (mpioperator.io/restart-policy), with worker failures the driver injects one per attempt:
+RESTART = "restart"  # OnWorkerFailure: restarted once or twice, then Succeeded
+RESTART_EXHAUST = "restart-exhaust"  # OnWorkerFailure, max-restarts 1: a second (evicted) worker fails it
+# OnFailure, max-restarts 2: a worker fails its first attempt, then its launcher fails every attempt
+RESTART_ON_FAILURE = "restart-on-failure"
+RESTART_KINDS = (RESTART, RESTART_EXHAUST, RESTART_ON_FAILURE)
+# 36 jobs by default: how many of each kind.
+MIX: dict[str, int] = {
+    SUCCEED: 6,
+    FAIL: 4,
+    CLEAN_ALL: 4,
+    CLEAN_NONE: 4,
+    SUSPEND_RESUME: 4,
+    DELETE: 4,
+    RESTART: 5,
+    RESTART_EXHAUST: 3,
+    RESTART_ON_FAILURE: 2,
+}
+# max-restarts of each restart kind.
+MAX_RESTARTS = {RESTART: 3, RESTART_EXHAUST: 1, RESTART_ON_FAILURE: 2}
+EVICTED_REASON = "MPIJobEvicted"
 
 KILL_LEADER = "kill-leader"
 RESTART_APISERVER = "restart-apiserver"
@@ -34,7 +54,9 @@ DELETED = "Deleted"
 class Expectation:
     outcome: str  # SUCCEEDED, FAILED or DELETED
     workers_left: int  # worker pods still there at the end
-    worker_creates: int  # successful creates of each worker pod (at most this many for a deleted job)
+    worker_creates: int  # successful creates of each worker pod in each attempt (at most, if deleted)
+    restarts: int = 0  # status.restarts at the end: each attempt after the first has its own creates
+    failed_reason: str = ""  # the Failed condition's reason, where the plan decides it
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,9 +65,16 @@ class JobPlan:
     kind: str
     submit_at: float  # seconds after the run starts
     runs_for: int  # seconds each launcher pod runs
-    act_after: float  # suspend or delete this long after Running is seen; resume as long after suspended
+    act_after: (
+        float  # suspend, delete or fail a worker this long after Running; resume as long after suspended
+    )
+    failures: int = 0  # restart kinds: worker failures to inject, one in each attempt from the first
 
-    def expectation(self, workers: int) -> Expectation:
+    def expectation(self, workers: int, injected: int = 0) -> Expectation:
+        """The end this job should reach; for a restart kind, after `injected` worker failures landed (the
+        launcher may finish an attempt before its failure is injected, so the plan gives only the most)."""
+        if self.kind in RESTART_KINDS:
+            return self._restart_expectation(injected)
         if self.kind == DELETE:
             return Expectation(DELETED, 0, 1)
         if self.kind == FAIL:
@@ -55,21 +84,44 @@ class JobPlan:
         # Suspending deletes the workers; resuming creates them again, once.
         return Expectation(SUCCEEDED, 0, 2 if self.kind == SUSPEND_RESUME else 1)
 
+    def _restart_expectation(self, injected: int) -> Expectation:
+        limit = MAX_RESTARTS[self.kind]
+        if self.kind == RESTART_ON_FAILURE:
+            # Every attempt's launcher fails, whatever the workers do: the last failure is the launcher's.
+            return Expectation(FAILED, 0, 1, restarts=limit)
+        if injected > limit:
+            # cleanPodPolicy All takes the evicted worker too.
+            return Expectation(FAILED, 0, 1, restarts=limit, failed_reason=EVICTED_REASON)
+        return Expectation(SUCCEEDED, 0, 1, restarts=injected)
+
+    @property
+    def failure_reason(self) -> str:
+        """The reason an injected worker failure carries: an eviction is what ends an exhausted job."""
+        return "Evicted" if self.kind == RESTART_EXHAUST else "Error"
+
     def body(self, workers: int) -> dict[str, Any]:
         run_policy: dict[str, Any] = {}
-        if self.kind == CLEAN_ALL:
+        if self.kind in (CLEAN_ALL, RESTART_EXHAUST):
             run_policy["cleanPodPolicy"] = "All"
         elif self.kind == CLEAN_NONE:
             run_policy["cleanPodPolicy"] = "None"
-        if self.kind == FAIL:
-            run_policy["backoffLimit"] = 0  # one failed launcher pod fails the job
-        return mpijob(
+        fails = self.kind in (FAIL, RESTART_ON_FAILURE)
+        if fails:
+            run_policy["backoffLimit"] = 0  # one failed launcher pod fails the launcher Job
+        body = mpijob(
             self.name,
             workers=workers,
             launcher_runs_for=f"{self.runs_for}s",
-            launcher_exit_code=1 if self.kind == FAIL else None,
+            launcher_exit_code=1 if fails else None,
             run_policy=run_policy,
         )
+        if self.kind in RESTART_KINDS:
+            policy = restarts.ON_FAILURE if self.kind == RESTART_ON_FAILURE else restarts.ON_WORKER_FAILURE
+            body["metadata"]["annotations"] = {
+                restarts.RESTART_POLICY: policy,
+                restarts.MAX_RESTARTS: str(MAX_RESTARTS[self.kind]),
+            }
+        return body
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +148,19 @@ def _runs_for(kind: str, rng: random.Random) -> int:
     if kind == SUSPEND_RESUME:
         # Still running when suspended, even if the Running condition shows up late behind a takeover.
         return rng.randint(45, 60)
+    if kind in (RESTART, RESTART_EXHAUST):
+        return 3600  # the test completes its last attempt's launcher (chaos_failures)
+    if kind == RESTART_ON_FAILURE:
+        return rng.randint(12, 18)  # its first attempt's worker failure usually lands before this
     return rng.randint(5, 40)
+
+
+def _failures(kind: str, rng: random.Random) -> int:
+    if kind == RESTART:
+        return rng.randint(1, 2)
+    if kind == RESTART_EXHAUST:
+        return MAX_RESTARTS[kind] + 1
+    return 1 if kind == RESTART_ON_FAILURE else 0
 
 
 def chaos_plan(
@@ -117,6 +181,7 @@ def chaos_plan(
             submit_at=round(rng.uniform(0.0, submit_window), 1),
             runs_for=_runs_for(kind, rng),
             act_after=round(rng.uniform(0.0, 4.0), 1),
+            failures=_failures(kind, rng),
         )
         for i, kind in enumerate(kinds)
     )

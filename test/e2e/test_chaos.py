@@ -1,8 +1,14 @@
-"""Chaos: two leader-elected replicas run 30 MPIJobs of mixed kinds while the leader is SIGKILLed five times,
+"""Chaos: two leader-elected replicas run 36 MPIJobs of mixed kinds while the leader is SIGKILLed five times,
 the API server is restarted once and etcd is compacted once; every job still ends as it should.
 
+Ten of the jobs restart as a whole (`mpioperator.io/restart-policy`) when the test makes one of their
+workers fail, once in each attempt: each ends with one restart counted per failure (or Failed after its
+`max-restarts`), its status writes never lose or double a count, each attempt creates its workers and
+launcher Job once, and a watch on their pods sees no two attempts' pods at the same time.
+
 The run is decided by one seed, printed first (and taken from MPIOPERATOR_CHAOS_SEED when set, to replay a
-failure). The API server's audit log, with Lease writes logged with their bodies, shows who wrote what:
+failure). The API server's audit log, with the bodies of Lease, pod, Job and MPIJob status writes (for the
+holder, the attempt label and the restart count), shows who wrote what:
 each replica process has its own ServiceAccount token (same account, same RBAC as the manifests), and the
 log names the token of every request, so each write is checked against the Lease holder at that moment.
 """
@@ -20,6 +26,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from mpioperator.api import restarts
 from mpioperator.testing.audit import apiserver_audit_args, committed_creates, read_records
 from mpioperator.testing.chaos_driver import JobDriver
 from mpioperator.testing.chaos_plan import (
@@ -30,14 +37,20 @@ from mpioperator.testing.chaos_plan import (
     Fault,
     chaos_plan,
 )
+from mpioperator.testing.chaos_pods import PodHistory
 from mpioperator.testing.chaos_report import (
+    attempts_alive_together,
+    create_problems,
+    creates_by_attempt,
+    earlier_attempts_left,
     format_summary,
     job_mismatches,
     orphans,
     outcome,
     outcomes_by_kind,
+    outside_deletions,
+    restart_count_problems,
     tracebacks,
-    worker_create_problems,
 )
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.install import OPERATOR_ACCOUNT, OPERATOR_NAMESPACE, install_manifests
@@ -69,6 +82,14 @@ CHILDREN = (
     ("/apis/batch/v1", "jobs", "Job"),
     ("/api/v1", "pods", "Pod"),
 )
+# Writes logged with their bodies: the Lease's holder, the attempt of each pod and Job, the restart count;
+# and pod deletes by anyone (kwok's, which can remove a new pod by an earlier one's name).
+AUDITED = [
+    ("coordination.k8s.io", "leases"),
+    ("", "pods"),
+    ("batch", "jobs"),
+    ("kubeflow.org", "mpijobs/status"),
+]
 # After the last fault: every planned suspend, resume and delete done; then every job at its end (a job
 # resumed last still runs its launcher for up to a minute, behind a takeover or two).
 FINISH_TIMEOUT = 300.0
@@ -80,7 +101,7 @@ T = TypeVar("T")
 def audited_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalCluster, Path]]:
     """A full cluster of its own whose API server logs the operator's writes (Lease writes with bodies)."""
     args, log = apiserver_audit_args(
-        tmp_path_factory.mktemp("chaos-audit"), OPERATOR_USER, bodies_of=[("coordination.k8s.io", "leases")]
+        tmp_path_factory.mktemp("chaos-audit"), OPERATOR_USER, bodies_of=AUDITED, deletes_of=[("", "pods")]
     )
     cluster = _start(LocalCluster("full", nodes=4, apiserver_args=args))
     install_manifests(cluster)
@@ -167,10 +188,15 @@ def pods_of(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [o for o in objects if o["kind"] == "Pod"]
 
 
-def unsettled(cluster: LocalCluster, plan: ChaosPlan) -> list[str]:
+def unsettled(cluster: LocalCluster, plan: ChaosPlan, injected: dict[str, int]) -> list[str]:
     """What still differs from the expected end; empty once every job has settled."""
     jobs, objects = read_namespace(cluster)
-    return job_mismatches(plan, jobs, pods_of(objects)) + orphans(objects, jobs.values())
+    pods = pods_of(objects)
+    return (
+        job_mismatches(plan, jobs, pods, injected)
+        + orphans(objects, jobs.values())
+        + earlier_attempts_left(jobs, pods)
+    )
 
 
 @pytest.mark.timeout(1200)  # a few minutes normally; the waits above give up first and say why
@@ -191,6 +217,8 @@ def test_two_replicas_survive_leader_kills_an_apiserver_restart_and_a_compaction
     pool = ReplicaPool(cluster, tmp_path, args=REPLICA_ARGS)
     pool.start()
     pool.wait_leader()
+    history = PodHistory(cluster, NAMESPACE)
+    history.start()
     driver = JobDriver(cluster, NAMESPACE, plan)
     driver.start()
     try:
@@ -203,7 +231,7 @@ def test_two_replicas_survive_leader_kills_an_apiserver_restart_and_a_compaction
         )
         try:
             wait_for(
-                keeping_up(pool, lambda: unsettled(cluster, plan)),
+                keeping_up(pool, lambda: unsettled(cluster, plan, driver.injected())),
                 timeout=SETTLE_TIMEOUT,
                 interval=2.0,
                 what="every job at its expected end, no orphans",
@@ -213,15 +241,20 @@ def test_two_replicas_survive_leader_kills_an_apiserver_restart_and_a_compaction
             print(f"not settled: {exc}")  # the checks below say what differs
     finally:
         driver.stop()
+        history.stop()
         stop_codes = pool.stop()
     wall = time.monotonic() - started
 
     jobs, objects = read_namespace(cluster)
-    mismatches = job_mismatches(plan, jobs, pods_of(objects))
-    left_over = orphans(objects, jobs.values())
+    injected = driver.injected()
+    mismatches = job_mismatches(plan, jobs, pods_of(objects), injected)
+    left_over = orphans(objects, jobs.values()) + earlier_attempts_left(jobs, pods_of(objects))
     records = read_records(audit_log, OPERATOR_USER)
     creates = committed_creates(records, "pods")
-    duplicates, missing = worker_create_problems(plan, NAMESPACE, creates)
+    removed = outside_deletions(read_records(audit_log, None), NAMESPACE, OPERATOR_USER)
+    duplicates, missing = create_problems(plan, creates_by_attempt(records, NAMESPACE), injected, removed)
+    count_problems = restart_count_problems(records, NAMESPACE)
+    together = attempts_alive_together(history.events)
     violations = writes_without_lease(records, OPERATOR_NAMESPACE, LEASE_NAME)
     renewals = lease_writes(records, OPERATOR_NAMESPACE, LEASE_NAME)
     held = tenures(renewals)
@@ -235,10 +268,18 @@ def test_two_replicas_survive_leader_kills_an_apiserver_restart_and_a_compaction
         "jobs": f"{len(plan.jobs)} x {plan.workers} workers",
         "jobs by outcome": dict(Counter(outcome(jobs.get(j.name)) for j in plan.jobs)),
         "jobs not as expected": len(mismatches),
-        "worker pod creates": sum(creates.values()),
-        "worker pods created more than planned (duplicates)": len(duplicates),
-        "worker pods created less than planned": len(missing),
-        "orphans": len(left_over),
+        "pod creates": sum(creates.values()),
+        "workers and launcher Jobs created more than planned (duplicates)": len(duplicates),
+        "workers and launcher Jobs created less than planned": len(missing),
+        "pods removed under the operator by others (kwok)": sum(removed.values()),
+        "worker failures planned": sum(j.failures for j in plan.jobs),
+        "worker failures injected": sum(injected.values()),
+        "restarts counted": sum(restarts_of(jobs.get(j.name)) for j in plan.jobs),
+        "restart counts lost or doubled in status writes": len(count_problems),
+        "attempt pod events watched": len(history.events),
+        "pods of two attempts at once": len(together),
+        "pod watch relists": history.relists,
+        "orphans and earlier attempts' pods": len(left_over),
         "takeovers after SIGKILL (s)": [t.seconds for t in faults.takeovers],
         "lease handover gaps (s)": handover_gaps(held),
         "lease holders in turn": [names.get(holders[t.holder], t.holder) for t in held],
@@ -253,16 +294,32 @@ def test_two_replicas_survive_leader_kills_an_apiserver_restart_and_a_compaction
         "driver ticks without the API server": driver.unreachable_ticks,
     }
     print(format_summary(figures, outcomes_by_kind(plan, jobs)), flush=True)
+    problems = {
+        "not as expected": mismatches,
+        "created more than planned": duplicates,
+        "created less than planned": missing,
+        "restart counts lost or doubled": count_problems,
+        "pods of two attempts at once": together,
+        "left over": left_over,
+    }
+    for what, found in problems.items():
+        if found:  # every list at once: the asserts below stop at the first
+            print(f"{what}:\n  " + "\n  ".join(found), flush=True)
 
     replay = f"(replay with {SEED_ENV}={seed})"
-    assert driver.errors == [], replay
+    assert driver.errors == [] and history.errors == [], replay
     assert mismatches == [], replay
     assert duplicates == [] and missing == [], replay
+    assert count_problems == [] and together == [], replay
     assert left_over == [], replay
     assert found_tracebacks == {}, replay
     assert other_exits == [], replay
     assert all(code == 0 for code in stop_codes.values()), replay
     assert [v.describe() for v in violations] == [], replay
+
+
+def restarts_of(job: dict[str, Any] | None) -> int:
+    return restarts.restarts((job or {}).get("status") or {})
 
 
 def _exit_summary(pool: ReplicaPool) -> str:

@@ -8,6 +8,7 @@ mounts, interfaces, network namespaces, iptables rules and cgroups taken before 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -60,10 +61,19 @@ def real_cluster() -> Iterator[LocalCluster]:
 def real_operator(real_cluster: LocalCluster, tmp_path: Path) -> Iterator[OperatorProcess]:
     """The operator as a local process with the manifests' ServiceAccount, one per test: a test that needs
     other flags starts its own, and no two ever reconcile the same cluster."""
+    with running_operator(real_cluster, tmp_path) as proc:
+        yield proc
+
+
+@contextlib.contextmanager
+def running_operator(cluster: LocalCluster, tmp_path: Path, *flags: str) -> Iterator[OperatorProcess]:
+    """The operator with the manifests' ServiceAccount and these extra flags, ready, stopped on exit."""
     proc = OperatorProcess(
-        real_cluster, args=(f"--lock-namespace={OPERATOR_NAMESPACE}",), workdir=tmp_path / "operator"
+        cluster, args=(f"--lock-namespace={OPERATOR_NAMESPACE}", *flags), workdir=tmp_path / "operator"
     )
     proc.start()
-    proc.wait_ready(timeout=90)
-    yield proc
-    proc.terminate()
+    try:
+        proc.wait_ready(timeout=90)
+        yield proc
+    finally:
+        proc.terminate()

@@ -13,11 +13,11 @@ import pytest
 import yaml
 
 from mpioperator.testing.cluster import LocalCluster
-from mpioperator.testing.install import OPERATOR_NAMESPACE
 from mpioperator.testing.jobs import Job
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.ranks import ranks_by_host
 from mpioperator.testing.wait import wait_for
+from test.real.conftest import running_operator
 from test.real.test_real_mpijobs import (
     RUN_TIMEOUT,
     assert_pi_ran_where_the_hostfile_says,
@@ -61,15 +61,8 @@ def exec_rbac(real_cluster: LocalCluster) -> Iterator[None]:
 @pytest.fixture
 def exec_operator(real_cluster: LocalCluster, exec_rbac: None, tmp_path: Path) -> Iterator[OperatorProcess]:
     """The operator as the exec-agent overlay runs it: the manifests' ServiceAccount, --exec-agent."""
-    proc = OperatorProcess(
-        real_cluster,
-        args=(f"--lock-namespace={OPERATOR_NAMESPACE}", "--exec-agent"),
-        workdir=tmp_path / "operator",
-    )
-    proc.start()
-    proc.wait_ready(timeout=90)
-    yield proc
-    proc.terminate()
+    with running_operator(real_cluster, tmp_path, "--exec-agent") as proc:
+        yield proc
 
 
 @pytest.fixture

@@ -40,16 +40,22 @@ def apply_example(cluster: LocalCluster, namespace: str, relative: str) -> Job:
     return Job(cluster, namespace, name)
 
 
+def run_example_on_two_workers(cluster: LocalCluster, namespace: str, relative: str) -> tuple[Job, str]:
+    """Applies an example, runs it to Succeeded and checks it ran one rank on each of its two workers;
+    the job and its launcher's log."""
+    job = apply_example(cluster, namespace, relative)
+    run_to_success(job)
+    log = launcher_log(cluster, namespace, job.name)
+    print(log)  # the launcher's log, for a person reading the run (pytest -rP)
+    assert ranks_by_host(log) == {f"{job.name}-worker-0": [0], f"{job.name}-worker-1": [1]}, log
+    return job, log
+
+
 def test_horovod_keras_example_trains_with_one_rank_on_each_worker_and_its_loss_falls(
     real_cluster: LocalCluster, ns: str
 ) -> None:
-    job = apply_example(real_cluster, ns, "horovod/tensorflow-digits.yaml")
+    _, log = run_example_on_two_workers(real_cluster, ns, "horovod/tensorflow-digits.yaml")
 
-    run_to_success(job)
-
-    log = launcher_log(real_cluster, ns, job.name)
-    print(log)  # the launcher's log, for a person reading the run (pytest -rP)
-    assert ranks_by_host(log) == {f"{job.name}-worker-0": [0], f"{job.name}-worker-1": [1]}, log
     epochs = [(int(epoch), float(loss)) for epoch, loss in EPOCH_LOSS.findall(log)]
     assert [epoch for epoch, _ in epochs] == list(range(10)), log
     found = START_END.search(log)
@@ -63,13 +69,10 @@ def test_horovod_keras_example_trains_with_one_rank_on_each_worker_and_its_loss_
 def test_cpu_benchmark_example_prints_the_images_per_second_of_both_ranks(
     real_cluster: LocalCluster, ns: str
 ) -> None:
-    job = apply_example(real_cluster, ns, "tensorflow-benchmarks/tensorflow-benchmarks-cpu.yaml")
+    _, log = run_example_on_two_workers(
+        real_cluster, ns, "tensorflow-benchmarks/tensorflow-benchmarks-cpu.yaml"
+    )
 
-    run_to_success(job)
-
-    log = launcher_log(real_cluster, ns, job.name)
-    print(log)  # the launcher's log, for a person reading the run (pytest -rP)
-    assert ranks_by_host(log) == {f"{job.name}-worker-0": [0], f"{job.name}-worker-1": [1]}, log
     found = IMAGES_PER_SEC.search(log)
     assert found, log
     assert float(found.group(1)) > 0 and int(found.group(2)) == 2, log
@@ -78,16 +81,11 @@ def test_cpu_benchmark_example_prints_the_images_per_second_of_both_ranks(
 def test_t9k_recipe_example_trains_and_every_rank_sees_the_worker_templates_nccl_debug(
     real_cluster: LocalCluster, ns: str
 ) -> None:
-    job = apply_example(real_cluster, ns, "migrating/horovod-from-t9k.yaml")
+    job, log = run_example_on_two_workers(real_cluster, ns, "migrating/horovod-from-t9k.yaml")
 
-    run_to_success(job)
-
-    log = launcher_log(real_cluster, ns, job.name)
-    print(log)  # the launcher's log, for a person reading the run (pytest -rP)
     launcher_args = job.launcher()["spec"]["template"]["spec"]["containers"][0]["args"]  # type: ignore[index]
     line = " ".join(launcher_args)
     assert "--mca pml ob1" in line and "--mca btl ^openib" in line, line
-    assert ranks_by_host(log) == {f"{job.name}-worker-0": [0], f"{job.name}-worker-1": [1]}, log
     assert sorted(RANK_ENV.findall(log)) == [("0", "INFO"), ("1", "INFO")], log
     found = START_END.search(log)
     assert found and float(found.group(2)) < float(found.group(1)), log

@@ -12,12 +12,12 @@ import pytest
 import yaml
 
 from mpioperator.testing.cluster import LocalCluster
-from mpioperator.testing.install import OPERATOR_NAMESPACE
 from mpioperator.testing.jobs import Job
 from mpioperator.testing.mpijobs import OPEN_MPI_5_PI_IMAGE, PI_IMAGES
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.ranks import assert_ranks_ran_on_hostfile_hosts, ranks_by_host
 from mpioperator.testing.wait import WaitTimeout, wait_for
+from test.real.conftest import running_operator
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "v2beta1" / "pi"
@@ -243,13 +243,7 @@ def test_hostfile_with_the_cluster_domain_resolves_and_runs(
     real_cluster: LocalCluster, make_namespace: Any, tmp_path: Path
 ) -> None:
     """--cluster-domain makes every hostfile entry a fully qualified name, which CoreDNS must answer."""
-    operator = OperatorProcess(
-        real_cluster,
-        args=(f"--lock-namespace={OPERATOR_NAMESPACE}", "--cluster-domain=cluster.local"),
-        workdir=tmp_path / "operator",
-    ).start()
-    try:
-        operator.wait_ready(timeout=90)
+    with running_operator(real_cluster, tmp_path, "--cluster-domain=cluster.local"):
         ns = make_namespace(real_cluster)
         job = Job(real_cluster, ns, "fqdn")
         run_to_success(job, pi_job("fqdn", workers=2, ranks=2))
@@ -260,8 +254,6 @@ def test_hostfile_with_the_cluster_domain_resolves_and_runs(
         assert_pi_ran_where_the_hostfile_says(
             real_cluster, ns, "fqdn", launcher_log(real_cluster, ns, "fqdn"), ranks=2
         )
-    finally:
-        operator.terminate()
 
 
 def test_an_mpi_program_that_exits_3_fails_the_job_with_the_launchers_reason(

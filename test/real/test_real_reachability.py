@@ -20,10 +20,10 @@ from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.images import ensure
 from mpioperator.testing.images.buildah import repository_path
 from mpioperator.testing.images.catalog import OPERATOR
-from mpioperator.testing.install import OPERATOR_NAMESPACE
 from mpioperator.testing.jobs import Job
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.wait import WaitTimeout, wait_for
+from test.real.conftest import running_operator
 from test.real.test_real_mpijobs import (
     RUN_TIMEOUT,
     assert_pi_ran_where_the_hostfile_says,
@@ -187,15 +187,8 @@ def waiter_image(real_cluster: LocalCluster) -> str:
 def waiting_operator(
     real_cluster: LocalCluster, waiter_image: str, tmp_path: Path
 ) -> Iterator[OperatorProcess]:
-    proc = OperatorProcess(
-        real_cluster,
-        args=(f"--lock-namespace={OPERATOR_NAMESPACE}", f"--wait-for-hosts-image={waiter_image}"),
-        workdir=tmp_path / "operator",
-    )
-    proc.start()
-    proc.wait_ready(timeout=90)
-    yield proc
-    proc.terminate()
+    with running_operator(real_cluster, tmp_path, f"--wait-for-hosts-image={waiter_image}") as proc:
+        yield proc
 
 
 @pytest.fixture

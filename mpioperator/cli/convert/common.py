@@ -76,6 +76,19 @@ def take_metadata(source: Obj, done: Conversion) -> Obj:
     return kept
 
 
+def opened(source: Obj) -> tuple[Obj, Obj, Conversion]:
+    """A copy of the source manifest taken apart: its metadata, its spec (both popped, so what is left of
+    each is what was not converted) and the conversion to fill; anything beside them is named at once."""
+    doc = json_copy(source)
+    doc.pop("apiVersion", None)
+    doc.pop("kind", None)
+    done = Conversion(job={})
+    metadata = take_metadata(doc, done)
+    spec = doc.pop("spec", None) or {}
+    left_over(doc, "", done)
+    return metadata, spec, done
+
+
 def left_over(obj: Any, where: str, done: Conversion) -> None:
     """A warning for every field still in `obj`: one the converter did not map."""
     if isinstance(obj, dict):

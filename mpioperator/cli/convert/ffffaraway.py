@@ -17,9 +17,9 @@ from mpioperator.cli.convert.common import (
     containers,
     left_over,
     new_mpijob,
+    opened,
     runs_sshd,
     ssh_mount_path_note,
-    take_metadata,
 )
 
 API_VERSION = "batch.test.bdap.com/v1"
@@ -28,13 +28,7 @@ GANG_LABEL = "pod-group.scheduling.bdap.com/podgroup-configmap"
 
 
 def convert(source: Obj, ssh_auth_mount_path: str | None = None) -> Conversion:
-    doc = json_copy(source)
-    doc.pop("apiVersion", None)
-    doc.pop("kind", None)
-    done = Conversion(job={})
-    metadata = take_metadata(doc, done)
-    spec = doc.pop("spec", None) or {}
-    left_over(doc, "", done)
+    metadata, spec, done = opened(source)
     workers = spec.pop("numWorkers", None)
     if workers is None:
         raise ConversionError("spec.numWorkers is required (FFFFFaraway's operator does nothing without it)")

@@ -24,8 +24,8 @@ from mpioperator.cli.convert.common import (
     left_over,
     main_container_first,
     new_mpijob,
+    opened,
     ssh_mount_path_note,
-    take_metadata,
     words,
 )
 
@@ -49,13 +49,7 @@ _NEWER_WORKER = (("extraArgs", "extraMPIArgs"), ("script", "cmd"))
 
 
 def convert(source: Obj, ssh_auth_mount_path: str | None = None) -> Conversion:
-    doc = json_copy(source)
-    doc.pop("apiVersion", None)
-    doc.pop("kind", None)
-    done = Conversion(job={})
-    metadata = take_metadata(doc, done)
-    spec = doc.pop("spec", None) or {}
-    left_over(doc, "", done)
+    metadata, spec, done = opened(source)
     launcher_template, restart = _newer_shape(spec, done)
     annotations: dict[str, str] = {}
     run_policy: Obj = {}

@@ -4,6 +4,8 @@ garbage collector either: what goes, the operator deletes itself)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from mpioperator.api import restarts
@@ -52,6 +54,19 @@ async def _attempt_running(a: Actors, attempt: int) -> list[Obj]:
     return workers
 
 
+@contextlib.asynccontextmanager
+async def submitted(a: Actors, body: Obj) -> AsyncIterator[LauncherJobController]:
+    """The job submitted, with kube-controller-manager's Job controller played for its launcher Job until
+    the block ends."""
+    a.submit(body)
+    job_controller = LauncherJobController(a, JOB)
+    job_controller.start()
+    try:
+        yield job_controller
+    finally:
+        await job_controller.stop()
+
+
 def _launcher_pods(a: Actors) -> list[Obj]:
     return a.items("pods", "training.kubeflow.org/job-role=launcher")
 
@@ -60,10 +75,7 @@ async def test_a_failed_worker_restarts_the_whole_job_which_then_succeeds_with_r
     harness: Harness,
 ) -> None:
     a = Actors(harness.cluster, harness.namespace)
-    a.submit(_restartable())
-    job_controller = LauncherJobController(a, JOB)
-    job_controller.start()
-    try:
+    async with submitted(a, _restartable()) as job_controller:
         first = await _attempt_running(a, 0)
         first_launcher = a.launcher_job(JOB)
         assert first_launcher is not None
@@ -89,8 +101,6 @@ async def test_a_failed_worker_restarts_the_whole_job_which_then_succeeds_with_r
         await a.until_true(
             lambda: (a.condition(JOB, "Succeeded") or {}).get("status") == "True", "the job Succeeded"
         )
-    finally:
-        await job_controller.stop()
     assert a.status(JOB)["restarts"] == 1
     await harness.controller.recorder.flush()
     reasons = a.event_reasons(JOB)
@@ -105,10 +115,7 @@ async def test_a_job_failing_once_more_than_it_may_restart_ends_failed_with_the_
     harness: Harness,
 ) -> None:
     a = Actors(harness.cluster, harness.namespace)
-    a.submit(_restartable(max_restarts=1, run_policy={"cleanPodPolicy": "All"}))
-    job_controller = LauncherJobController(a, JOB)
-    job_controller.start()
-    try:
+    async with submitted(a, _restartable(max_restarts=1, run_policy={"cleanPodPolicy": "All"})):
         await _attempt_running(a, 0)
         a.set_pod(f"{JOB}-worker-0", "Failed", reason="Evicted")
         await a.until_true(lambda: a.status(JOB).get("restarts") == 1, "the restart counted")
@@ -124,8 +131,6 @@ async def test_a_job_failing_once_more_than_it_may_restart_ends_failed_with_the_
         await a.until_true(
             lambda: bool((a.launcher_job(JOB) or {})["spec"].get("suspend")), "launcher stopped"
         )
-    finally:
-        await job_controller.stop()
     status = a.status(JOB)
     failed = a.condition(JOB, "Failed") or {}
     assert failed["reason"] == "MPIJobEvicted"
@@ -140,18 +145,13 @@ async def test_a_job_failing_once_more_than_it_may_restart_ends_failed_with_the_
 
 async def test_a_failed_launcher_restarts_the_job_under_on_failure(harness: Harness) -> None:
     a = Actors(harness.cluster, harness.namespace)
-    a.submit(_restartable("OnFailure"))
-    job_controller = LauncherJobController(a, JOB)
-    job_controller.start()
-    try:
+    async with submitted(a, _restartable("OnFailure")):
         await _attempt_running(a, 0)
 
         a.set_launcher_job(JOB, "Failed", reason="BackoffLimitExceeded", message="Job has reached the limit")
 
         await a.until_true(lambda: a.status(JOB).get("restarts") == 1, "the restart counted")
         await _attempt_running(a, 1)
-    finally:
-        await job_controller.stop()
     assert a.condition(JOB, "Failed") is None
     launcher = a.launcher_job(JOB) or {}
     assert not (launcher.get("status") or {}).get("conditions"), "the new attempt's launcher Job is new"
@@ -171,11 +171,8 @@ async def test_a_new_leader_finishes_a_counted_restart_without_counting_it_again
 ) -> None:
     ns = make_namespace(mpijob_crd)
     a = Actors(mpijob_crd, ns)
-    job_controller = LauncherJobController(a, JOB)
-    try:
+    async with submitted(a, _restartable()):
         async with running_controller(mpijob_crd, ns, writer_type=_DeletesNothing) as old_leader:
-            a.submit(_restartable())
-            job_controller.start()
             first = await _attempt_running(a, 0)
             a.set_pod(f"{JOB}-worker-1", "Failed")
             await a.until_true(lambda: a.status(JOB).get("restarts") == 1, "the restart counted")
@@ -191,8 +188,6 @@ async def test_a_new_leader_finishes_a_counted_restart_without_counting_it_again
             await a.until_true(new_leader.controller.queue_idle, "the work queue to drain")
             await new_leader.controller.recorder.flush()
             new_status_writes = [w for w in new_leader.writer.sent if w[:2] == ("update_status", "mpijobs")]
-    finally:
-        await job_controller.stop()
     assert not _uids(first) & _uids(second)
     assert a.status(JOB)["restarts"] == 1
     assert all(((body or {}).get("status") or {}).get("restarts") == 1 for *_, body in new_status_writes)
@@ -203,10 +198,7 @@ async def test_a_job_without_the_annotation_is_not_restarted_and_its_pods_carry_
     harness: Harness,
 ) -> None:
     a = Actors(harness.cluster, harness.namespace)
-    a.submit(mpijob(JOB, workers=2))
-    job_controller = LauncherJobController(a, JOB)
-    job_controller.start()
-    try:
+    async with submitted(a, mpijob(JOB, workers=2)):
         await a.until(lambda: a.launcher_job(JOB), "launcher Job")
         a.set_workers(JOB, "Running", ready=True)
         await a.until_true(
@@ -220,8 +212,6 @@ async def test_a_job_without_the_annotation_is_not_restarted_and_its_pods_carry_
         await a.until_true(
             lambda: (a.condition(JOB, "Failed") or {}).get("status") == "True", "the job Failed"
         )
-    finally:
-        await job_controller.stop()
     assert "restarts" not in a.status(JOB)
     await harness.controller.recorder.flush()
     assert "MPIJobRestarting" not in a.event_reasons(JOB)
@@ -233,17 +223,12 @@ async def test_a_gangs_pod_group_is_kept_across_a_restart_and_the_new_attempt_jo
     ns = make_namespace(podgroup_crds)
     async with running_controller(podgroup_crds, ns, gang_scheduling="volcano") as h:
         a = GangActors(h, VOLCANO_ROOT)
-        a.submit(_restartable())
-        group = await a.wait_pod_group(JOB)
-        job_controller = LauncherJobController(a, JOB)
-        job_controller.start()
-        try:
+        async with submitted(a, _restartable()):
+            group = await a.wait_pod_group(JOB)
             await _attempt_running(a, 0)
             a.set_pod(f"{JOB}-worker-1", "Failed", reason="Evicted")
             await a.until_true(lambda: a.status(JOB).get("restarts") == 1, "the restart counted")
             second = await _attempt_running(a, 1)
-        finally:
-            await job_controller.stop()
         kept = a.pod_group(JOB)
         assert kept is not None and kept["metadata"]["uid"] == group["metadata"]["uid"]
         assert kept["spec"]["minMember"] == group["spec"]["minMember"]
@@ -257,10 +242,7 @@ async def test_suspending_a_restartable_job_deletes_its_workers_without_counting
     harness: Harness,
 ) -> None:
     a = Actors(harness.cluster, harness.namespace)
-    a.submit(_restartable())
-    job_controller = LauncherJobController(a, JOB)
-    job_controller.start()
-    try:
+    async with submitted(a, _restartable()):
         first = await _attempt_running(a, 0)
 
         a.patch_spec(JOB, {"spec": {"runPolicy": {"suspend": True}}})
@@ -271,8 +253,6 @@ async def test_suspending_a_restartable_job_deletes_its_workers_without_counting
         )
         a.patch_spec(JOB, {"spec": {"runPolicy": {"suspend": False}}})
         resumed = await _attempt_running(a, 0)
-    finally:
-        await job_controller.stop()
     assert not _uids(first) & _uids(resumed)
     assert "restarts" not in a.status(JOB)
     await harness.controller.recorder.flush()

@@ -8,7 +8,7 @@ from mpioperator.cli.commands import job_from_flags
 from mpioperator.cli.parser import EXTENSION_FLAGS, parse
 from mpioperator.client import InvalidMPIJob
 from test.unit.cli.test_cli_args import usage_error
-from test.unit.client.test_builder_annotations import documented_annotations
+from test.unit.client.every_annotation import assert_every_annotation
 
 BASE = ["submit", "pi", "--image", "img"]
 
@@ -24,6 +24,10 @@ def test_every_annotation_has_a_submit_flag() -> None:
             "exec",
             "--wait-for-ssh-port",
             "2222",
+            "--restart-policy",
+            "OnFailure",
+            "--max-restarts",
+            "5",
             "--debug",
             "--debug-command",
             "sh -c 'sleep 7200'",
@@ -57,27 +61,7 @@ def test_every_annotation_has_a_submit_flag() -> None:
 
     annotations = job_from_flags(args)["metadata"]["annotations"]
 
-    assert annotations == {
-        "mpioperator.io/worker-startup-deadline-seconds": "300",
-        "mpioperator.io/keep-failed-launcher": "true",
-        "mpioperator.io/launch-agent": "exec",
-        "mpioperator.io/wait-for-ssh-port": "2222",
-        "mpioperator.io/debug-mode": "true",
-        "mpioperator.io/debug-command": "sh -c 'sleep 7200'",
-        "mpioperator.io/launcher-program": "/home/mpiuser/pi --digits 9",
-        "mpioperator.io/mpirun-extra-args": "--bind-to none",
-        "mpioperator.io/mca-params": "btl=self,tcp\nbtl_tcp_if_include=eth0",
-        "mpioperator.io/mpi-home": "/usr",
-        "mpioperator.io/ssh-secret": "site-keys",
-        "mpioperator.io/roll-workers-on-template-change": "true",
-        "mpioperator.io/hostfile-path": "/kubeflow/openmpi/assets/hostfile",
-        "mpioperator.io/debug-worker-command": "sleep infinity",
-        "mpioperator.io/debug-skip-init-containers": "Launcher,Worker",
-        "mpioperator.io/resume-launcher-command": "/home/mpiuser/resume.sh --from-checkpoint",
-        "mpioperator.io/resume-worker-command": "/usr/sbin/sshd -De",
-        "mpioperator.io/resume-skip-init-containers": "Worker",
-    }
-    assert set(annotations) == documented_annotations()
+    assert_every_annotation(annotations)
     assert len(EXTENSION_FLAGS) == len(annotations)
 
 

@@ -4,21 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from mpioperator.api import conveniences, extensions
+from mpioperator.api import conveniences
 from mpioperator.client import InvalidMPIJob, MPIJobBuilder
+from test.unit.client.every_annotation import assert_every_annotation
 
 PI = "mpioperator/mpi-pi:openmpi"
-
-
-def documented_annotations() -> set[str]:
-    """Every job annotation the operator reads: the modules' constants under our prefix."""
-    found = set()
-    for module in (extensions, conveniences):
-        for name, value in vars(module).items():
-            is_key = isinstance(value, str) and value.startswith("mpioperator.io/")
-            if name.isupper() and is_key and value != conveniences.PREFIX:
-                found.add(value)
-    return found
 
 
 def test_every_annotation_of_the_operator_has_a_setter() -> None:
@@ -29,6 +19,7 @@ def test_every_annotation_of_the_operator_has_a_setter() -> None:
         .keep_failed_launcher()
         .launch_agent("exec")
         .wait_for_ssh_port(2222)
+        .restart_whole_job("OnFailure", max_restarts=5)
         .debug_mode(
             command=["sh", "-c", "sleep 7200"],
             worker_command=["sleep", "infinity"],
@@ -53,27 +44,7 @@ def test_every_annotation_of_the_operator_has_a_setter() -> None:
         .build()
     )
 
-    assert job["metadata"]["annotations"] == {
-        "mpioperator.io/worker-startup-deadline-seconds": "300",
-        "mpioperator.io/keep-failed-launcher": "true",
-        "mpioperator.io/launch-agent": "exec",
-        "mpioperator.io/wait-for-ssh-port": "2222",
-        "mpioperator.io/debug-mode": "true",
-        "mpioperator.io/debug-command": "sh -c 'sleep 7200'",
-        "mpioperator.io/launcher-program": "/home/mpiuser/pi --digits 9",
-        "mpioperator.io/mpirun-extra-args": "--bind-to none",
-        "mpioperator.io/mca-params": "btl=self,tcp\nbtl_tcp_if_include=eth0",
-        "mpioperator.io/mpi-home": "/usr",
-        "mpioperator.io/ssh-secret": "site-keys",
-        "mpioperator.io/roll-workers-on-template-change": "true",
-        "mpioperator.io/hostfile-path": "/kubeflow/openmpi/assets/hostfile",
-        "mpioperator.io/debug-worker-command": "sleep infinity",
-        "mpioperator.io/debug-skip-init-containers": "Launcher,Worker",
-        "mpioperator.io/resume-launcher-command": "/home/mpiuser/resume.sh --from-checkpoint",
-        "mpioperator.io/resume-worker-command": "/usr/sbin/sshd -De",
-        "mpioperator.io/resume-skip-init-containers": "Worker",
-    }
-    assert set(job["metadata"]["annotations"]) == documented_annotations()
+    assert_every_annotation(job["metadata"]["annotations"])
 
 
 def test_switches_can_be_set_off_and_the_generated_line_parsed_back() -> None:
@@ -106,6 +77,8 @@ def test_switches_can_be_set_off_and_the_generated_line_parsed_back() -> None:
             "mpioperator.io/worker-startup-deadline-seconds",
         ),
         (MPIJobBuilder("bad").image(PI).wait_for_ssh_port(70000), "mpioperator.io/wait-for-ssh-port"),
+        (MPIJobBuilder("bad").image(PI).restart_whole_job("Always"), "mpioperator.io/restart-policy"),
+        (MPIJobBuilder("bad").image(PI).restart_whole_job(max_restarts=-1), "mpioperator.io/max-restarts"),
         (
             MPIJobBuilder("bad").image(PI).launcher_command("mpirun").launcher_program("/p"),
             "mpioperator.io/launcher-program",

@@ -8,7 +8,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mpioperator.testing.audit import AuditRecord, audit_policy, committed_creates, parse_record
+from mpioperator.testing.audit import WRITE_VERBS, AuditRecord, audit_policy, committed_creates, parse_record
 from mpioperator.testing.chaos_plan import (
     CLEAN_NONE,
     DELETE,
@@ -20,7 +20,7 @@ from mpioperator.testing.chaos_plan import (
     JobPlan,
     chaos_plan,
 )
-from mpioperator.testing.chaos_report import job_mismatches, orphans, tracebacks, worker_create_problems
+from mpioperator.testing.chaos_report import create_problems, job_mismatches, orphans, tracebacks
 from mpioperator.testing.lease_audit import handover_gaps, lease_writes, tenures, writes_without_lease
 
 T0 = datetime(2026, 11, 23, 12, 0, 0, tzinfo=UTC)
@@ -134,6 +134,17 @@ def test_the_policy_logs_bodies_only_for_the_named_resources_and_only_for_the_us
     assert all(rule.get("users") == ["op"] for rule in rules[:2]) and rules[2] == {"level": "None"}
 
 
+def test_the_policy_logs_deletes_of_the_named_resources_by_anyone_after_the_users_writes() -> None:
+    rules: Any = audit_policy("op", deletes_of=[("", "pods")])["rules"]
+    assert rules[0] == {"level": "Metadata", "users": ["op"], "verbs": list(WRITE_VERBS)}
+    assert rules[1] == {
+        "level": "Metadata",
+        "verbs": ["delete"],
+        "resources": [{"group": "", "resources": ["pods"]}],
+    }
+    assert rules[2] == {"level": "None"}
+
+
 def test_the_plan_is_a_function_of_the_seed_with_the_requested_mix() -> None:
     assert chaos_plan(7) == chaos_plan(7)
     assert chaos_plan(7) != chaos_plan(8)
@@ -144,7 +155,7 @@ def test_the_plan_is_a_function_of_the_seed_with_the_requested_mix() -> None:
         "restart-apiserver": 1,
         "compact-etcd": 1,
     }
-    assert len({j.name for j in plan.jobs}) == 30
+    assert len({j.name for j in plan.jobs}) == sum(MIX.values())
 
 
 def one_job_plan(kind: str, workers: int = 2) -> ChaosPlan:
@@ -186,7 +197,7 @@ def test_a_suspended_job_must_show_it_was_resumed() -> None:
     assert len(job_mismatches(plan, never, [])) == 1
 
 
-def test_worker_creates_count_duplicates_and_missing_per_planned_run() -> None:
+def test_worker_and_launcher_creates_count_duplicates_and_missing_per_planned_run() -> None:
     plan = ChaosPlan(
         1,
         1,
@@ -197,10 +208,19 @@ def test_worker_creates_count_duplicates_and_missing_per_planned_run() -> None:
         ),
         (),
     )
-    creates = {("ns", "s-worker-0"): 2, ("ns", "r-worker-0"): 1}
-    duplicates, missing = worker_create_problems(plan, "ns", creates)
-    assert duplicates == ["s-worker-0: created 2 times, expected 1"]
-    assert missing == ["r-worker-0: created 1 times, expected 2"]  # a deleted job's missing worker is fine
+    creates = {
+        ("pods", "s-worker-0", ""): 2,
+        ("jobs", "s-launcher", ""): 1,
+        ("pods", "r-worker-0", ""): 1,
+        ("jobs", "r-launcher", ""): 2,
+    }
+    duplicates, missing = create_problems(plan, creates)
+    assert duplicates == [
+        "pods/s-worker-0: created 2 times, expected 1",
+        "jobs/r-launcher: created 2 times, expected 1",
+    ]
+    # A deleted job's missing children are fine.
+    assert missing == ["pods/r-worker-0: created 1 times, expected 2"]
 
 
 def test_only_successful_creates_are_counted() -> None:
