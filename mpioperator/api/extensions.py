@@ -64,6 +64,12 @@ def wait_for_ssh_port(job: Obj) -> int | None:
     return None if value is None else _port(value)
 
 
+def waits_for_running_workers(job: Obj) -> bool:
+    """Whether the launcher waits for its hosts through the exec agent: there is no sshd to connect to, so
+    the operator makes the launcher Job only once every worker pod is Running (the port is not used)."""
+    return exec_agent(job) and wait_for_ssh_port(job) is not None
+
+
 def _port(value: str) -> int | None:
     text = value.strip()
     if _PORT.fullmatch(text) is None:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import structlog
 
-from mpioperator.api import accessors, conveniences, names
+from mpioperator.api import accessors, conveniences, extensions, names
 from mpioperator.api import constants as api
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
@@ -46,14 +46,24 @@ def pod_ready(pod: Obj) -> bool:
     return False
 
 
+def pod_running(pod: Obj) -> bool:
+    return bool(pod.get("status", {}).get("phase") == "Running")
+
+
 def may_create_launcher(job: Obj, workers: list[Obj]) -> bool:
     """Whether the launcher may run now: always under AtStartup; under WaitForWorkersReady once every
-    worker is Ready, and never while the job is suspended (upstream #615: with no workers, 0 == 0)."""
-    if accessors.launcher_creation_policy(job) == api.AT_STARTUP:
+    worker is Ready, and never while the job is suspended (upstream #615: with no workers, 0 == 0).
+    Ours: an exec-agent job that asks to wait for its hosts also waits until every worker is Running,
+    the one state in which the API server's exec reaches a pod."""
+    waits_ready = accessors.launcher_creation_policy(job) != api.AT_STARTUP
+    waits_running = extensions.waits_for_running_workers(job)
+    if not waits_ready and not waits_running:
         return True
     if accessors.suspended(job):
         return False
-    return sum(1 for w in workers if pod_ready(w)) == len(workers)
+    if waits_ready and not all(pod_ready(w) for w in workers):
+        return False
+    return not waits_running or all(pod_running(w) for w in workers)
 
 
 def refused(exc: errors.ApiError, kind: str, name: str, verb: str, what: str) -> Exception:

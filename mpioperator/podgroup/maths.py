@@ -10,6 +10,7 @@ import structlog
 
 from mpioperator.api import constants as api
 from mpioperator.api.accessors import launcher_creation_policy, scheduling_policy, worker_replicas
+from mpioperator.api.extensions import waits_for_running_workers
 from mpioperator.api.objects import Obj
 from mpioperator.podgroup.quantity import parse_resource_list
 from mpioperator.podgroup.resources import ResourceMap, add_resources, scale_resources, sum_resources
@@ -33,14 +34,16 @@ def _template_spec(replica: Obj | None) -> Obj:
 def launcher_in_gang(job: Obj, launcher_exists: bool) -> bool:
     """Whether the gang counts the launcher pod (our fix for upstream #608, docs/decisions-local.md).
 
-    Under WaitForWorkersReady the launcher Job is made only once every worker is Ready, so a gang that
+    Under WaitForWorkersReady the launcher Job is made only once every worker is Ready (and for an
+    exec-agent job that waits for its hosts, Running), so a gang that
     waits for the launcher never lets the workers start. The gang therefore counts the launcher only
     once its Job exists, or when it is made together with the workers: AtStartup, or no workers to
     wait for. An explicit minAvailable is the user's own number and keeps upstream's meaning.
     """
     if launcher_exists or scheduling_policy(job).get("minAvailable") is not None:
         return True
-    if launcher_creation_policy(job) != api.WAIT_FOR_WORKERS_READY:
+    waits = launcher_creation_policy(job) == api.WAIT_FOR_WORKERS_READY or waits_for_running_workers(job)
+    if not waits:
         return True
     return worker_replicas(job) == 0
 

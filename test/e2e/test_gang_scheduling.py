@@ -315,3 +315,44 @@ def test_two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn(
     gang_cluster: LocalCluster, ns: str, nodes: NodeGroup
 ) -> None:
     two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn(gang_cluster, ns, nodes, Gang)
+
+
+def waiting_gang_counts_as_without_the_wait_and_survives_a_suspend(
+    cluster: LocalCluster, ns: str, nodes: NodeGroup, gang_type: type[Gang]
+) -> None:
+    """A job with `mpioperator.io/wait-for-ssh-port`: its PodGroup asks what the same job's does without
+    it (the waiter takes the launcher's own cpu), it runs, and it runs again after a suspend and resume."""
+    nodes.add(1)
+
+    def asks(found: Obj) -> tuple[object, object]:
+        return found["spec"]["minMember"], found["spec"].get("minResources")
+
+    # The same job without the annotation, on nodes that do not exist: its PodGroup is only read, then
+    # deleted with it, since a waiting gang holds a share of the queue (Volcano's enqueue step).
+    plain = gang_type(cluster, ns, "plain").submit(gang_job("plain", NodeGroup(cluster), workers=2))
+    expected = asks(plain.wait_pod_group())
+    cluster.rest.delete(plain.path)
+    wait_for(lambda: plain.pod_group() is None, timeout=TIMEOUT, what="the plain job's PodGroup gone")
+
+    body = gang_job("waits", nodes, workers=2, launcher_runs_for="20s")
+    body["metadata"].setdefault("annotations", {})["mpioperator.io/wait-for-ssh-port"] = "2222"
+    gang = gang_type(cluster, ns, "waits").submit(body)
+    assert asks(gang.wait_pod_group()) == expected
+    wait_for(lambda: gang.condition("Running"), timeout=TIMEOUT, what="the waiting gang Running")
+    launcher = next(p for p in gang.pods() if is_launcher(p))
+    inits = [c["name"] for c in launcher["spec"].get("initContainers") or ()]
+    assert inits == ["mpioperator-wait-for-hosts"]
+
+    gang.patch({"spec": {"runPolicy": {"suspend": True}}})
+    wait_for(lambda: gang.condition("Suspended"), timeout=TIMEOUT, what="the gang Suspended")
+    wait_for(lambda: not gang.pods(), timeout=TIMEOUT, what="the suspended gang's pods gone")
+
+    gang.patch({"spec": {"runPolicy": {"suspend": False}}})
+    wait_for(lambda: gang.condition("Succeeded"), timeout=2 * TIMEOUT, what="the resumed gang Succeeded")
+    assert asks(gang.wait_pod_group()) == expected
+
+
+def test_a_gang_that_waits_for_its_hosts_asks_the_same_and_survives_a_suspend(
+    gang_cluster: LocalCluster, ns: str, nodes: NodeGroup
+) -> None:
+    waiting_gang_counts_as_without_the_wait_and_survives_a_suspend(gang_cluster, ns, nodes, Gang)

@@ -19,6 +19,7 @@ from test.e2e.test_gang_scheduling import (
     pending_gang_is_bound_whole_when_a_node_is_added,
     pending_gang_runs_when_its_min_resources_are_lowered,
     two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn,
+    waiting_gang_counts_as_without_the_wait_and_survives_a_suspend,
 )
 
 PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1"
@@ -101,3 +102,9 @@ def test_volcano_two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn(
     volcano_cluster: LocalCluster, ns: str, nodes: NodeGroup
 ) -> None:
     two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn(volcano_cluster, ns, nodes, VolcanoGang)
+
+
+def test_volcano_gang_that_waits_for_its_hosts_asks_the_same_and_survives_a_suspend(
+    volcano_cluster: LocalCluster, ns: str, nodes: NodeGroup
+) -> None:
+    waiting_gang_counts_as_without_the_wait_and_survives_a_suspend(volcano_cluster, ns, nodes, VolcanoGang)

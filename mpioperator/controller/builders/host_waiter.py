@@ -47,7 +47,8 @@ def add_host_waiter(
 ) -> None:
     """Adds the init container when the job asks for it; nothing otherwise."""
     port = extensions.wait_for_ssh_port(job)
-    if port is None:
+    # With the exec agent no worker listens on the port: the sync waits for Running workers instead.
+    if port is None or extensions.exec_agent(job):
         return
     spec = pod_template["spec"]
     seconds = deadline_seconds(job, waiter.default_deadline_seconds)

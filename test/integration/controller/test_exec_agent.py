@@ -179,3 +179,30 @@ async def test_the_operator_with_the_components_rights_grants_a_launcher_exec_on
         await a.until_true(lambda: a.launcher_job("own") is not None, "own's launcher Job")
         assert can_i(mpijob_crd, ns, "own-launcher", "create", "pods/exec", "own-worker-1")
         assert not can_i(mpijob_crd, ns, "own-launcher", "create", "pods/exec", "someone-else")
+
+
+async def test_a_job_that_waits_for_its_hosts_gets_its_launcher_once_every_worker_pod_runs(
+    mpijob_crd: LocalCluster, make_namespace: Any
+) -> None:
+    ns = make_namespace(mpijob_crd)
+    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
+        a = Actors(h.cluster, ns)
+        body = exec_job("patient")
+        body["metadata"]["annotations"]["mpioperator.io/wait-for-ssh-port"] = "22"
+        a.submit(body)
+        await a.until_true(lambda: len(a.worker_pods("patient")) == 2, "patient's workers")
+        a.set_pod("patient-worker-0", "Running", ready=False)
+        await a.until_true(
+            lambda: a.status("patient").get("replicaStatuses", {}).get("Worker") == {"active": 1},
+            "one running worker seen",
+        )
+        await a.until_true(h.controller.queue_idle, "every sync to have run")
+        assert a.launcher_job("patient") is None, "made while a worker was still Pending"
+
+        # Running, not Ready: the exec agent needs a running container, not the user's readiness.
+        a.set_pod("patient-worker-1", "Running", ready=False)
+
+        await a.until_true(lambda: a.launcher_job("patient") is not None, "the launcher Job")
+        spec = (a.launcher_job("patient") or {})["spec"]["template"]["spec"]
+        inits = [c["name"] for c in spec.get("initContainers") or ()]
+        assert "mpioperator-wait-for-hosts" not in inits, "no sshd on the workers to connect to"
