@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 from mpioperator.testing.cluster import LocalCluster
@@ -301,3 +301,18 @@ def _has_condition(obj: dict[str, Any], cond_type: str) -> bool:
 
 def _finished(launcher: dict[str, Any]) -> bool:
     return _has_condition(launcher, "Complete") or _has_condition(launcher, "Failed")
+
+
+@contextlib.asynccontextmanager
+async def submitted(
+    a: Actors, body: dict[str, Any], *, phase: str = "Running"
+) -> AsyncIterator[LauncherJobController]:
+    """The job submitted, with kube-controller-manager's Job controller played for its launcher Job (its
+    pods in `phase`) until the block ends."""
+    a.submit(body)
+    job_controller = LauncherJobController(a, body["metadata"]["name"], phase=phase)
+    job_controller.start()
+    try:
+        yield job_controller
+    finally:
+        await job_controller.stop()

@@ -11,7 +11,7 @@ from typing import Any
 from mpioperator.api import conveniences, restarts
 from mpioperator.api.objects import Obj
 from mpioperator.testing.mpijobs import mpijob
-from test.integration.controller.actors import Actors, LauncherJobController
+from test.integration.controller.actors import Actors, submitted
 from test.integration.controller.conftest import Harness
 
 JOB = "edited"
@@ -71,10 +71,7 @@ async def test_editing_a_running_jobs_worker_image_then_launcher_args_restarts_i
     harness: Harness,
 ) -> None:
     a = Actors(harness.cluster, harness.namespace)
-    a.submit(_rolling(restart=True))
-    job_controller = LauncherJobController(a, JOB)
-    job_controller.start()
-    try:
+    async with submitted(a, _rolling(restart=True)) as job_controller:
         first = await _running(a, "0")
         await a.until_true(lambda: bool(job_controller.active_pods()), "attempt 0's launcher pod")
 
@@ -92,8 +89,6 @@ async def test_editing_a_running_jobs_worker_image_then_launcher_args_restarts_i
         third = await _running(a, "2")
         assert _launcher_args(a) == ["-n", "2", "/home/mpiuser/pi", "--digits", "30"]
         assert [_image(p) for p in third] == ["fixed:v2"] * 2
-    finally:
-        await job_controller.stop()
     await harness.controller.recorder.flush()
     messages = [e["message"] for e in a.events(JOB) if e["reason"] == "MPIJobRestarting"]
     prefix = f"MPIJob {a.ns}/{JOB} restarts as a whole"
@@ -108,10 +103,7 @@ async def test_editing_a_running_job_that_does_not_restart_is_refused_and_its_po
     harness: Harness,
 ) -> None:
     a = Actors(harness.cluster, harness.namespace)
-    a.submit(_rolling(restart=False))
-    job_controller = LauncherJobController(a, JOB)
-    job_controller.start()
-    try:
+    async with submitted(a, _rolling(restart=False)) as job_controller:
         workers = await _running(a, None)
         await a.until_true(lambda: bool(job_controller.active_pods()), "the launcher pod")
         launcher = a.launcher_job(JOB)
@@ -135,8 +127,6 @@ async def test_editing_a_running_job_that_does_not_restart_is_refused_and_its_po
         # Putting the template back is no longer an edit: the condition goes.
         _edit_worker_image(a, IMAGE)
         await a.until_true(lambda: a.condition(JOB, "TemplateChangeRefused") is None, "the condition gone")
-    finally:
-        await job_controller.stop()
     await harness.controller.recorder.flush()
     assert a.event_reasons(JOB).count("TemplateChangeRefused") == 1
     assert "restarts" not in a.status(JOB)
@@ -146,10 +136,9 @@ async def test_editing_the_launcher_before_it_starts_makes_its_job_again_from_th
     harness: Harness,
 ) -> None:
     a = Actors(harness.cluster, harness.namespace)
-    a.submit(_rolling(restart=False))
-    job_controller = LauncherJobController(a, JOB, phase="Pending")  # e.g. its image still pulling
-    job_controller.start()
-    try:
+    async with submitted(
+        a, _rolling(restart=False), phase="Pending"
+    ) as job_controller:  # e.g. its image still pulling
         await a.until_true(lambda: a.launcher_job(JOB) is not None, "the launcher Job")
         await a.until_true(lambda: bool(job_controller.active_pods()), "its pending pod")
         old = a.launcher_job(JOB)
@@ -162,8 +151,6 @@ async def test_editing_the_launcher_before_it_starts_makes_its_job_again_from_th
             "a launcher Job made again",
         )
         assert _launcher_args(a) == ["-n", "2", "/home/mpiuser/pi", "--digits", "30"]
-    finally:
-        await job_controller.stop()
     await harness.controller.recorder.flush()
     assert a.event_reasons(JOB).count("LauncherRecreated") == 1
     assert a.condition(JOB, "TemplateChangeRefused") is None
@@ -173,10 +160,7 @@ async def test_a_refused_launcher_edit_reaches_the_launcher_after_a_suspend_and_
     harness: Harness,
 ) -> None:
     a = Actors(harness.cluster, harness.namespace)
-    a.submit(_rolling(restart=False))
-    job_controller = LauncherJobController(a, JOB)
-    job_controller.start()
-    try:
+    async with submitted(a, _rolling(restart=False)) as job_controller:
         await _running(a, None)
         await a.until_true(lambda: bool(job_controller.active_pods()), "the launcher pod")
         old = a.launcher_job(JOB)
@@ -204,7 +188,5 @@ async def test_a_refused_launcher_edit_reaches_the_launcher_after_a_suspend_and_
         assert _launcher_args(a) == ["-n", "2", "/home/mpiuser/pi", "--digits", "30"]
         await _running(a, None)
         await a.until_true(lambda: a.condition(JOB, "TemplateChangeRefused") is None, "the refusal gone")
-    finally:
-        await job_controller.stop()
     await harness.controller.recorder.flush()
     assert a.event_reasons(JOB).count("LauncherRecreated") == 1

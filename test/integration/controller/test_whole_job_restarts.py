@@ -4,8 +4,6 @@ garbage collector either: what goes, the operator deletes itself)."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 from mpioperator.api import restarts
@@ -13,7 +11,7 @@ from mpioperator.api.objects import Obj
 from mpioperator.kube import errors
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
-from test.integration.controller.actors import Actors, LauncherJobController
+from test.integration.controller.actors import Actors, submitted
 from test.integration.controller.conftest import CountingWriter, Harness, running_controller
 from test.integration.controller.test_gang_scheduling import VOLCANO_ROOT, GangActors
 
@@ -52,19 +50,6 @@ async def _attempt_running(a: Actors, attempt: int) -> list[Obj]:
     a.set_workers(JOB, "Running", ready=True)
     await a.until_true(lambda: (a.condition(JOB, "Running") or {}).get("status") == "True", "the job Running")
     return workers
-
-
-@contextlib.asynccontextmanager
-async def submitted(a: Actors, body: Obj) -> AsyncIterator[LauncherJobController]:
-    """The job submitted, with kube-controller-manager's Job controller played for its launcher Job until
-    the block ends."""
-    a.submit(body)
-    job_controller = LauncherJobController(a, JOB)
-    job_controller.start()
-    try:
-        yield job_controller
-    finally:
-        await job_controller.stop()
 
 
 def _launcher_pods(a: Actors) -> list[Obj]:
