@@ -49,5 +49,5 @@ def test_the_wheel_holds_the_operator_and_its_cli_without_the_test_harness(tmp_p
         scripts = wheel.read(entry_points).decode()
     assert [r for r in requires if r.lower().startswith("pyyaml")] == ["PyYAML<7,>=6.0"]
     assert "kubectl-mpijob = mpioperator.cli.main:entry" in scripts
-    assert "mpi-operator = mpioperator.app.main:main" in scripts
+    assert "mpi-operator = mpioperator.app.entry:main" in scripts
     assert "mpioperator.testing" not in scripts
