@@ -8,12 +8,17 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_e
 from mpioperator import __version__
 from mpioperator.app.options import Options
 from mpioperator.controller.controller import gang_backend
+from mpioperator.controller.exec_agent import OPERATOR_RIGHTS
 from mpioperator.controller.watched import WATCHED, Scopes
 from mpioperator.controller.watched import watched as watched_resources
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient, RequestMetrics
 from mpioperator.kube.protoapi import PROTOBUF
 from mpioperator.kube.resources import KUBERNETES_POD_GROUPS, MPIJOBS, Resource
+
+SELF_SUBJECT_ACCESS_REVIEWS = Resource(
+    "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", namespaced=False
+)
 
 log = structlog.get_logger(__name__)
 
@@ -128,4 +133,40 @@ async def check_cluster(client: KubeClient, options: Options) -> None:
                 ) from exc
             except errors.ApiError as exc:
                 raise StartupError(f"cannot reach the API server: {exc}") from exc
+    if options.exec_agent:
+        await check_exec_agent_rights(client, options)
     log.info("cluster checks passed", scope=options.namespaces or "cluster")
+
+
+def _right(group: str, resource: str, subresource: str, verb: str) -> str:
+    name = f"{resource}/{subresource}" if subresource else resource
+    return f"{verb} {name}{'.' + group if group else ''}"
+
+
+async def check_exec_agent_rights(client: KubeClient, options: Options) -> None:
+    """With --exec-agent, the operator holds what the agent needs in every namespace it serves; without
+    it every opted-in job would be held by the API server's refusals, one job at a time."""
+    for namespace in options.namespaces or (None,):
+        missing = []
+        for group, resource, subresource, verb in OPERATOR_RIGHTS:
+            attributes = {"group": group, "resource": resource, "subresource": subresource, "verb": verb}
+            if namespace:
+                attributes["namespace"] = namespace
+            review = {
+                "apiVersion": SELF_SUBJECT_ACCESS_REVIEWS.api_version,
+                "kind": SELF_SUBJECT_ACCESS_REVIEWS.kind,
+                "spec": {"resourceAttributes": attributes},
+            }
+            try:
+                answer = await client.create(SELF_SUBJECT_ACCESS_REVIEWS, review)
+            except errors.ApiError as exc:
+                raise StartupError(f"cannot check the rights --exec-agent needs: {exc}") from exc
+            if not answer.get("status", {}).get("allowed"):
+                missing.append(_right(group, resource, subresource, verb))
+        if missing:
+            where = f"in namespace {namespace}" if namespace else "cluster-wide"
+            raise StartupError(
+                f"--exec-agent needs the rights to {', '.join(missing)} {where}, which the operator "
+                "lacks; install manifests/components/exec-agent (Helm: execAgent.enabled=true) or turn "
+                "--exec-agent off"
+            )

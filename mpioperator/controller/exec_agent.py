@@ -32,6 +32,19 @@ SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
 ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
 
+# What the operator itself must hold to run the agent, as (API group, resource, subresource, verb): RBAC
+# lets a subject grant in a Role only what it holds, so pods/exec; and the rights this module uses on the
+# per-job ServiceAccount, Role and RoleBinding. The start-up check asks for each (app/startup.py).
+OPERATOR_RIGHTS: tuple[tuple[str, str, str, str], ...] = (
+    ("", "pods", "exec", "create"),
+    *(("", SERVICE_ACCOUNTS.plural, "", verb) for verb in ("get", "create")),
+    *(
+        (ROLES.group, res.plural, "", verb)
+        for res in (ROLES, ROLE_BINDINGS)
+        for verb in ("get", "create", "update")
+    ),
+)
+
 COND_NOT_ALLOWED = "ExecAgentNotAllowed"
 REASON_NOT_ALLOWED = "ExecAgentNotAllowed"
 
