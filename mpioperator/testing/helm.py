@@ -36,12 +36,13 @@ class HelmError(RuntimeError):
 
 
 class Helm:
-    """One helm client: its own config/cache dirs (never the user's), optionally a cluster's kubeconfig."""
+    """One helm client: its own config/cache dirs under `home` (never the user's; the caller's temporary
+    directory, so nothing is left behind), optionally a cluster's kubeconfig."""
 
-    def __init__(self, binary: Path, *, kubeconfig: Path | None = None, home: Path | None = None) -> None:
+    def __init__(self, binary: Path, *, home: Path, kubeconfig: Path | None = None) -> None:
         self.binary = binary
         self.kubeconfig = kubeconfig
-        self.home = home or Path(tempfile.mkdtemp(prefix="mpioperator-helm-"))
+        self.home = home
         self.home.mkdir(parents=True, exist_ok=True)
 
     def _env(self) -> dict[str, str]:

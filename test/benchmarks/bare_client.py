@@ -58,11 +58,14 @@ async def run(args: argparse.Namespace) -> float:
         for name in names:
             await create_one(client, args.namespace, name, args.workers)
 
-    print("ready", flush=True)
-    sys.stdin.readline()
-    started = time.monotonic()
-    await asyncio.gather(*(lane() for _ in range(args.concurrency)))
-    return time.monotonic() - started
+    try:
+        print("ready", flush=True)
+        sys.stdin.readline()
+        started = time.monotonic()
+        await asyncio.gather(*(lane() for _ in range(args.concurrency)))
+        return time.monotonic() - started
+    finally:
+        await client.close()
 
 
 def main() -> None:

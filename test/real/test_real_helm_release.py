@@ -9,6 +9,7 @@ the CRD out; test/e2e/test_helm_release.py covers a release that brings its own 
 from __future__ import annotations
 
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -65,9 +66,9 @@ def container_args(cluster: LocalCluster) -> list[str]:
 
 
 def test_helm_install_runs_pi_in_real_pods_upgrade_rolls_them_uninstall_leaves_nothing(
-    real_cluster: LocalCluster, make_namespace: Any
+    real_cluster: LocalCluster, make_namespace: Any, tmp_path: Path
 ) -> None:
-    helm = Helm(find_helm(), kubeconfig=real_cluster.kubeconfig)
+    helm = Helm(find_helm(), kubeconfig=real_cluster.kubeconfig, home=tmp_path / "helm")
     real_cluster.kubectl("create", "namespace", NAMESPACE)
     installed = False
     try:

@@ -72,8 +72,8 @@ MATRIX: dict[str, dict[str, Any]] = {
 
 
 @pytest.fixture(scope="module")
-def helm() -> Helm:
-    return Helm(find_helm())
+def helm(tmp_path_factory: pytest.TempPathFactory) -> Helm:
+    return Helm(find_helm(), home=tmp_path_factory.mktemp("helm"))
 
 
 @pytest.fixture(scope="module")
