@@ -11,6 +11,21 @@ source "$root/hack/lib.sh"
 cd "$root"
 started=$SECONDS
 
+# A run that ends early stops what it started in the background: the image build (a finished build's
+# directory goes too) and the e2e tier's pytest, interrupted so that it tears its clusters down.
+images_pid="" e2e_pid="" e2e_out=""
+cleanup() {
+  if [ -n "$images_pid" ]; then
+    if [ ! -s "$MPIOPERATOR_IMAGES_BUILD/status" ]; then kill -- -"$images_pid" 2>/dev/null || true; fi
+    rm -rf "$MPIOPERATOR_IMAGES_BUILD"
+  fi
+  if [ -n "$e2e_pid" ] && kill -INT "$e2e_pid" 2>/dev/null; then
+    wait "$e2e_pid" 2>/dev/null || true
+  fi
+  if [ -n "$e2e_out" ]; then rm -f "$e2e_out"; fi
+}
+trap cleanup EXIT
+
 bash hack/setup.sh --no-control-plane
 
 echo "== ruff"
@@ -59,9 +74,6 @@ if [ "$(id -u)" = 0 ]; then
   setsid bash -c 'bash hack/build-images.sh >"$1/out" 2>"$1/log"; echo $? >"$1/status"' _ "$MPIOPERATOR_IMAGES_BUILD" &
   images_pid=$!
   echo "images: building in the background (log: $MPIOPERATOR_IMAGES_BUILD/log)"
-  # A run that ends early stops the build with it; a finished build's directory goes too.
-  trap 'if [ ! -s "$MPIOPERATOR_IMAGES_BUILD/status" ]; then kill -- -"$images_pid" 2>/dev/null || true; fi
-        rm -rf "$MPIOPERATOR_IMAGES_BUILD"' EXIT
 elif [ ${#ci_args[@]} -gt 0 ]; then
   echo "real node: NOT SET UP (needs root); CI requires every tier to run, so the tests that need root (the real tier, the image builds) fail and so will this run"
 else
@@ -70,5 +82,32 @@ fi
 
 echo "== pytest"
 export KUBEBUILDER_ASSETS="$bin_dir"
-.venv/bin/pytest "${ci_args[@]}" "$@"
+if [ $# -gt 0 ]; then
+  .venv/bin/pytest "${ci_args[@]}" "$@"
+  echo "== all checks passed in $((SECONDS - started))s"
+  exit 0
+fi
+
+# The whole suite: the e2e tier (kwok clusters) runs in a pytest process of its own beside the others,
+# since both mostly wait on clusters and pods rather than on the CPU. Its output is kept in a file and
+# shown once the other run has ended, so neither interleaves with the other; each ends with its own
+# account per tier, and a failure of either fails the command.
+e2e_out=$(mktemp "${TMPDIR:-/tmp}/mpioperator-e2e.XXXXXX")
+# `trap - INT`: bash starts background commands with SIGINT ignored, and pytest must get it to tear down.
+(trap - INT; exec .venv/bin/pytest "${ci_args[@]}" --durations=15 test/e2e >"$e2e_out" 2>&1) &
+e2e_pid=$!
+# Ctrl-C reaches both runs, which tear down; the script then goes on to show both and fail.
+trap : INT
+echo "e2e tier: running beside the other tiers, its output follows theirs"
+others=0
+.venv/bin/pytest "${ci_args[@]}" --durations=15 --ignore=test/e2e || others=$?
+e2e=0
+wait "$e2e_pid" || e2e=$?
+e2e_pid=""
+echo "== pytest: the e2e tier, run beside the other tiers"
+cat "$e2e_out"
+if [ "$others" != 0 ] || [ "$e2e" != 0 ]; then
+  echo "== FAILED: the other tiers' pytest exited $others, the e2e tier's $e2e (after $((SECONDS - started))s)"
+  exit 1
+fi
 echo "== all checks passed in $((SECONDS - started))s"
