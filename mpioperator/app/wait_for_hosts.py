@@ -14,11 +14,12 @@ before the operator's own imports, so the container starts fast and small.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import socket
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,24 +46,31 @@ def hosts_of(hostfile: str) -> list[str]:
     return hosts
 
 
-Resolve = Callable[[str, int], list[tuple[str, int]]]
-Connect = Callable[[tuple[str, int], float], None]
+Resolve = Callable[[str, int], Awaitable[list[tuple[str, int]]]]
+Connect = Callable[[tuple[str, int], float], Awaitable[None]]
 
 
-def resolve(host: str, port: int) -> list[tuple[str, int]]:
+async def resolve(host: str, port: int) -> list[tuple[str, int]]:
     """The host's TCP addresses; raises OSError (socket.gaierror) while the name does not resolve."""
-    found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    found = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return [(str(address[4][0]), int(address[4][1])) for address in found]
 
 
-def connect(address: tuple[str, int], timeout: float) -> None:
-    with socket.create_connection(address, timeout=timeout):
-        pass
+async def connect(address: tuple[str, int], timeout: float) -> None:
+    """Opens a TCP connection and closes it: nothing is sent or read."""
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(*address), timeout)
+    except TimeoutError as error:
+        raise OSError(f"no answer within {timeout:g}s") from error
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
 
 
 @dataclass
 class Waiter:
-    """Checks each host until it answers once; a host that answered is not checked again."""
+    """Checks each host until it answers once; a host that answered is not checked again. The hosts of a
+    round are checked at once, so a round takes one connect timeout however many hosts do not answer."""
 
     hosts: list[str]
     port: int
@@ -75,10 +83,10 @@ class Waiter:
     def _is_own(self, host: str) -> bool:
         return host.split(".", 1)[0] == self.own_hostname.split(".", 1)[0]
 
-    def _check(self, host: str) -> str | None:
+    async def _check(self, host: str) -> str | None:
         """None once the host can be reached, else what holds it."""
         try:
-            addresses = self.resolve(host, self.port)
+            addresses = await self.resolve(host, self.port)
         except OSError:
             return "does not resolve"
         if self._is_own(host):
@@ -86,23 +94,25 @@ class Waiter:
         problem = "no address"
         for address in addresses:
             try:
-                self.connect(address, CONNECT_TIMEOUT)
+                await self.connect(address, CONNECT_TIMEOUT)
                 return None
             except OSError as error:
                 problem = f"port {self.port}: {error.strerror or error}"
         return problem
 
-    def check(self) -> list[str]:
-        """Checks the hosts not reached yet; returns those that are still not reachable, in order."""
-        for host in self.hosts:
-            if host in self.reached:
-                continue
-            problem = self._check(host)
+    async def _round(self) -> None:
+        pending = [host for host in self.hosts if host not in self.reached]
+        problems = await asyncio.gather(*(self._check(host) for host in pending))
+        for host, problem in zip(pending, problems, strict=True):
             if problem is None:
                 self.reached.add(host)
                 self.why.pop(host, None)
             else:
                 self.why[host] = problem
+
+    def check(self) -> list[str]:
+        """Checks the hosts not reached yet; returns those that are still not reachable, in order."""
+        asyncio.run(self._round())
         return [host for host in self.hosts if host not in self.reached]
 
     def describe(self, hosts: Sequence[str]) -> str:

@@ -3,6 +3,7 @@ connections on the port, and gives up at the deadline with exit code 3 and a mes
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mpioperator.api.host_waiter import EXIT_DEADLINE
-from mpioperator.app.wait_for_hosts import Waiter, hosts_of, run
+from mpioperator.app.wait_for_hosts import Waiter, connect, hosts_of, run
 
 W0 = "pi-worker-0.pi.ns.svc"
 W1 = "pi-worker-1.pi.ns.svc"
@@ -43,12 +44,12 @@ class Network:
         self.listens_from = listens_from
         self.connected: list[str] = []
 
-    def resolve(self, host: str, port: int) -> list[tuple[str, int]]:
+    async def resolve(self, host: str, port: int) -> list[tuple[str, int]]:
         if self.clock.sleeps < self.resolves_from.get(host, 0):
             raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
         return [(host, port)]
 
-    def connect(self, address: tuple[str, int], timeout: float) -> None:
+    async def connect(self, address: tuple[str, int], timeout: float) -> None:
         host = address[0]
         self.connected.append(host)
         if self.clock.sleeps < self.listens_from.get(host, 0):
@@ -205,3 +206,30 @@ def test_the_subcommand_is_told_apart_before_the_operator_is_imported() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "False False"
+
+
+def test_the_hosts_of_a_round_are_checked_at_once() -> None:
+    """A round costs one connect timeout, not one per host that does not answer."""
+    in_flight: list[int] = [0]
+    most: list[int] = [0]
+
+    async def resolve(host: str, port: int) -> list[tuple[str, int]]:
+        return [(host, port)]
+
+    async def connect(address: tuple[str, int], timeout: float) -> None:
+        in_flight[0] += 1
+        most[0] = max(most[0], in_flight[0])
+        await asyncio.sleep(0)
+        in_flight[0] -= 1
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    hosts = [f"pi-worker-{i}.pi.ns.svc" for i in range(5)]
+    waiter = Waiter(hosts, 2222, "pi-launcher", resolve, connect)
+
+    assert waiter.check() == hosts
+    assert most[0] == 5
+
+
+def test_a_connect_that_gets_no_answer_in_time_is_an_os_error_naming_the_timeout(free_port: int) -> None:
+    with pytest.raises(OSError, match="no answer within 0s"):
+        asyncio.run(connect(("127.0.0.1", free_port), 0))
