@@ -88,26 +88,28 @@ if [ $# -gt 0 ]; then
   exit 0
 fi
 
-# The whole suite: the e2e tier (kwok clusters) runs in a pytest process of its own beside the others,
-# since both mostly wait on clusters and pods rather than on the CPU. Its output is kept in a file and
-# shown once the other run has ended, so neither interleaves with the other; each ends with its own
+# The whole suite in two pytest processes side by side, since both mostly wait on clusters and pods rather
+# than on the CPU: the e2e and integration tiers in one, the unit and real tiers in the other (the real
+# tier is the longest; the unit tier goes first, while the images may still be building). Every test
+# lives in one of the four tier directories (test/conftest.py). The first run's output is kept in a file
+# and shown once the other has ended, so neither interleaves with the other; each ends with its own
 # account per tier, and a failure of either fails the command.
 e2e_out=$(mktemp "${TMPDIR:-/tmp}/mpioperator-e2e.XXXXXX")
 # `trap - INT`: bash starts background commands with SIGINT ignored, and pytest must get it to tear down.
-(trap - INT; exec .venv/bin/pytest "${ci_args[@]}" --durations=15 test/e2e >"$e2e_out" 2>&1) &
+(trap - INT; exec .venv/bin/pytest "${ci_args[@]}" --durations=15 test/e2e test/integration >"$e2e_out" 2>&1) &
 e2e_pid=$!
 # Ctrl-C reaches both runs, which tear down; the script then goes on to show both and fail.
 trap : INT
-echo "e2e tier: running beside the other tiers, its output follows theirs"
+echo "e2e and integration tiers: running beside the unit and real tiers, their output follows"
 others=0
-.venv/bin/pytest "${ci_args[@]}" --durations=15 --ignore=test/e2e || others=$?
+.venv/bin/pytest "${ci_args[@]}" --durations=15 test/unit test/real || others=$?
 e2e=0
 wait "$e2e_pid" || e2e=$?
 e2e_pid=""
-echo "== pytest: the e2e tier, run beside the other tiers"
+echo "== pytest: the e2e and integration tiers, run beside the unit and real tiers"
 cat "$e2e_out"
 if [ "$others" != 0 ] || [ "$e2e" != 0 ]; then
-  echo "== FAILED: the other tiers' pytest exited $others, the e2e tier's $e2e (after $((SECONDS - started))s)"
+  echo "== FAILED: the unit and real tiers' pytest exited $others, the e2e and integration tiers' $e2e (after $((SECONDS - started))s)"
   exit 1
 fi
 echo "== all checks passed in $((SECONDS - started))s"

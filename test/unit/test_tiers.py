@@ -54,3 +54,11 @@ def test_one_tier_marker_outside_the_tier_directories_is_accepted(pytester: pyte
     result = collect(pytester, test_marked=ONE_TIER)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["test_marked.py::test_once"])
+
+
+def test_every_test_file_of_the_repository_lies_in_a_tier_directory() -> None:
+    """hack/test.sh runs the whole suite as two pytest runs over the four tier directories (e2e and
+    integration, unit and real): a test file anywhere else under test/ would be run by neither."""
+    files = [path for pattern in ("test_*.py", "*_test.py") for path in TEST_ROOT.rglob(pattern)]
+    assert files
+    assert [str(path) for path in files if directory_tier(path) is None] == []
