@@ -90,10 +90,10 @@ fi
 
 # The whole suite in two pytest processes side by side, since both mostly wait on clusters and pods rather
 # than on the CPU: the e2e and integration tiers in one; in the other the unit tier, then the real tier
-# (the longest) once the images are built. Every test
-# lives in one of the four tier directories (test/conftest.py). The first run's output is kept in a file
-# and shown once the other has ended, so neither interleaves with the other; each ends with its own
-# account per tier, and a failure of either fails the command.
+# (the longest) once the images are built. Every test lives in one of the four tier directories
+# (test/unit/test_tiers.py). The first run's output is kept in a file and shown once the other has ended,
+# so neither interleaves with the other; each ends with its own account per tier, and a failure of
+# either fails the command.
 e2e_out=$(mktemp "${TMPDIR:-/tmp}/mpioperator-e2e.XXXXXX")
 # `trap - INT`: bash starts background commands with SIGINT ignored, and pytest must get it to tear down.
 (trap - INT; exec .venv/bin/pytest "${ci_args[@]}" --durations=15 test/e2e test/integration >"$e2e_out" 2>&1) &

@@ -14,11 +14,7 @@ from mpioperator.controller.watched import watched as watched_resources
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient, RequestMetrics
 from mpioperator.kube.protoapi import PROTOBUF
-from mpioperator.kube.resources import KUBERNETES_POD_GROUPS, MPIJOBS, Resource
-
-SELF_SUBJECT_ACCESS_REVIEWS = Resource(
-    "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", namespaced=False
-)
+from mpioperator.kube.resources import KUBERNETES_POD_GROUPS, MPIJOBS, SELF_SUBJECT_ACCESS_REVIEWS, Resource
 
 log = structlog.get_logger(__name__)
 

@@ -52,6 +52,10 @@ CRDS = Resource(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False
 )
 MPIJOBS = Resource("kubeflow.org", "v2beta1", "mpijobs", "MPIJob")
+# Asked once per right at start-up: may the operator itself do it (app/startup.py).
+SELF_SUBJECT_ACCESS_REVIEWS = Resource(
+    "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", namespaced=False
+)
 VOLCANO_POD_GROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
 SCHEDULER_PLUGINS_POD_GROUPS = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")
 # Kubernetes' own Workload API (alpha in 1.36: the GenericWorkload and GangScheduling feature gates).
