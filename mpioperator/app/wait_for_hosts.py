@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import socket
 import sys
 import time
@@ -57,11 +58,16 @@ async def resolve(host: str, port: int) -> list[tuple[str, int]]:
 
 
 async def connect(address: tuple[str, int], timeout: float) -> None:
-    """Opens a TCP connection and closes it: nothing is sent or read."""
+    """Opens a TCP connection and closes it: nothing is sent or read. Failures are OSErrors whose
+    strerror is the system's words for the errno ("Connection refused"): asyncio puts the address there."""
     try:
         _, writer = await asyncio.wait_for(asyncio.open_connection(*address), timeout)
     except TimeoutError as error:
         raise OSError(f"no answer within {timeout:g}s") from error
+    except OSError as error:
+        if error.errno is None:
+            raise
+        raise OSError(error.errno, os.strerror(error.errno)) from error
     writer.close()
     with contextlib.suppress(OSError):
         await writer.wait_closed()

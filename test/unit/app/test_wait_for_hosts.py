@@ -233,3 +233,13 @@ def test_the_hosts_of_a_round_are_checked_at_once() -> None:
 def test_a_connect_that_gets_no_answer_in_time_is_an_os_error_naming_the_timeout(free_port: int) -> None:
     with pytest.raises(OSError, match="no answer within 0s"):
         asyncio.run(connect(("127.0.0.1", free_port), 0))
+
+
+def test_a_refused_connect_is_named_in_the_systems_words_without_the_address() -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    waiter = Waiter(["127.0.0.1"], port, "pi-launcher")
+
+    assert waiter.check() == ["127.0.0.1"]
+    assert waiter.describe(["127.0.0.1"]) == f"127.0.0.1 (port {port}: Connection refused)"
