@@ -16,12 +16,14 @@ from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 
-# Every pid this process ever spawned, so a test session can prove that teardown left nothing behind.
-_spawned: list[int] = []
+# Every child this process spawned, so a test session can prove that teardown left nothing behind.
+_spawned: list[subprocess.Popen[bytes]] = []
 
 
 def spawned_pids() -> list[int]:
-    return list(_spawned)
+    """The pids of spawned children not reaped yet. A reaped child's pid is free for the kernel to hand to
+    any new process (pid_max is often 32768, and a long test run wraps it), so only these still name ours."""
+    return [proc.pid for proc in _spawned if proc.poll() is None]
 
 
 def _die_with_parent() -> None:
@@ -60,7 +62,7 @@ class ManagedProcess:
             )
         finally:
             log.close()
-        _spawned.append(self._proc.pid)
+        _spawned.append(self._proc)
 
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
