@@ -83,7 +83,7 @@ def grow(bench: Bench, contender: Contender, *, stage: str, jobs: int, workers: 
     }
 
 
-def _time_to_ready(bench: Bench, contender: Contender, workdir: Path) -> tuple[float, float]:
+def time_to_ready(bench: Bench, contender: Contender, workdir: Path) -> tuple[float, float]:
     """Stop the contender and start it again: when it started (monotonic) and how long until it logged
     it was ready."""
     contender.stop()
@@ -106,12 +106,12 @@ def restart(
     the last restart, a probe MPIJob submitted while it was down: the time to its launcher Job, and the
     CPU and memory by then."""
     pods = pod_count(bench)
-    readies = [_time_to_ready(bench, contender, workdirs())[1] for _ in range(samples - 1)]
+    readies = [time_to_ready(bench, contender, workdirs())[1] for _ in range(samples - 1)]
     contender.stop()
     ns = bench.namespace(f"bench-{prefix.replace('_', '-')}")
     timeline = Timeline(bench.cluster.rest, ns, kinds=("jobs",)).start(expected_children=1)
     bench.submit(ns, [bench_job("probe", 1, "24h")])
-    started, ready = _time_to_ready(bench, contender, workdirs())
+    started, ready = time_to_ready(bench, contender, workdirs())
     readies.append(ready)
     wait_alive(
         "the probe MPIJob's launcher Job", lambda: "probe" in timeline.launcher_at, contender, timeout=600
