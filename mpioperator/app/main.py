@@ -14,7 +14,12 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from mpioperator import __version__
 from mpioperator.app import logsetup
 from mpioperator.app import options as opts
-from mpioperator.app.gc_tuning import pause_collection, resume_collection, tune_gc
+from mpioperator.app.gc_tuning import (
+    pause_collection,
+    resume_collection,
+    resume_collection_past_the_cache,
+    tune_gc,
+)
 from mpioperator.app.leases import KubeLeaseClient
 from mpioperator.app.malloc_tuning import limit_arenas, release_free_memory
 from mpioperator.app.server import HealthServer
@@ -125,7 +130,7 @@ async def run(
                 resume_collection()
 
         def caches_synced() -> None:
-            resume_collection()
+            resume_collection_past_the_cache()
             # Handing the first lists' freed bodies back to the system takes malloc_trim 0.1-0.2 s with
             # 10,000 pods cached. In a pool thread (ctypes lets go of the GIL) it no longer stands between
             # the synced caches and the workers' first syncs.
