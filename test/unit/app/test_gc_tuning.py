@@ -44,7 +44,7 @@ class Cached:
 def restore_collection() -> Iterator[None]:
     yield
     gc.unfreeze()
-    resume_collection_past_the_cache()
+    gc.enable()
 
 
 @pytest.mark.usefixtures("restore_collection")
