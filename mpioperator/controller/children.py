@@ -8,18 +8,19 @@ from collections.abc import Callable
 
 import structlog
 
-from mpioperator.api import accessors, conveniences, extensions, names
+from mpioperator.api import accessors, conveniences, names
 from mpioperator.api import constants as api
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller.builders import configmap, launcher_job, secret, service, worker_pod
 from mpioperator.controller.builders.host_waiter import HostWaiter
 from mpioperator.controller.builders.podspec import UPSTREAM_KEYS, Decorator, SSHKeys
+from mpioperator.controller.child_state import launcher_done
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING
 from mpioperator.controller.fields import get_path, same, set_path
 from mpioperator.controller.ports import Listers, Recorder, Writer
-from mpioperator.controller.rejections import ChildRejected, is_permanent
+from mpioperator.controller.rejections import ChildRejected, is_permanent, not_managed_message, refused
 from mpioperator.controller.user_ssh_secret import key_names
 from mpioperator.kube import errors
 from mpioperator.kube.resources import CONFIG_MAPS, JOBS, PODS, SECRETS, SERVICES, Resource
@@ -32,47 +33,6 @@ log = structlog.get_logger(__name__)
 _CREATE_CONCURRENCY = 16
 
 
-def launcher_done(launcher: Obj) -> bool:
-    for cond in launcher.get("status", {}).get("conditions") or ():
-        if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
-            return True
-    return False
-
-
-def pod_ready(pod: Obj) -> bool:
-    for cond in pod.get("status", {}).get("conditions") or ():
-        if cond.get("type") == "Ready":
-            return bool(cond.get("status") == "True")
-    return False
-
-
-def pod_running(pod: Obj) -> bool:
-    return bool(pod.get("status", {}).get("phase") == "Running")
-
-
-def may_create_launcher(job: Obj, workers: list[Obj]) -> bool:
-    """Whether the launcher may run now: always under AtStartup; under WaitForWorkersReady once every
-    worker is Ready, and never while the job is suspended (upstream #615: with no workers, 0 == 0).
-    Ours: an exec-agent job that asks to wait for its hosts also waits until every worker is Running,
-    the one state in which the API server's exec reaches a pod."""
-    waits_ready = accessors.launcher_creation_policy(job) != api.AT_STARTUP
-    waits_running = extensions.waits_for_running_workers(job)
-    if not waits_ready and not waits_running:
-        return True
-    if accessors.suspended(job):
-        return False
-    if waits_ready and not all(pod_ready(w) for w in workers):
-        return False
-    return not waits_running or all(pod_running(w) for w in workers)
-
-
-def refused(exc: errors.ApiError, kind: str, name: str, verb: str, what: str) -> Exception:
-    """What a failed child write raises: a permanent refusal holds the job (L11), anything else retries."""
-    if is_permanent(exc):
-        return ChildRejected(kind, name, verb, exc)
-    return SyncError(f"{what}: {exc.server_message}")
-
-
 def worker_selector(job: Obj) -> dict[str, str]:
     return {
         api.LABEL_OPERATOR_NAME: api.OPERATOR_NAME,
@@ -82,10 +42,6 @@ def worker_selector(job: Obj) -> dict[str, str]:
 
 
 RESTART_POLICY_OVERRIDDEN = "Restart policy in pod template overridden by restart policy in replica spec"
-
-
-def not_managed_message(name: str, kind: str) -> str:
-    return f'Resource "{name}" of Kind "{kind}" already exists and is not managed by MPIJob'
 
 
 class RecentlyDeleted:
@@ -151,17 +107,31 @@ class ChildReconciler:
             cached, created = await self._create_or_read(res, desired, ns, what)
             if created:
                 return cached
-        if not is_controlled_by(cached, job):
-            raise self._refuse(job, cached)
-        if all(same(get_path(cached, p), get_path(desired, p)) for p in differs):
-            return cached
-        updated = json_copy(cached)
-        for p in differs:
-            set_path(updated, p, json_copy(get_path(desired, p)))
         try:
-            return await self._w.update(res, updated, ns)
+            return await self._replace_differences(job, res, cached, desired, differs)
+        except errors.Conflict:
+            # Our cache is behind the server, most often behind our own previous write to this child
+            # (a ConfigMap rewritten as workers come up): the fields we own are re-applied once to the
+            # server's version instead of failing the whole sync and retrying it with backoff.
+            fresh = await self._read(res, name, ns, what)
+            try:
+                return await self._replace_differences(job, res, fresh, desired, differs)
+            except errors.ApiError as exc:
+                raise refused(exc, res.kind, name, "updated", what) from exc
         except errors.ApiError as exc:
             raise refused(exc, res.kind, name, "updated", what) from exc
+
+    async def _replace_differences(
+        self, job: Obj, res: Resource, current: Obj, desired: Obj, differs: list[str]
+    ) -> Obj:
+        if not is_controlled_by(current, job):
+            raise self._refuse(job, current)
+        if all(same(get_path(current, p), get_path(desired, p)) for p in differs):
+            return current
+        updated = json_copy(current)
+        for p in differs:
+            set_path(updated, p, json_copy(get_path(desired, p)))
+        return await self._w.update(res, updated, job["metadata"]["namespace"])
 
     async def _create_or_read(self, res: Resource, desired: Obj, ns: str, what: str) -> tuple[Obj, bool]:
         """Creates `desired`, or reads what the server already has under its name when our cache lags

@@ -20,7 +20,8 @@ from mpioperator.controller.builders.launcher_command import (
     made_for_debug,
 )
 from mpioperator.controller.builders.launcher_job import HOSTFILE_PATH
-from mpioperator.controller.children import ChildReconciler, launcher_done
+from mpioperator.controller.child_state import launcher_done
+from mpioperator.controller.children import ChildReconciler
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import NORMAL, WARNING
 from mpioperator.controller.ports import Listers, Recorder, Writer

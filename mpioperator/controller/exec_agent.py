@@ -21,10 +21,10 @@ from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller import conditions
 from mpioperator.controller.builders import exec_agent
 from mpioperator.controller.builders.podspec import Decorator
-from mpioperator.controller.children import not_managed_message, refused
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING
 from mpioperator.controller.ports import Recorder, Writer
+from mpioperator.controller.rejections import not_managed_message, refused
 from mpioperator.kube import errors
 from mpioperator.kube.resources import Resource
 

@@ -12,10 +12,10 @@ from mpioperator.api import constants as api
 from mpioperator.api.names import pod_group_name
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
-from mpioperator.controller.children import not_managed_message, refused
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING
 from mpioperator.controller.ports import Lister, Recorder, Writer
+from mpioperator.controller.rejections import not_managed_message, refused
 from mpioperator.kube import errors
 from mpioperator.kube.resources import Resource
 from mpioperator.podgroup.backend import PodGroupBackend

@@ -13,6 +13,7 @@ from typing import Any
 
 from mpioperator.api.objects import json_copy
 from mpioperator.controller.conditions import TRUE, find, new_condition
+from mpioperator.controller.errors import SyncError
 from mpioperator.kube import errors
 
 Obj = dict[str, Any]
@@ -117,3 +118,14 @@ class Holds:
 
     def release(self, uid: str) -> None:
         self._held.pop(uid, None)
+
+
+def refused(exc: errors.ApiError, kind: str, name: str, verb: str, what: str) -> Exception:
+    """What a failed child write raises: a permanent refusal holds the job (L11), anything else retries."""
+    if is_permanent(exc):
+        return ChildRejected(kind, name, verb, exc)
+    return SyncError(f"{what}: {exc.server_message}")
+
+
+def not_managed_message(name: str, kind: str) -> str:
+    return f'Resource "{name}" of Kind "{kind}" already exists and is not managed by MPIJob'

@@ -25,7 +25,7 @@ from mpioperator.api.defaults import set_defaults
 from mpioperator.api.objects import Obj
 from mpioperator.api.validation import aggregate_message, validate_mpijob
 from mpioperator.cache.keys import split_key
-from mpioperator.controller import children, conditions, host_wait, report, status_writer
+from mpioperator.controller import child_state, children, conditions, host_wait, report, status_writer
 from mpioperator.controller.builders.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
 from mpioperator.controller.builders.host_waiter import HostWaiter
 from mpioperator.controller.conditions import format_time
@@ -298,7 +298,7 @@ class JobSyncer:
             await self._conveniences.end_debug_mode(job, launcher)
             if renewing := await self._conveniences.renew_launcher_for_resume(job, launcher):
                 launcher = None
-            done = launcher is not None and children.launcher_done(launcher)
+            done = launcher is not None and child_state.launcher_done(launcher)
             held_for = self._holds.remaining(uid, generation, clock)
             if held_for is not None:
                 return _Children(launcher, self._cached_workers(job, done, suspended), held_for=held_for)
@@ -316,7 +316,7 @@ class JobSyncer:
                     await self._exec_agent.grant(job, workers)
                     rolled, launcher = await self._rolls.before_start(job, launcher, workers)
                 held = waits_for_secret or rolled or renewing or agent_refused
-                may_create = not held and children.may_create_launcher(job, workers)
+                may_create = not held and child_state.may_create_launcher(job, workers)
                 if launcher is None and may_create:
                     launcher = await self._children.create_launcher(job)
                     self._conveniences.launcher_created(job, launcher)
@@ -326,7 +326,7 @@ class JobSyncer:
                     )
             if launcher is not None:
                 launcher = await self._children.sync_launcher_suspension(
-                    job, launcher, suspended, may_resume=children.may_create_launcher(job, workers)
+                    job, launcher, suspended, may_resume=child_state.may_create_launcher(job, workers)
                 )
         except ChildRejected as rejection:
             held_for = self._holds.hold(uid, generation, clock)

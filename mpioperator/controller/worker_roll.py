@@ -25,7 +25,8 @@ from mpioperator.controller.builders.worker_template import (
     stamped_launcher_hash,
     template_hash,
 )
-from mpioperator.controller.children import RecentlyDeleted, launcher_done
+from mpioperator.controller.child_state import launcher_done
+from mpioperator.controller.children import RecentlyDeleted
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import NORMAL, WARNING
 from mpioperator.controller.ports import Listers, Recorder, Writer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from mpioperator.controller.children import pod_ready
+from mpioperator.controller.child_state import pod_ready
 from mpioperator.controller.pod_cache import POD_FIELDS, slim_pod
 from mpioperator.kube.projection import Projection
 

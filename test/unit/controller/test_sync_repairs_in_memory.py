@@ -10,10 +10,13 @@ from collections.abc import Callable
 import pytest
 
 from mpioperator.api.objects import Obj
-from mpioperator.controller.builders import secret
+from mpioperator.controller.builders import configmap, secret
+from mpioperator.kube import errors
+from mpioperator.kube.resources import Resource
 from test.unit.controller.sync_fixtures import (
     EARLIER,
     NOW,
+    RecordingWriter,
     Scene,
     job,
     launcher,
@@ -134,6 +137,68 @@ async def test_ssh_secret_of_ours_with_both_keys_is_never_rewritten_whatever_the
     await scene.sync()
 
     assert scene.writer.calls == []
+
+
+# --- a cache behind the server ------------------------------------------------------------------------------
+
+
+class ServerVersions(RecordingWriter):
+    """Refuses an update whose resourceVersion is not the one `get` serves, as the API server does."""
+
+    async def update(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
+        served = self.served.get((res.plural, body["metadata"]["name"]))
+        if (
+            served is not None
+            and served["metadata"]["resourceVersion"] != body["metadata"]["resourceVersion"]
+        ):
+            self._record("update", res, body["metadata"]["name"], body)
+            raise errors.Conflict(409, "Conflict", "the object has been modified")
+        return await super().update(res, body, namespace)
+
+
+def scene_whose_config_map_cache_lags(server_has: list[Obj]) -> tuple[Scene, Obj]:
+    """`pi` running with both workers; the cache still holds the ConfigMap made before any ran, while
+    the server holds the version an earlier sync wrote for the `server_has` workers."""
+    pi = job(workers=2, status=running_status(2))
+    pods = [worker(pi, 0), worker(pi, 1)]
+    the_launcher = launcher(pi)
+    children = [*shared_children(pi, []), *pods, the_launcher, launcher_pod(pi, the_launcher)]
+    newer = configmap.new_config_map(pi, server_has)
+    cached = next(c for c in children if c["kind"] == "ConfigMap")
+    newer["metadata"].update(uid=cached["metadata"]["uid"], resourceVersion="6")
+    writer = ServerVersions()
+    writer.served[("configmaps", "pi-config")] = newer
+    return Scene(pi, *children, writer=writer), pi
+
+
+async def test_config_map_update_refused_for_a_lagging_cache_is_applied_to_the_servers_version() -> None:
+    pi = job(workers=2)
+    scene, pi = scene_whose_config_map_cache_lags([worker(pi, 0)])
+
+    await scene.sync()
+
+    assert child_writes(scene) == [
+        ("update", "configmaps", "pi-config"),
+        ("get", "configmaps", "pi-config"),
+        ("update", "configmaps", "pi-config"),
+    ]
+    retried = [c.body for c in scene.writer.log if c.verb == "update" and c.resource == "configmaps"][1]
+    assert retried is not None and retried["metadata"]["resourceVersion"] == "6"
+    both = configmap.new_config_map(pi, [worker(pi, 0), worker(pi, 1)])
+    assert retried["data"] == both["data"]
+    assert [e for e in scene.recorder.events if e[0] == "Warning"] == []
+
+
+async def test_config_map_already_right_on_the_server_is_not_written_again_after_a_conflict() -> None:
+    pi = job(workers=2)
+    scene, _ = scene_whose_config_map_cache_lags([worker(pi, 0), worker(pi, 1)])
+
+    await scene.sync()
+
+    assert child_writes(scene) == [
+        ("update", "configmaps", "pi-config"),
+        ("get", "configmaps", "pi-config"),
+    ]
 
 
 # --- the launcher template's restartPolicy ------------------------------------------------------------------

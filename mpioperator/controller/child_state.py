@@ -1,0 +1,42 @@
+"""What the sync reads off its children's status: a finished launcher, a Ready or Running pod, and
+whether the launcher may be made yet."""
+
+from __future__ import annotations
+
+from mpioperator.api import accessors, extensions
+from mpioperator.api import constants as api
+from mpioperator.api.objects import Obj
+
+
+def launcher_done(launcher: Obj) -> bool:
+    for cond in launcher.get("status", {}).get("conditions") or ():
+        if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
+            return True
+    return False
+
+
+def pod_ready(pod: Obj) -> bool:
+    for cond in pod.get("status", {}).get("conditions") or ():
+        if cond.get("type") == "Ready":
+            return bool(cond.get("status") == "True")
+    return False
+
+
+def pod_running(pod: Obj) -> bool:
+    return bool(pod.get("status", {}).get("phase") == "Running")
+
+
+def may_create_launcher(job: Obj, workers: list[Obj]) -> bool:
+    """Whether the launcher may run now: always under AtStartup; under WaitForWorkersReady once every
+    worker is Ready, and never while the job is suspended (upstream #615: with no workers, 0 == 0).
+    Ours: an exec-agent job that asks to wait for its hosts also waits until every worker is Running,
+    the one state in which the API server's exec reaches a pod."""
+    waits_ready = accessors.launcher_creation_policy(job) != api.AT_STARTUP
+    waits_running = extensions.waits_for_running_workers(job)
+    if not waits_ready and not waits_running:
+        return True
+    if accessors.suspended(job):
+        return False
+    if waits_ready and not all(pod_ready(w) for w in workers):
+        return False
+    return not waits_running or all(pod_running(w) for w in workers)
