@@ -98,7 +98,15 @@ class ChildReconciler:
         return found
 
     async def _upsert(
-        self, job: Obj, res: Resource, cached: Obj | None, desired: Obj, differs: list[str], what: str
+        self,
+        job: Obj,
+        res: Resource,
+        cached: Obj | None,
+        desired: Obj,
+        differs: list[str],
+        what: str,
+        *,
+        reapply_on_conflict: bool = True,
     ) -> Obj:
         """Create `desired` when missing; otherwise replace only the `differs` fields that changed."""
         ns = job["metadata"]["namespace"]
@@ -109,7 +117,9 @@ class ChildReconciler:
                 return cached
         try:
             return await self._replace_differences(job, res, cached, desired, differs)
-        except errors.Conflict:
+        except errors.Conflict as conflict:
+            if not reapply_on_conflict:
+                raise refused(conflict, res.kind, name, "updated", what) from conflict
             # Our cache is behind the server, most often behind our own previous write to this child
             # (a ConfigMap rewritten as workers come up): the fields we own are re-applied once to the
             # server's version instead of failing the whole sync and retrying it with backoff.
@@ -198,7 +208,12 @@ class ChildReconciler:
         # The cache keeps key names, not values (controller/secret_cache.py): the update replaces the
         # whole object, so it starts from the Secret as the server has it.
         found = await self._read(SECRETS, name, ns, what)
-        return await self._upsert(job, SECRETS, found, secret.new_ssh_secret(job), ["data"], what)
+        # Not re-applied on a Conflict: whoever wrote the Secret meanwhile may have completed it, and
+        # fresh keys written over it would lock the launcher out of workers already holding the old ones.
+        # The retried sync reads it again and keeps it when complete.
+        return await self._upsert(
+            job, SECRETS, found, secret.new_ssh_secret(job), ["data"], what, reapply_on_conflict=False
+        )
 
     def none_shared_cached(self, job: Obj) -> bool:
         """Whether the cache has none of the job's Service, ConfigMap and generated SSH Secret."""

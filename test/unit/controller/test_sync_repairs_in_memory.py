@@ -5,12 +5,14 @@ test_sync_in_memory.py."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 
 import pytest
 
 from mpioperator.api.objects import Obj
 from mpioperator.controller.builders import configmap, secret
+from mpioperator.controller.errors import SyncError
 from mpioperator.kube import errors
 from mpioperator.kube.resources import Resource
 from test.unit.controller.sync_fixtures import (
@@ -198,6 +200,40 @@ async def test_config_map_already_right_on_the_server_is_not_written_again_after
     assert child_writes(scene) == [
         ("update", "configmaps", "pi-config"),
         ("get", "configmaps", "pi-config"),
+    ]
+
+
+class CompletedMeanwhile(ServerVersions):
+    """Serves the Secret as it was, then someone else completes it before our update arrives."""
+
+    def __init__(self, complete: Obj) -> None:
+        super().__init__()
+        self.complete = complete
+
+    async def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj:
+        found = await super().get(res, name, namespace)
+        self.served[(res.plural, name)] = self.complete
+        return found
+
+
+async def test_ssh_secret_completed_by_someone_else_during_our_repair_is_not_given_new_keys() -> None:
+    pi = job(workers=2, status=running_status(2))
+    pods = [worker(pi, 0), worker(pi, 1)]
+    the_launcher = launcher(pi)
+    children = [*shared_children(pi, pods), *pods, the_launcher, launcher_pod(pi, the_launcher)]
+    incomplete = next(c for c in children if c["kind"] == "Secret")
+    complete = copy.deepcopy(incomplete)
+    complete["metadata"]["resourceVersion"] = "6"
+    del incomplete["data"][secret.PUBLIC_KEY]
+    scene = Scene(pi, *children, writer=CompletedMeanwhile(complete))
+
+    with pytest.raises(SyncError):
+        await scene.sync()
+
+    # Refused once, then left for the retried sync, which finds the Secret complete and keeps it.
+    assert [c for c in child_writes(scene) if c[1] == "secrets"] == [
+        ("get", "secrets", "pi-ssh"),
+        ("update", "secrets", "pi-ssh"),
     ]
 
 
