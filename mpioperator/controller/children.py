@@ -116,18 +116,16 @@ class ChildReconciler:
             if created:
                 return cached
         try:
-            return await self._replace_differences(job, res, cached, desired, differs)
-        except errors.Conflict as conflict:
-            if not reapply_on_conflict:
-                raise refused(conflict, res.kind, name, "updated", what) from conflict
-            # Our cache is behind the server, most often behind our own previous write to this child
-            # (a ConfigMap rewritten as workers come up): the fields we own are re-applied once to the
-            # server's version instead of failing the whole sync and retrying it with backoff.
-            fresh = await self._read(res, name, ns, what)
             try:
+                return await self._replace_differences(job, res, cached, desired, differs)
+            except errors.Conflict:
+                if not reapply_on_conflict:
+                    raise
+                # Our cache is behind the server, most often behind our own previous write to this child
+                # (a ConfigMap rewritten as workers come up): the fields we own are re-applied once to
+                # the server's version instead of failing the whole sync and retrying it with backoff.
+                fresh = await self._read(res, name, ns, what)
                 return await self._replace_differences(job, res, fresh, desired, differs)
-            except errors.ApiError as exc:
-                raise refused(exc, res.kind, name, "updated", what) from exc
         except errors.ApiError as exc:
             raise refused(exc, res.kind, name, "updated", what) from exc
 

@@ -158,14 +158,14 @@ class ServerVersions(RecordingWriter):
         return await super().update(res, body, namespace)
 
 
-def scene_whose_config_map_cache_lags(server_has: list[Obj]) -> tuple[Scene, Obj]:
+def scene_whose_config_map_cache_lags(server_has: list[int]) -> tuple[Scene, Obj]:
     """`pi` running with both workers; the cache still holds the ConfigMap made before any ran, while
-    the server holds the version an earlier sync wrote for the `server_has` workers."""
+    the server holds the version an earlier sync wrote for the workers of these indices."""
     pi = job(workers=2, status=running_status(2))
     pods = [worker(pi, 0), worker(pi, 1)]
     the_launcher = launcher(pi)
     children = [*shared_children(pi, []), *pods, the_launcher, launcher_pod(pi, the_launcher)]
-    newer = configmap.new_config_map(pi, server_has)
+    newer = configmap.new_config_map(pi, [pods[i] for i in server_has])
     cached = next(c for c in children if c["kind"] == "ConfigMap")
     newer["metadata"].update(uid=cached["metadata"]["uid"], resourceVersion="6")
     writer = ServerVersions()
@@ -174,8 +174,7 @@ def scene_whose_config_map_cache_lags(server_has: list[Obj]) -> tuple[Scene, Obj
 
 
 async def test_config_map_update_refused_for_a_lagging_cache_is_applied_to_the_servers_version() -> None:
-    pi = job(workers=2)
-    scene, pi = scene_whose_config_map_cache_lags([worker(pi, 0)])
+    scene, pi = scene_whose_config_map_cache_lags([0])
 
     await scene.sync()
 
@@ -192,8 +191,7 @@ async def test_config_map_update_refused_for_a_lagging_cache_is_applied_to_the_s
 
 
 async def test_config_map_already_right_on_the_server_is_not_written_again_after_a_conflict() -> None:
-    pi = job(workers=2)
-    scene, _ = scene_whose_config_map_cache_lags([worker(pi, 0), worker(pi, 1)])
+    scene, _ = scene_whose_config_map_cache_lags([0, 1])
 
     await scene.sync()
 
