@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -28,6 +29,10 @@ def home() -> Iterator[Path]:
 
 def run_entrypoint_as_nobody(home: Path, env: dict[str, str]) -> str:
     """The entrypoint as a non-root container user (root's file would be the host's /etc/ssh one)."""
+    # A copy in the user's home: the checkout may sit under a directory only root may enter (mktemp -d).
+    script = home / "entrypoint.sh"
+    shutil.copyfile(ENTRYPOINT, script)
+    script.chmod(0o755)
     result = subprocess.run(
         [
             "setpriv",
@@ -35,7 +40,7 @@ def run_entrypoint_as_nobody(home: Path, env: dict[str, str]) -> str:
             f"--regid={NOBODY}",
             "--clear-groups",
             "sh",
-            str(ENTRYPOINT),
+            str(script),
             "true",
         ],
         env={"PATH": "/usr/bin:/bin", "HOME": str(home), **env},
