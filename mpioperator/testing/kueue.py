@@ -30,7 +30,7 @@ from mpioperator.testing.images.versions import pinned
 from mpioperator.testing.kueue_objects import QUEUE_NAME_LABEL, path
 from mpioperator.testing.pki import CertificateAuthority
 from mpioperator.testing.podgroup_crds import module_dir
-from mpioperator.testing.ports import free_port, start_on_free_ports
+from mpioperator.testing.ports import free_ports, start_on_free_ports
 from mpioperator.testing.process import ManagedProcess
 from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import ProbeAborted, wait_for
@@ -135,7 +135,7 @@ def start(
             shutil.copyfile(serving.key, directory / "tls.key")
 
     def start_once() -> Kueue:
-        webhook_port, health_port = free_port(), free_port()
+        webhook_port, health_port = free_ports(2)
         settings = kueue_manifests.configuration(
             webhook_port=webhook_port, health_port=health_port, cert_dir=cert_dir, overrides=config
         )

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mpioperator.testing.pki import write_kubeconfig
-from mpioperator.testing.ports import free_port
+from mpioperator.testing.ports import free_ports
 from mpioperator.testing.process import ManagedProcess
 from mpioperator.testing.wait import wait_for
 
@@ -60,8 +60,7 @@ class OperatorProcess:
         self.command = list(command) if command else operator_command()
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix=f"{name}-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.health_port = free_port()
-        self.metrics_port = free_port()
+        self.health_port, self.metrics_port = free_ports(2)
         self.kubeconfig = self.workdir / "kubeconfig"
         self._proc: ManagedProcess | None = None
 

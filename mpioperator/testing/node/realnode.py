@@ -29,7 +29,7 @@ from mpioperator.testing.node.settings import (
 )
 from mpioperator.testing.node.teardown import NodeState, sweep
 from mpioperator.testing.pki import CertificateAuthority, Pair, write_cert_kubeconfig
-from mpioperator.testing.ports import free_port
+from mpioperator.testing.ports import free_port, free_ports
 from mpioperator.testing.process import ManagedProcess
 from mpioperator.testing.registry import LocalRegistry
 from mpioperator.testing.wait import wait_for
@@ -190,10 +190,10 @@ class RealNode:
         wait_for(serving, timeout=30, interval=0.1, what="containerd's socket")
 
     def _start_coredns(self, cluster: LocalCluster, layout: NodeLayout, binaries: Path) -> None:
-        ready_port = free_port()
+        health_port, ready_port = free_ports(2)
         layout.corefile.write_text(
             config.corefile(
-                self.network, kubeconfig=cluster.kubeconfig, health_port=free_port(), ready_port=ready_port
+                self.network, kubeconfig=cluster.kubeconfig, health_port=health_port, ready_port=ready_port
             )
         )
         proc = cluster.spawn_component("coredns", config.coredns_argv(binaries / "coredns", layout))

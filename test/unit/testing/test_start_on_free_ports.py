@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mpioperator.testing.ports import start_on_free_ports
+from mpioperator.testing.ports import free_ports, port_in_use, start_on_free_ports
 from mpioperator.testing.wait import ProbeAborted
 
 
@@ -43,3 +43,10 @@ def test_the_last_attempt_s_exit_is_raised() -> None:
     with pytest.raises(ProbeAborted, match="attempt 3"):
         start_on_free_ports(start_once, attempts=3)
     assert len(calls) == 3
+
+
+def test_ports_picked_together_are_all_distinct_and_free() -> None:
+    # A thousand from one range: picked one at a time and released, some would repeat.
+    ports = free_ports(1000)
+    assert len(set(ports)) == 1000
+    assert not any(port_in_use(port) for port in ports[:20])
