@@ -13,10 +13,7 @@ T = TypeVar("T")
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    return free_ports(1)[0]
 
 
 def free_ports(count: int) -> list[int]:
@@ -27,7 +24,8 @@ def free_ports(count: int) -> list[int]:
         for _ in range(count):
             sock = held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
             sock.bind(("127.0.0.1", 0))
-            ports.append(sock.getsockname()[1])
+            port: int = sock.getsockname()[1]
+            ports.append(port)
         return ports
 
 
