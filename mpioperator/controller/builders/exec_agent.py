@@ -10,7 +10,7 @@ so the user's image needs nothing but `/bin/sh`.
 
 from __future__ import annotations
 
-from mpioperator.api import accessors
+from mpioperator.api import accessors, extensions
 from mpioperator.api import constants as api
 from mpioperator.api.names import launcher_name
 from mpioperator.api.objects import Obj
@@ -18,7 +18,7 @@ from mpioperator.api.ownership import child_metadata
 from mpioperator.controller.builders.podspec import Decorator, add_env, add_volume
 
 AGENT_VOLUME = "mpi-exec-agent"
-AGENT_DIR = "/opt/mpioperator-exec"
+AGENT_DIR = extensions.EXEC_AGENT_DIR
 AGENT = f"{AGENT_DIR}/kubexec.sh"
 DELIVERY_CONTAINER = "kubectl-delivery"
 # Which container of a worker pod the agent execs into: the worker template's first (the main one).
