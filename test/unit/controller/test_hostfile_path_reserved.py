@@ -51,7 +51,12 @@ def test_a_hostfile_path_over_a_reserved_mount_is_invalid(path: str, detail: str
 
 @pytest.mark.parametrize(
     "path",
-    ["/kubeflow/openmpi/assets/hostfile", "/workspace/hostfile", "/home/mpiuser/hostfile", "/etc/openmpi/hosts"],
+    [
+        "/kubeflow/openmpi/assets/hostfile",
+        "/workspace/hostfile",
+        "/home/mpiuser/hostfile",
+        "/etc/openmpi/hosts",
+    ],
 )
 def test_a_hostfile_path_of_the_users_own_is_still_good(path: str) -> None:
     pi = job(workers=1)
