@@ -114,3 +114,23 @@ async def test_the_sdk_does_not_follow_a_redirect_either() -> None:
         other.close()
     assert "307" in str(failed.value)
     assert other.requests == []
+
+
+def gzip_watch(server: Misbehaving, conn: socket.socket) -> None:
+    body = gzip.compress(b'{"type":"ADDED","object":{"metadata":{"name":"a"}}}\n' * 10_000, 9)
+    conn.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+        b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
+    )
+    conn.sendall(body)
+
+
+async def test_a_watch_answered_in_gzip_is_refused_too() -> None:
+    with misbehaving(gzip_watch) as server:
+        async with client_of(server, request_timeout=10.0) as client:
+            events = client.watch(CONFIG_MAPS, "ns", resource_version="1", timeout_seconds=5)
+            with pytest.raises(errors.ApiError) as failed:
+                await anext(events)
+            await events.aclose()
+    assert failed.value.status == 0
+    assert "gzip" in failed.value.message
