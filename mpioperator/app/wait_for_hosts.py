@@ -95,7 +95,7 @@ class Waiter:
     why: dict[str, str] = field(default_factory=dict)  # host -> what held it at the last check
     first_recheck: float = 1.0
     # host -> (when it is next due, the wait after that check if it fails again); absent: due now
-    _due: dict[str, tuple[float, float]] = field(default_factory=dict)
+    _due: dict[str, tuple[float, float]] = field(default_factory=dict, init=False, repr=False)
 
     def _is_own(self, host: str) -> bool:
         return host.split(".", 1)[0] == self.own_hostname.split(".", 1)[0]
