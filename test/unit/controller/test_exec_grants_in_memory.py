@@ -61,9 +61,7 @@ def position(scene: Scene, verb: str, resource: str, name: str | None = None) ->
 
 def last_role_write(scene: Scene) -> int:
     found = [
-        i
-        for i, (v, r, _) in enumerate(scene.writer.calls)
-        if r == "roles" and v in ("create", "update")
+        i for i, (v, r, _) in enumerate(scene.writer.calls) if r == "roles" and v in ("create", "update")
     ]
     assert found, f"no Role write among {scene.writer.calls}"
     return found[-1]
@@ -115,8 +113,15 @@ class ExistingRBAC(RecordingWriter):
     async def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
         if (res.plural, body["metadata"]["name"]) in self.served:
             self._record("create", res, body["metadata"]["name"], body)
-            raise errors.AlreadyExists(409, "AlreadyExists", f'{res.plural} "{body["metadata"]["name"]}" exists')
+            raise errors.AlreadyExists(
+                409, "AlreadyExists", f'{res.plural} "{body["metadata"]["name"]}" exists'
+            )
         return await super().create(res, body, namespace)
+
+
+def granting(*workers: str) -> RecordingWriter:
+    """An API server that has the job's Role, as the operator wrote it for these workers."""
+    return serve(ExistingRBAC(), full_role(*workers))
 
 
 def running(pi: Obj, *workers: Obj, writer: RecordingWriter | None = None) -> Scene:
@@ -147,7 +152,7 @@ async def test_a_terminating_worker_leaves_the_role() -> None:
 
 async def test_a_suspended_jobs_role_is_emptied_before_its_workers_are_deleted() -> None:
     pi = exec_job(workers=2, status=running_status(2), suspend=True)
-    scene = running(pi, worker(pi, 0), worker(pi, 1))
+    scene = running(pi, worker(pi, 0), worker(pi, 1), writer=granting("pi-worker-0", "pi-worker-1"))
 
     await scene.sync()
 
@@ -157,7 +162,7 @@ async def test_a_suspended_jobs_role_is_emptied_before_its_workers_are_deleted()
 
 async def test_a_finished_jobs_role_is_emptied_before_clean_up_deletes_its_workers() -> None:
     pi = exec_job(workers=2, status=finished_status("Succeeded", "MPIJobSucceeded"))
-    scene = running(pi, worker(pi, 0), worker(pi, 1))
+    scene = running(pi, worker(pi, 0), worker(pi, 1), writer=granting("pi-worker-0", "pi-worker-1"))
 
     await scene.sync()
 
@@ -167,7 +172,12 @@ async def test_a_finished_jobs_role_is_emptied_before_clean_up_deletes_its_worke
 
 async def test_scale_down_takes_the_name_out_of_the_role_before_the_pod_is_deleted() -> None:
     pi = exec_job(workers=1, status=running_status(2))
-    scene = running(pi, worker(pi, 0), worker(pi, 1), writer=serve(ExistingRBAC(), full_role("pi-worker-0", "pi-worker-1")))
+    scene = running(
+        pi,
+        worker(pi, 0),
+        worker(pi, 1),
+        writer=serve(ExistingRBAC(), full_role("pi-worker-0", "pi-worker-1")),
+    )
 
     await scene.sync()
 
@@ -179,7 +189,7 @@ async def test_a_whole_job_restart_empties_the_role_before_the_attempts_pods_go(
     pi = exec_job(workers=2, status=running_status(2))
     pi["metadata"]["annotations"][restarts.RESTART_POLICY] = "OnWorkerFailure"
     failed = worker(pi, 1, "Failed", containerStatuses=[{"state": {"terminated": {"exitCode": 3}}}])
-    scene = running(pi, worker(pi, 0), failed)
+    scene = running(pi, worker(pi, 0), failed, writer=granting("pi-worker-0", "pi-worker-1"))
 
     await scene.sync()
 
