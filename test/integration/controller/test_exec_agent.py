@@ -379,7 +379,9 @@ async def test_a_pre_created_role_that_names_the_job_as_controller_is_refused(
 
         found = await condition_appears(a, "planted", "ChildRejected", "the ChildRejected condition")
         assert "Role planted-launcher" in found["message"]
-        await a.until_true(h.controller.queue_idle, "every sync to have run")
+        # Held: only its re-check (L11) is left in the queue, delayed.
+        queue = h.controller.queue
+        await a.until_true(lambda: len(queue) == 0 and queue.processing == 0, "every sync but the re-check")
         assert granted(a, "planted") == []
         assert a.launcher_job("planted") is None
         assert a.event_reasons("planted").count(found["reason"]) == 1
