@@ -6,6 +6,7 @@ operator's name that the operator did not make is refused."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from mpioperator.api import restarts
@@ -312,3 +313,43 @@ async def test_a_pre_created_binding_is_refused() -> None:
     assert ("create", "jobs", "pi-launcher") not in scene.writer.calls
     condition = next(c for c in scene.written_status()["conditions"] if c["type"] == "ChildRejected")
     assert "RoleBinding pi-launcher" in condition["message"]
+
+
+async def test_the_worker_roll_takes_the_names_out_of_the_role_before_it_deletes_the_workers() -> None:
+    before = exec_job(workers=2, status=running_status(2))
+    before["metadata"]["annotations"]["mpioperator.io/roll-workers-on-template-change"] = "true"
+    now = copy.deepcopy(before)
+    now["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"] = "fixed:v2"
+    workers = [worker(before, 0), worker(before, 1)]
+    the_launcher = launcher(before)
+    pending = launcher_pod(before, the_launcher, "Pending")  # not started: the roll remakes the workers
+    writer = granting("pi-worker-0", "pi-worker-1")
+    children = (*shared_children(before, workers), *workers, the_launcher, pending)
+    scene = Scene(now, *children, writer=writer, settings=ALLOWED)
+
+    await scene.sync()
+
+    assert ("delete", "pods", "pi-worker-0") in scene.writer.calls
+    assert granted(scene)[-1] == []
+    assert last_role_write(scene) < position(scene, "delete", "pods")
+
+
+class NoRBACRights(RecordingWriter):
+    """An operator whose exec-agent rights were taken away: every Role and RoleBinding request is 403."""
+
+    async def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj:
+        if res.plural in ("roles", "rolebindings"):
+            self._record("get", res, name, None)
+            raise errors.Forbidden(403, "Forbidden", f"cannot get {res.plural}")
+        return await super().get(res, name, namespace)
+
+
+async def test_an_operator_that_may_not_revoke_still_removes_the_finalizer_of_a_deleted_job() -> None:
+    pi = exec_job(workers=2)
+    pi["metadata"]["deletionTimestamp"] = EARLIER
+    scene = Scene(pi, writer=NoRBACRights())
+
+    await scene.sync()
+
+    assert ("get", "roles", "pi-launcher") in scene.writer.calls
+    assert scene.writer.body("update", "mpijobs", "pi")["metadata"].get("finalizers") in (None, [])
