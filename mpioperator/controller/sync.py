@@ -154,9 +154,8 @@ class JobSyncer:
             backend, listers.pod_groups, listers.priority_classes, writer, recorder
         )
         self._restarter = Restarter(listers, writer, recorder, self._children, self._recent)
-        self._rolls = Rolls(
-            listers, writer, recorder, self._exec_agent.withdraw
-        )  # edits reaching the pods (L14)
+        # Edits reaching the pods (L14); the agent's Role lets go of a rolled worker before it is deleted.
+        self._rolls = Rolls(listers, writer, recorder, self._exec_agent.withdraw)
 
     def has_job(self, namespace: str, name: str) -> bool:
         return self._l.mpijobs.get(namespace, name) is not None
