@@ -385,3 +385,25 @@ async def test_a_pre_created_role_that_names_the_job_as_controller_is_refused(
         assert granted(a, "planted") == []
         assert a.launcher_job("planted") is None
         assert a.event_reasons("planted").count(found["reason"]) == 1
+
+
+async def test_an_operator_restarted_without_the_flag_revokes_the_grant_and_removes_its_finalizer(
+    mpijob_crd: LocalCluster, make_namespace: Any
+) -> None:
+    ns = make_namespace(mpijob_crd)
+    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
+        a = Actors(h.cluster, ns)
+        a.submit(exec_job("off"))
+        await a.until_true(lambda: granted(a, "off") == ["off-worker-0", "off-worker-1"], "the Role")
+        await a.until_true(lambda: binding(a, "off-launcher") is not None, "the binding")
+
+    async with running_controller(mpijob_crd, ns) as h:
+        a = Actors(h.cluster, ns)
+
+        await a.until_true(lambda: granted(a, "off") == [], "the Role to grant nothing")
+        await a.until_true(lambda: binding(a, "off-launcher") is None, "the binding to go")
+        await a.until_true(
+            lambda: not (a.get("mpijobs", "off") or {}).get("metadata", {}).get("finalizers"),
+            "the finalizer to go",
+        )
+        await condition_appears(a, "off", "ExecAgentNotAllowed", "the job held without the flag")
