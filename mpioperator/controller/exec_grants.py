@@ -39,6 +39,7 @@ log = structlog.get_logger(__name__)
 ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
 ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
 FINALIZER = exec_agent.FINALIZER
+ENDED = ("Succeeded", "Failed")
 
 
 def made_by_operator(obj: Obj, job: Obj) -> bool:
@@ -68,7 +69,7 @@ class ExecGrants:
 
     def live_workers(self, job: Obj, made: list[Obj]) -> list[str]:
         """The names to grant: the workers of this sync (made or found) and the cache's, those that are the
-        job's, of its current attempt and not terminating, by index."""
+        job's, of its current attempt, neither terminating nor ended, by index."""
         by_name = {p["metadata"]["name"]: p for p in self._l.pods.owned_by(job["metadata"].get("uid", ""))}
         by_name.update((p["metadata"]["name"], p) for p in made)
         attempt = policy.current_attempt(job)
@@ -79,6 +80,9 @@ class ExecGrants:
             and is_controlled_by(pod, job)
             and policy.attempt_of(pod) == attempt
             and not pod["metadata"].get("deletionTimestamp")
+            # An ended pod has nothing to exec into, and goes at once when deleted, with no terminating
+            # phase in which to take its name out first (an evicted worker, the pod collector's delete).
+            and (pod.get("status") or {}).get("phase") not in ENDED
             and not self._withdrawn.seen(pod["metadata"].get("uid", ""))
         ]
         return [p["metadata"]["name"] for p in sorted(live, key=lambda p: (_index(p), p["metadata"]["name"]))]

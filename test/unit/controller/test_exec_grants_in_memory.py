@@ -151,6 +151,17 @@ async def test_a_terminating_worker_leaves_the_role() -> None:
     assert granted(scene)[-1] == ["pi-worker-0"]
 
 
+async def test_an_evicted_worker_leaves_the_role() -> None:
+    """Failed, not terminating: the pod collector's later delete removes it at once, with no window to
+    take the name out first."""
+    pi = exec_job(workers=2, status=running_status(2))
+    scene = running(pi, worker(pi, 0), worker(pi, 1, "Failed", reason="Evicted"))
+
+    await scene.sync()
+
+    assert granted(scene)[-1] == ["pi-worker-0"]
+
+
 async def test_a_suspended_jobs_role_is_emptied_before_its_workers_are_deleted() -> None:
     pi = exec_job(workers=2, status=running_status(2), suspend=True)
     scene = running(pi, worker(pi, 0), worker(pi, 1), writer=granting("pi-worker-0", "pi-worker-1"))
