@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import structlog
 
@@ -74,6 +74,7 @@ class ChildReconciler:
         backend: PodGroupBackend | None = None,
         host_waiter: HostWaiter | None = None,
         launcher_decorator: Callable[[Obj, Decorator | None], Decorator | None] | None = None,
+        before_delete: Callable[[Obj, list[Obj]], Awaitable[None]] | None = None,
     ) -> None:
         self._l = listers
         self._host_waiter = host_waiter or HostWaiter()
@@ -85,6 +86,8 @@ class ChildReconciler:
         self._deleted = RecentlyDeleted()
         # The exec launch agent's additions to the launcher's pod template (exec_agent.py), when allowed.
         self._launcher_decorator = launcher_decorator or (lambda job, decorate: decorate)
+        # Told which of a job's pods are about to be deleted (the exec agent's Role lets them go first).
+        self._before_delete = before_delete
 
     def _refuse(self, job: Obj, obj: Obj, kind: str = "") -> SyncError:
         message = not_managed_message(obj["metadata"]["name"], obj.get("kind", kind))
@@ -282,6 +285,7 @@ class ChildReconciler:
         listed = self._l.pods.select(ns, worker_selector(job))
         if len(listed) <= replicas:
             return
+        doomed: list[Obj] = []
         for pod in listed:
             label = pod["metadata"].get("labels", {}).get(api.LABEL_REPLICA_INDEX)
             if label is None:
@@ -293,7 +297,10 @@ class ChildReconciler:
             except ValueError:
                 continue
             if index >= replicas:
-                await self._delete_pod(pod)
+                doomed.append(pod)
+        await self.withdraw(job, doomed)
+        for pod in doomed:
+            await self._delete_pod(pod)
 
     def _ssh_keys(self, job: Obj) -> SSHKeys:
         """The keys pods mount from the job's SSH Secret: a user's own may name them as the openmpi
@@ -375,6 +382,7 @@ class ChildReconciler:
         """Delete worker pods per cleanPodPolicy and zero the Worker counts (§2.11)."""
         ns = job["metadata"]["namespace"]
         keep_finished = accessors.clean_pod_policy(job) == api.CLEAN_POD_POLICY_RUNNING
+        doomed: list[Obj] = []
         for i in range(accessors.worker_replicas(job)):
             pod = self._l.pods.get(ns, names.worker_name(job, i))
             if pod is None or pod["metadata"].get("deletionTimestamp"):
@@ -383,6 +391,9 @@ class ChildReconciler:
                 raise self._refuse(job, pod)
             if keep_finished and pod.get("status", {}).get("phase") not in ("Running", "Pending"):
                 continue
+            doomed.append(pod)
+        await self.withdraw(job, doomed)
+        for pod in doomed:
             await self._delete_pod(pod)
         replica_statuses = status.setdefault("replicaStatuses", {})
         replica_statuses[api.WORKER] = {}
@@ -410,6 +421,11 @@ class ChildReconciler:
         for pod in self._l.pods.owned_by(launcher["metadata"].get("uid", "")):
             if pod.get("status", {}).get("phase") in ("Running", "Pending"):
                 await self._delete_pod(pod)
+
+    async def withdraw(self, job: Obj, pods: list[Obj]) -> None:
+        """Say that these pods of the job are about to be deleted (before any DELETE of them)."""
+        if pods and self._before_delete is not None:
+            await self._before_delete(job, pods)
 
     async def delete_pod(self, pod: Obj) -> None:
         """Delete one of the job's pods (once; see `_delete_pod`)."""

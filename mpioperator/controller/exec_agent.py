@@ -6,7 +6,8 @@ changes only with a restart of the operator, which syncs every job again, so not
 
 The per-job ServiceAccount, Role and RoleBinding are not watched (an operator without the flag must not
 need to list them): each is created once, or read and corrected when it exists, and then remembered by
-the job's uid and what it must say, so a converged job costs no request.
+the job's uid and what it must say, so a converged job costs no request. The Role follows the job's live
+workers and is revoked by a finalizer (exec_grants.py).
 """
 
 from __future__ import annotations
@@ -23,14 +24,13 @@ from mpioperator.controller.builders import exec_agent
 from mpioperator.controller.builders.podspec import Decorator
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING
-from mpioperator.controller.ports import Recorder, Writer
+from mpioperator.controller.exec_grants import FINALIZER, ROLE_BINDINGS, ROLES, ExecGrants
+from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.rejections import not_managed_message, refused
 from mpioperator.kube import errors
 from mpioperator.kube.resources import Resource
 
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
-ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
-ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
 
 # What the operator itself must hold to run the agent, as (API group, resource, subresource, verb): RBAC
 # lets a subject grant in a Role only what it holds, so pods/exec; and the rights this module uses on the
@@ -43,6 +43,8 @@ OPERATOR_RIGHTS: tuple[tuple[str, str, str, str], ...] = (
         for res in (ROLES, ROLE_BINDINGS)
         for verb in ("get", "create", "update")
     ),
+    # A revoked grant's binding goes (its Role stays, empty, for the garbage collector).
+    (ROLE_BINDINGS.group, ROLE_BINDINGS.plural, "", "delete"),
 )
 
 COND_NOT_ALLOWED = "ExecAgentNotAllowed"
@@ -59,8 +61,11 @@ def not_allowed_message(job: Obj) -> str:
 
 
 class ExecAgent:
-    def __init__(self, writer: Writer, recorder: Recorder, image: str | None, capacity: int = 20_000) -> None:
+    def __init__(
+        self, listers: Listers, writer: Writer, recorder: Recorder, image: str | None, capacity: int = 20_000
+    ) -> None:
         self._w = writer
+        self._grants = ExecGrants(listers, writer, capacity)
         self._rec = recorder
         self._image = image  # None: the operator runs without --exec-agent
         self._done: OrderedDict[tuple[str, str], str] = OrderedDict()
@@ -91,16 +96,45 @@ class ExecAgent:
         await self._ensure(job, SERVICE_ACCOUNTS, account, ())
         return True
 
+    def _active(self, job: Obj) -> bool:
+        return self._image is not None and extensions.exec_agent(job)
+
     async def grant(self, job: Obj, workers: list[Obj]) -> None:
-        """The Role, naming the workers just made or found, all controlled by the job (the children step
-        refuses to go on past a pod of that name that is not), and its binding, before the launcher."""
-        if self._image is None or not extensions.exec_agent(job):
+        """The Role, naming the live workers (those just made or found among them), and its binding, before
+        the launcher; a Role or binding of that name the operator did not make holds the job."""
+        if self._active(job):
+            await self._grants.follow(job, workers, strict=True)
+
+    async def follow(self, job: Obj, workers: list[Obj]) -> None:
+        """Every sync's last word on the Role: the live workers, for a finished, suspended or held job too."""
+        if self._active(job):
+            await self._grants.follow(job, workers, strict=False)
+
+    async def withdraw(self, job: Obj, pods: list[Obj]) -> None:
+        """Called before the operator deletes any of the job's pods: their names leave the Role first."""
+        if self._active(job):
+            await self._grants.withdraw(job, pods)
+
+    async def guard(self, cached: Obj, job: Obj) -> Obj:
+        """The finalizer on an exec-agent job before anything is granted; off a job that no longer asks for
+        the agent, or whose operator no longer allows it, once its grants are revoked. The MPIJob as the
+        API server has it after the write (`cached` when nothing was written)."""
+        has = FINALIZER in (cached["metadata"].get("finalizers") or ())
+        if self._active(job):
+            return cached if has else await self._grants.set_finalizer(cached, True)
+        if not has:
+            return cached
+        await self._grants.revoke(job)
+        return await self._grants.set_finalizer(cached, False)
+
+    async def release(self, cached: Obj, job: Obj) -> None:
+        """A job being deleted: its grants revoked, then its finalizer removed. An operator that may not
+        revoke (403: the rights taken away) still removes it, so the deletion is never blocked."""
+        if FINALIZER not in (cached["metadata"].get("finalizers") or ()):
             return
-        names = [w["metadata"]["name"] for w in workers]
-        await self._ensure(job, ROLES, exec_agent.new_role(job, names), ("rules",))
-        # After the Role: the API server checks that whoever binds a Role holds what it grants, and
-        # answers 404 for a Role it cannot find (an administrator's credentials skip that check).
-        await self._ensure(job, ROLE_BINDINGS, exec_agent.new_role_binding(job), ("subjects",))
+        await self._grants.revoke(job)
+        await self._grants.set_finalizer(cached, False)
+        self._grants.forget(job["metadata"].get("uid", ""))
 
     async def _ensure(self, job: Obj, res: Resource, desired: Obj, fields: tuple[str, ...]) -> None:
         uid = job["metadata"].get("uid", "")

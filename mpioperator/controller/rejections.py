@@ -11,6 +11,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from mpioperator.api import constants as api
 from mpioperator.api.objects import json_copy
 from mpioperator.controller.conditions import TRUE, find, new_condition
 from mpioperator.controller.errors import SyncError
@@ -43,6 +44,8 @@ class ChildRejected(Exception):
 
     @property
     def reason(self) -> str:
+        if isinstance(self.cause, errors.AlreadyExists):
+            return api.REASON_RESOURCE_EXISTS  # an object of the child's name that is not the job's
         return REASON_CHILD_FORBIDDEN if isinstance(self.cause, errors.Forbidden) else REASON_CHILD_INVALID
 
     @property

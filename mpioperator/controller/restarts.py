@@ -190,6 +190,7 @@ class Restarter:
             for pod in self._l.pods.select(ns, role_labels(job, role))
             if policy.attempt_of(pod) != attempt and is_controlled_by_job_or_launcher(pod, job, launcher)
         ]
+        await self._children.withdraw(job, stale)
         for pod in stale:
             left = True
             await self._children.delete_pod(pod)

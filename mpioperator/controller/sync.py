@@ -138,7 +138,7 @@ class JobSyncer:
         self._counts_settle = report.CountsSettle()
         backend = backend or NullBackend()
         waiter = HostWaiter(self._settings.host_waiter_image, self._settings.worker_startup_deadline_seconds)
-        self._exec_agent = ExecAgent(writer, recorder, self._settings.exec_agent_image)
+        self._exec_agent = ExecAgent(listers, writer, recorder, self._settings.exec_agent_image)
         self._children = children.ChildReconciler(
             listers,
             writer,
@@ -147,13 +147,15 @@ class JobSyncer:
             backend,
             waiter,
             launcher_decorator=self._exec_agent.launcher_decorator,
+            before_delete=self._exec_agent.withdraw,
         )
         self._conveniences = Conveniences(listers, writer, recorder)  # issue 18's annotations
         self._pod_groups = PodGroupReconciler(
             backend, listers.pod_groups, listers.priority_classes, writer, recorder
         )
         self._restarter = Restarter(listers, writer, recorder, self._children, self._recent)
-        self._rolls = Rolls(listers, writer, recorder)  # edits reaching the pods (L14)
+        # Edits reaching the pods (L14); the agent's Role lets go of a rolled worker before it is deleted.
+        self._rolls = Rolls(listers, writer, recorder, self._exec_agent.withdraw)
 
     def has_job(self, namespace: str, name: str) -> bool:
         return self._l.mpijobs.get(namespace, name) is not None
@@ -174,8 +176,14 @@ class JobSyncer:
             log.debug("skipping MPIJob managed by a custom controller", key=key, managed_by=managed_by)
             return SyncResult()
         if job["metadata"].get("deletionTimestamp"):
+            await self._exec_agent.release(cached, job)  # the exec agent's grants revoked first
             return SyncResult()
+        guarded = await self._exec_agent.guard(cached, job)  # its finalizer on (or off) the job
+        if guarded is not cached:
+            self._recent.remember(cached, guarded)
+            cached = guarded
         if not await self._validate(cached, job):
+            await self._exec_agent.follow(job, [])
             return SyncResult()
         return await self._sync_valid(cached, job)
 
@@ -244,6 +252,7 @@ class JobSyncer:
         launcher = step.launcher
         if suspended:
             await self._clean_up(job, status)
+        await self._exec_agent.follow(job, step.workers)  # also when held, refused or suspended
 
         launcher_pods = self._l.pods.owned_by(launcher["metadata"].get("uid", "")) if launcher else []
         observed_workers = self._observed_workers(job, step, suspended)
@@ -387,6 +396,7 @@ class JobSyncer:
             await self._clean_up(job, status)
         if policy == api.CLEAN_POD_POLICY_ALL or self._launcher_gave_up(job):
             await self._children.stop_launcher(job)
+        await self._exec_agent.follow(job, [])
         await status_writer.write_if_changed(self._w, cached, status, self._recent)
         return await self._expire(job)
 

@@ -14,6 +14,7 @@ running mpirun, and a batch/v1 Job's pod template cannot be changed. So, for a j
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Awaitable, Callable
 
 from mpioperator.api import conveniences, names
 from mpioperator.api import restarts as policy
@@ -139,11 +140,18 @@ class Rolls:
     """The sync's two steps for the annotation: the roll before the launcher starts, and the refusal
     condition once it runs (the restart itself is restarts.py's)."""
 
-    def __init__(self, listers: Listers, writer: Writer, recorder: Recorder) -> None:
+    def __init__(
+        self,
+        listers: Listers,
+        writer: Writer,
+        recorder: Recorder,
+        before_delete: Callable[[Obj, list[Obj]], Awaitable[None]] | None = None,
+    ) -> None:
         self._l = listers
         self._w = writer
         self._rec = recorder
         self._deleted = RecentlyDeleted()
+        self._before_delete = before_delete  # as the children step's: told before pods are deleted
 
     def _launcher_pods(self, launcher: Obj | None) -> list[Obj]:
         return self._l.pods.owned_by(launcher["metadata"].get("uid", "")) if launcher else []
@@ -161,6 +169,8 @@ class Rolls:
             for p in workers_to_roll(job, workers, launcher, launcher_pods)
             if not self._deleted.seen(p["metadata"].get("uid", ""))
         ]
+        if stale and self._before_delete is not None:
+            await self._before_delete(job, stale)
         for pod in stale:
             await self._delete_pod(pod["metadata"])
         if stale:

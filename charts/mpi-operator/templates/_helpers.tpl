@@ -64,7 +64,8 @@ rules test/integration/manifests/test_rbac.py pins down).
   verbs: [update]
 - apiGroups: [kubeflow.org]
   resources: [mpijobs]
-  verbs: [get, list, watch, delete]
+  # update: the exec launch agent's finalizer, added and removed (removed also once --exec-agent is off).
+  verbs: [get, list, watch, update, delete]
 - apiGroups: [kubeflow.org]
   resources: [mpijobs/status, mpijobs/finalizers]
   verbs: [update]
@@ -98,6 +99,10 @@ every namespace it serves (manifests/components/exec-agent/cluster-role.yaml, th
 - apiGroups: [rbac.authorization.k8s.io]
   resources: [roles, rolebindings]
   verbs: [get, create, update]
+# A revoked grant's binding is deleted (its Role is emptied, and goes with the MPIJob).
+- apiGroups: [rbac.authorization.k8s.io]
+  resources: [rolebindings]
+  verbs: [delete]
 {{- end }}
 
 {{/* Cluster-scoped reads, needed whatever namespaces are served. */}}

@@ -26,17 +26,36 @@ DELIVERY_CONTAINER = "kubectl-delivery"
 DELIVERY_USER = 65532
 # Which container of a worker pod the agent execs into: the worker template's first (the main one).
 CONTAINER_ENV = "MPIOPERATOR_EXEC_CONTAINER"
+# On an exec-agent job while the operator may hold grants for it: they are revoked before the job goes.
+FINALIZER = f"{extensions.PREFIX}exec-grants"
+# On the per-job ServiceAccount, Role and RoleBinding the operator makes, with the job's uid.
+GRANT_LABEL = f"{extensions.PREFIX}exec-grant"
 
 
 def account_name(job: Obj) -> str:
     return launcher_name(job)
 
 
+def _metadata(job: Obj) -> Obj:
+    """The job's controller reference and the operator's label with the job's uid, which also finds the
+    Role and binding once an orphaning deletion has taken the reference away."""
+    meta = child_metadata(job, account_name(job))
+    meta["labels"][GRANT_LABEL] = job["metadata"].get("uid", "")
+    return meta
+
+
+def made_for(obj: Obj, job: Obj) -> bool:
+    """Whether `obj` carries the label the operator puts on what it makes for `job`."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    uid = job["metadata"].get("uid", "")
+    return bool(uid) and labels.get(GRANT_LABEL) == uid
+
+
 def new_service_account(job: Obj) -> Obj:
     return {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
-        "metadata": child_metadata(job, account_name(job)),
+        "metadata": _metadata(job),
     }
 
 
@@ -53,7 +72,7 @@ def new_role(job: Obj, workers: list[str]) -> Obj:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
-        "metadata": child_metadata(job, account_name(job)),
+        "metadata": _metadata(job),
         "rules": rules,
     }
 
@@ -62,7 +81,7 @@ def new_role_binding(job: Obj) -> Obj:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
-        "metadata": child_metadata(job, account_name(job)),
+        "metadata": _metadata(job),
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": account_name(job)},
         "subjects": [
             {

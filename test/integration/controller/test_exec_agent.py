@@ -206,3 +206,204 @@ async def test_a_job_that_waits_for_its_hosts_gets_its_launcher_once_every_worke
         spec = (a.launcher_job("patient") or {})["spec"]["template"]["spec"]
         inits = [c["name"] for c in spec.get("initContainers") or ()]
         assert "mpioperator-wait-for-hosts" not in inits, "no sshd on the workers to connect to"
+
+
+# --- the grants follow the live workers -------------------------------------------------------------------
+
+HOLD = "test.mpioperator.io/hold"
+FINALIZER = "mpioperator.io/exec-grants"
+
+
+def granted(a: Actors, job: str) -> list[str] | None:
+    """The worker pods the job's Role names ([] for a Role without rules); None when there is no Role."""
+    found = role(a, f"{job}-launcher")
+    if found is None:
+        return None
+    rules = found.get("rules") or []
+    return sorted(rules[0]["resourceNames"]) if rules else []
+
+
+def binding(a: Actors, name: str) -> Obj | None:
+    try:
+        found: Obj = a.rest.get(f"{RBAC}/{a.ns}/rolebindings/{name}")
+        return found
+    except RestError as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+def hold(a: Actors, pod: str) -> None:
+    """A finalizer of the test's keeps the pod terminating once deleted, as a kubelet stopping it would."""
+    a.rest.merge_patch(a.path("pods", pod), {"metadata": {"finalizers": [HOLD]}})
+
+
+def release_held(a: Actors) -> None:
+    for pod in a.items("pods"):
+        if HOLD in (pod["metadata"].get("finalizers") or ()):
+            a.rest.merge_patch(a.path("pods", pod["metadata"]["name"]), {"metadata": {"finalizers": None}})
+
+
+async def test_a_worker_being_deleted_leaves_the_role(mpijob_crd: LocalCluster, make_namespace: Any) -> None:
+    ns = make_namespace(mpijob_crd)
+    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
+        a = Actors(h.cluster, ns)
+        a.submit(exec_job("shrink"))
+        await a.until_true(lambda: granted(a, "shrink") == ["shrink-worker-0", "shrink-worker-1"], "the Role")
+        hold(a, "shrink-worker-1")
+        try:
+            a.rest.delete(a.path("pods", "shrink-worker-1"))
+
+            await a.until_true(lambda: granted(a, "shrink") == ["shrink-worker-0"], "the Role to shrink")
+            assert not can_i(mpijob_crd, ns, "shrink-launcher", "create", "pods/exec", "shrink-worker-1")
+        finally:
+            release_held(a)
+
+
+async def test_a_suspended_jobs_role_grants_nothing(mpijob_crd: LocalCluster, make_namespace: Any) -> None:
+    ns = make_namespace(mpijob_crd)
+    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
+        a = Actors(h.cluster, ns)
+        a.submit(exec_job("nap"))
+        await a.until_true(lambda: granted(a, "nap") == ["nap-worker-0", "nap-worker-1"], "the Role")
+
+        a.patch_spec("nap", {"spec": {"runPolicy": {"suspend": True}}})
+
+        await a.until_true(lambda: granted(a, "nap") == [], "the Role to grant nothing")
+        assert not can_i(mpijob_crd, ns, "nap-launcher", "create", "pods/exec", "nap-worker-0")
+
+
+async def test_a_finished_jobs_role_grants_nothing_once_its_workers_are_cleaned_up(
+    mpijob_crd: LocalCluster, make_namespace: Any
+) -> None:
+    ns = make_namespace(mpijob_crd)
+    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
+        a = Actors(h.cluster, ns)
+        body = exec_job("done")
+        body["spec"]["runPolicy"] = {"cleanPodPolicy": "Running"}
+        a.submit(body)
+        await a.until_true(lambda: len(a.worker_pods("done")) == 2, "done's workers")
+        a.set_workers("done", "Running", ready=True)
+        await a.until_true(lambda: a.launcher_job("done") is not None, "done's launcher Job")
+        assert granted(a, "done") == ["done-worker-0", "done-worker-1"]
+
+        a.set_launcher_job("done", "Complete")
+
+        await a.until_true(lambda: granted(a, "done") == [], "the Role to grant nothing")
+
+
+async def test_a_whole_job_restart_takes_the_attempts_workers_out_of_the_role(
+    mpijob_crd: LocalCluster, make_namespace: Any
+) -> None:
+    ns = make_namespace(mpijob_crd)
+    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
+        a = Actors(h.cluster, ns)
+        body = exec_job("again")
+        body["metadata"]["annotations"]["mpioperator.io/restart-policy"] = "OnWorkerFailure"
+        a.submit(body)
+        await a.until_true(lambda: granted(a, "again") == ["again-worker-0", "again-worker-1"], "the Role")
+        for pod in ("again-worker-0", "again-worker-1"):
+            hold(a, pod)
+        try:
+            a.set_pod("again-worker-1", "Failed")
+
+            await a.until_true(lambda: a.status("again").get("restarts") == 1, "the restart")
+            # The attempt's workers are held terminating, so the next attempt's are not made yet.
+            await a.until_true(lambda: granted(a, "again") == [], "the Role to grant nothing")
+        finally:
+            release_held(a)
+        await a.until_true(
+            lambda: granted(a, "again") == ["again-worker-0", "again-worker-1"], "the next attempt's workers"
+        )
+
+
+async def test_removing_the_annotation_revokes_the_grant(
+    mpijob_crd: LocalCluster, make_namespace: Any
+) -> None:
+    ns = make_namespace(mpijob_crd)
+    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
+        a = Actors(h.cluster, ns)
+        a.submit(exec_job("plain"))
+        await a.until_true(lambda: granted(a, "plain") == ["plain-worker-0", "plain-worker-1"], "the Role")
+
+        a.patch_spec("plain", {"metadata": {"annotations": {"mpioperator.io/launch-agent": None}}})
+
+        await a.until_true(lambda: granted(a, "plain") in (None, []), "the Role to grant nothing")
+        await a.until_true(lambda: binding(a, "plain-launcher") is None, "the binding to go")
+        assert not can_i(mpijob_crd, ns, "plain-launcher", "create", "pods/exec", "plain-worker-0")
+
+
+async def test_an_orphan_deletion_leaves_an_empty_role_and_no_binding(
+    mpijob_crd: LocalCluster, make_namespace: Any
+) -> None:
+    ns = make_namespace(mpijob_crd)
+    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
+        a = Actors(h.cluster, ns)
+        a.submit(exec_job("orphan"))
+        await a.until_true(lambda: granted(a, "orphan") == ["orphan-worker-0", "orphan-worker-1"], "the Role")
+        await a.until_true(lambda: binding(a, "orphan-launcher") is not None, "the binding")
+
+        a.rest.delete(a.path("mpijobs", "orphan"), {"propagationPolicy": "Orphan"})
+
+        await a.until_true(lambda: granted(a, "orphan") in (None, []), "the Role to grant nothing")
+        await a.until_true(lambda: binding(a, "orphan-launcher") is None, "the binding to go")
+        assert not can_i(mpijob_crd, ns, "orphan-launcher", "create", "pods/exec", "orphan-worker-0")
+        # There is no garbage collector on this tier: Kubernetes' own `orphan` finalizer stays, ours goes.
+        await a.until_true(
+            lambda: (
+                FINALIZER
+                not in ((a.get("mpijobs", "orphan") or {}).get("metadata", {}).get("finalizers") or ())
+            ),
+            "the operator's finalizer to go",
+        )
+
+
+async def test_a_pre_created_role_that_names_the_job_as_controller_is_refused(
+    mpijob_crd: LocalCluster, make_namespace: Any
+) -> None:
+    """Made by someone else before the operator saw the job (and bound by them as they like): never filled."""
+    ns = make_namespace(mpijob_crd)
+    a = Actors(mpijob_crd, ns)
+    made = a.submit(exec_job("planted"))
+    owner = {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "name": "planted",
+        "uid": made["metadata"]["uid"],
+        "controller": True,
+    }
+    planted = {"metadata": {"name": "planted-launcher", "ownerReferences": [owner]}, "rules": []}
+    mpijob_crd.rest.create(f"{RBAC}/{ns}/roles", planted)
+    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
+        a = Actors(h.cluster, ns)
+
+        found = await condition_appears(a, "planted", "ChildRejected", "the ChildRejected condition")
+        assert "Role planted-launcher" in found["message"]
+        # Held: only its re-check (L11) is left in the queue, delayed.
+        queue = h.controller.queue
+        await a.until_true(lambda: len(queue) == 0 and queue.processing == 0, "every sync but the re-check")
+        assert granted(a, "planted") == []
+        assert a.launcher_job("planted") is None
+        assert a.event_reasons("planted").count(found["reason"]) == 1
+
+
+async def test_an_operator_restarted_without_the_flag_revokes_the_grant_and_removes_its_finalizer(
+    mpijob_crd: LocalCluster, make_namespace: Any
+) -> None:
+    ns = make_namespace(mpijob_crd)
+    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
+        a = Actors(h.cluster, ns)
+        a.submit(exec_job("off"))
+        await a.until_true(lambda: granted(a, "off") == ["off-worker-0", "off-worker-1"], "the Role")
+        await a.until_true(lambda: binding(a, "off-launcher") is not None, "the binding")
+
+    async with running_controller(mpijob_crd, ns) as h:
+        a = Actors(h.cluster, ns)
+
+        await a.until_true(lambda: granted(a, "off") == [], "the Role to grant nothing")
+        await a.until_true(lambda: binding(a, "off-launcher") is None, "the binding to go")
+        await a.until_true(
+            lambda: not (a.get("mpijobs", "off") or {}).get("metadata", {}).get("finalizers"),
+            "the finalizer to go",
+        )
+        await condition_appears(a, "off", "ExecAgentNotAllowed", "the job held without the flag")

@@ -37,7 +37,8 @@ def each(verbs: str, resource: str, group: str = "", **kw: str) -> list[Access]:
 
 # upstream-behaviour.md §2.16 plus what our controller adds: gets after conflicts, the MPIJob delete of
 # D5 #12, jobs/status (D5 #10), finalizers for blockOwnerDeletion, the startup CRD check, and the launcher
-# Job's delete (a whole-job restart, debug mode's end).
+# Job's delete (a whole-job restart, debug mode's end), the MPIJob update that adds and removes the exec
+# agent's finalizer (removed also by an operator that no longer runs with --exec-agent).
 NEEDED: list[Access] = [
     *each("get list watch create delete", "pods"),
     *each("get list watch create update", "services"),
@@ -45,7 +46,7 @@ NEEDED: list[Access] = [
     *each("get list watch create update", "secrets"),
     *each("get list watch create update delete", "jobs", "batch"),
     Access("update", "jobs", "batch", subresource="status"),
-    *each("get list watch delete", "mpijobs", "kubeflow.org"),
+    *each("get list watch update delete", "mpijobs", "kubeflow.org"),
     Access("update", "mpijobs", "kubeflow.org", subresource="status"),
     Access("update", "mpijobs", "kubeflow.org", subresource="finalizers"),
     *each("create patch", "events"),
@@ -73,7 +74,7 @@ NOT_NEEDED: list[Access] = [
     Access(
         "get", "customresourcedefinitions", "apiextensions.k8s.io", namespace="", name="other.example.com"
     ),
-    *each("create update patch", "mpijobs", "kubeflow.org"),
+    *each("create patch", "mpijobs", "kubeflow.org"),
     Access("delete", "secrets"),
     Access("delete", "services"),
     Access("update", "leases", "coordination.k8s.io", namespace="kube-system", name="kube-scheduler"),
@@ -165,7 +166,7 @@ EXEC_AGENT_NEEDED: list[Access] = [
     Access("create", "pods", subresource="exec"),
     *each("get create", "serviceaccounts"),
     *each("get create update", "roles", "rbac.authorization.k8s.io"),
-    *each("get create update", "rolebindings", "rbac.authorization.k8s.io"),
+    *each("get create update delete", "rolebindings", "rbac.authorization.k8s.io"),
 ]
 EXEC_AGENT_NOT_NEEDED: list[Access] = [
     Access("create", "pods", subresource="attach"),
