@@ -44,6 +44,10 @@ class MemoryLister:
     def __init__(self, objects: list[Obj]) -> None:
         self._objects = objects
 
+    def objects(self) -> list[Obj]:
+        """Everything in this cache, in the order it was put there."""
+        return list(self._objects)
+
     def discard(self, namespace: str, name: str) -> None:
         """The object leaves the cache, as a delete event takes it out of the informer's store."""
         self._objects[:] = [
