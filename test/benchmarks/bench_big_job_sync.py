@@ -29,6 +29,7 @@ from mpioperator.api.objects import Obj
 from mpioperator.cache.informer import SharedInformer
 from mpioperator.cache.store import Store
 from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
+from mpioperator.controller.sync import SyncSettings
 from test.unit.controller import sync_fixtures as fx
 
 
@@ -56,22 +57,31 @@ def _indexed(scene: fx.Scene) -> None:
         setattr(scene.listers, attr, StoreLister([informer]))
 
 
+def _allowing(workers: int) -> SyncSettings:
+    """--max-worker-replicas raised to the job's size (its short names fit a ConfigMap)."""
+    return SyncSettings(max_worker_replicas=workers)
+
+
 def _suspended(workers: int) -> fx.Scene:
     """A job that ran and was suspended: its children as the syncs left them, its launcher suspended."""
     job = fx.job(workers, suspend=True)
-    return fx.Scene(job, *fx.shared_children(job), fx.launcher(job, suspended=True))
+    return fx.Scene(
+        job, *fx.shared_children(job), fx.launcher(job, suspended=True), settings=_allowing(workers)
+    )
 
 
 def _held(workers: int) -> fx.Scene:
     """A job Kueue holds: created suspended (a suspended launcher Job is made at start-up), never run."""
     job = fx.job(workers, suspend=True)
     job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "user-queue"}
-    return fx.Scene(job, *fx.shared_children(job), fx.launcher(job, suspended=True))
+    return fx.Scene(
+        job, *fx.shared_children(job), fx.launcher(job, suspended=True), settings=_allowing(workers)
+    )
 
 
 def _running(workers: int) -> fx.Scene:
     job = fx.job(workers)
-    return fx.running_scene(job, *(fx.worker(job, i) for i in range(workers)))
+    return fx.running_scene(job, *(fx.worker(job, i) for i in range(workers)), settings=_allowing(workers))
 
 
 async def _measure(name: str, scene: fx.Scene, syncs: int) -> None:

@@ -132,6 +132,11 @@ MALFORMED: list[tuple[str, Job, str]] = [
         "spec.mpiReplicaSpecs[Worker].replicas",
     ),
     (
+        "worker replicas of an int32's maximum",
+        edit(lambda j: replicas(j, "Worker").update(replicas=2**31 - 1)),
+        "spec.mpiReplicaSpecs[Worker].replicas",
+    ),
+    (
         "negative worker replicas",
         edit(lambda j: replicas(j, "Worker").update(replicas=-3)),
         "spec.mpiReplicaSpecs[Worker].replicas",
