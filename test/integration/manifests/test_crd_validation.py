@@ -75,6 +75,12 @@ MALFORMED: list[tuple[str, Job, str]] = [
         "spec.launcherCreationPolicy",
     ),
     ("negative slotsPerWorker", edit(lambda j: spec(j).update(slotsPerWorker=-1)), "spec.slotsPerWorker"),
+    # The hostfile's bound on workers counts an int32's ten digits of slots (configmap.largest_shape).
+    (
+        "slotsPerWorker beyond an int32",
+        edit(lambda j: spec(j).update(slotsPerWorker=2**31)),
+        "spec.slotsPerWorker",
+    ),
     ("empty sshAuthMountPath", edit(lambda j: spec(j).update(sshAuthMountPath="")), "spec.sshAuthMountPath"),
     (
         "bad cleanPodPolicy",
