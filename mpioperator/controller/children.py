@@ -185,13 +185,10 @@ class ChildReconciler:
 
     async def config_map(self, job: Obj) -> Obj:
         """The hostfile ConfigMap. Its hostfile has a line per worker, so it is built only when the
-        ConfigMap is created or must be compared: not while the job is suspended (it is brought up to
-        date when the job resumes, before its launcher is), and not when the cached version is one this
-        process found right for the same inputs."""
+        ConfigMap is created or must be compared: not when the cached version is one this process
+        already found right for the same inputs (an unchanged job, running, suspended or held)."""
         ns = job["metadata"]["namespace"]
         cached = self._l.config_maps.get(ns, names.config_map_name(job))
-        if cached is not None and accessors.suspended(job) and is_controlled_by(cached, job):
-            return cached
         # Ours (decisions-local L36): only pods the job made are its hosts; upstream lists any Running pod
         # with the worker labels.
         running = [

@@ -3,6 +3,11 @@ that is suspended, held or unchanged costs its syncs no hostfile (docs/extension
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
+from mpioperator.api.objects import Obj
 from mpioperator.controller.builders import configmap
 from mpioperator.controller.sync import SyncSettings
 from test.unit.controller.sync_fixtures import (
@@ -71,27 +76,57 @@ async def test_lowering_the_flag_below_a_job_makes_it_invalid_and_raising_it_bac
     assert invalid_conditions(fixed) == []
 
 
-async def test_suspended_job_leaves_its_config_map_as_it_is_until_it_resumes() -> None:
-    # The replicas changed while suspended (Kueue's partial admission does so): the hostfile of three
-    # workers is written when the job resumes, not at every sync while it waits.
+class CountedBuilds:
+    """Counts the hostfile ConfigMaps built from now on (the builder's module attribute, which children.py
+    calls, wrapped)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        real = configmap.new_config_map
+
+        def counted(*args: Any, **kwargs: Any) -> Obj:
+            self.count += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(configmap, "new_config_map", counted)
+
+
+async def test_unchanged_suspended_job_builds_its_hostfile_once_and_a_change_builds_it_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     pi = job(workers=3, suspend=True)
-    two = job(workers=2)
     status = {
         "conditions": [true_condition("Created", "MPIJobCreated", "MPIJob default/pi is created.", NOW)]
     }
     pi["status"] = status
-    scene = Scene(pi, *shared_children(two), launcher(pi, suspended=True))
+    scene = Scene(pi, *shared_children(pi), launcher(pi, suspended=True))
+    builds = CountedBuilds(monkeypatch)
 
-    await scene.sync()
+    for _ in range(3):
+        await scene.sync()
 
+    assert builds.count == 1  # the first sync compares the cached ConfigMap once; the others trust it
     assert [c for c in scene.writer.calls if c[1] == "configmaps"] == []
 
-    pi["spec"]["runPolicy"]["suspend"] = False
+    # The replicas changed while suspended (Kueue's partial admission does so): compared and rewritten.
+    pi["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 2
     await scene.sync()
 
+    assert builds.count == 2
     hostfile = scene.writer.body("update", "configmaps", "pi-config")["data"][configmap.HOSTFILE]
     assert hostfile == configmap.hostfile(pi)
-    assert hostfile.count("\n") == 3
+    assert hostfile.count("\n") == 2
+
+
+async def test_unchanged_running_job_builds_its_hostfile_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    pi = job(workers=3)
+    scene = running_scene(pi, *(worker(pi, i) for i in range(3)))
+    builds = CountedBuilds(monkeypatch)
+
+    for _ in range(3):
+        await scene.sync()
+
+    assert builds.count == 1
 
 
 async def test_running_job_whose_config_map_is_right_is_not_rewritten_and_an_edit_is_repaired() -> None:
