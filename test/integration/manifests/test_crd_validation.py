@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from mpioperator.controller.builders.configmap import worker_replicas_ceiling
 from mpioperator.testing.cluster import LocalCluster, wait_crd_established
 from test.integration.manifests.conftest import REPO
 
@@ -140,6 +141,11 @@ MALFORMED: list[tuple[str, Job, str]] = [
     (
         "worker replicas of an int32's maximum",
         edit(lambda j: replicas(j, "Worker").update(replicas=2**31 - 1)),
+        "spec.mpiReplicaSpecs[Worker].replicas",
+    ),
+    (
+        "worker replicas one above the ceiling",
+        edit(lambda j: replicas(j, "Worker").update(replicas=worker_replicas_ceiling() + 1)),
         "spec.mpiReplicaSpecs[Worker].replicas",
     ),
     (
@@ -432,6 +438,7 @@ VALID: list[Job] = [
     edit(lambda j: replicas(j, "Launcher").pop("replicas"), name="implicit-launcher-replicas"),
     edit(lambda j: spec(j).update(slotsPerWorker=0), name="zero-slots"),
     edit(lambda j: replicas(j, "Worker").update(replicas=99), name="p" * 53),
+    edit(lambda j: replicas(j, "Worker").update(replicas=worker_replicas_ceiling()), name="ceiling"),
 ]
 
 
