@@ -76,7 +76,8 @@ class ControllerSettings:
     exec_agent_image: str | None = None
     # The image of the launcher's wait-for-hosts init container (mpioperator.io/wait-for-ssh-port).
     host_waiter_image: str = DEFAULT_HOST_WAITER_IMAGE
-    # --max-worker-replicas: a job with more workers is Invalid (docs/extensions.md).
+    # --max-worker-replicas: a job with more workers is Invalid (docs/extensions.md). This default is the
+    # flag's without a cluster domain; the operator passes the flag's value.
     max_worker_replicas: int = max_worker_replicas()
     # Child events and the echoes of our own status writes wait this long, so the events of one job's
     # pods starting one after another become one sync and one status write instead of one each

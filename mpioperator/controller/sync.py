@@ -70,6 +70,7 @@ class SyncSettings:
     # The image of the launcher's wait-for-hosts init container (mpioperator.io/wait-for-ssh-port).
     host_waiter_image: str = DEFAULT_HOST_WAITER_IMAGE
     # --max-worker-replicas: a job with more workers is Invalid (its hostfile would not fit a ConfigMap).
+    # This default is the flag's without a cluster domain; the operator passes the flag's value.
     max_worker_replicas: int = max_worker_replicas()
 
 
