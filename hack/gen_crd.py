@@ -33,6 +33,8 @@ Schema = dict[str, Any]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from crd_openapi import CORE, SPECIAL, Resolver, openapi_path  # noqa: E402
 
+from mpioperator.controller.builders.configmap import worker_replicas_ceiling  # noqa: E402
+
 
 def pod_template(resolver: Resolver) -> Schema:
     """PodTemplateSpec with the embedded ObjectMeta controller-gen emits (generateEmbeddedObjectMeta)."""
@@ -68,8 +70,10 @@ def replica_spec(resolver: Resolver) -> Schema:
         "description": "A replica type of the MPIJob: how many pods and from which template.",
         "properties": {
             "replicas": desc(
-                "Number of replicas. Launcher: must be 1 (the default). Worker: at least 1.",
-                {"type": "integer", "format": "int32", "minimum": 0},
+                "Number of replicas. Launcher: must be 1 (the default). Worker: at least 1, and at most "
+                "the operator's --max-worker-replicas.",
+                # Above it no job's hostfile fits a ConfigMap; the operator's flag may set a lower bound.
+                {"type": "integer", "format": "int32", "minimum": 0, "maximum": worker_replicas_ceiling()},
             ),
             "restartPolicy": desc(
                 "Restart policy of the pods. Launcher defaults to OnFailure, Worker to Never.",

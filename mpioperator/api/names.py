@@ -30,5 +30,14 @@ def worker_name(job: Obj, index: int) -> str:
     return f"{job_name(job)}-worker-{index}"
 
 
+def worker_index(job: Obj, name: str) -> int | None:
+    """The index whose worker_name is `name`, None for any other name."""
+    prefix = f"{job_name(job)}-worker-"
+    digits = name[len(prefix) :] if name.startswith(prefix) else ""
+    if not (digits.isascii() and digits.isdigit()) or (digits[0] == "0" and len(digits) > 1):
+        return None
+    return int(digits)
+
+
 def pod_group_name(job: Obj) -> str:
     return job_name(job)

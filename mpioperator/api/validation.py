@@ -28,6 +28,7 @@ __all__ = [
     "dns1035_label_errors",
     "longest_worker_hostname",
     "validate_mpijob",
+    "validate_worker_bound",
 ]
 
 
@@ -88,6 +89,17 @@ def validate_mpijob(job: Obj) -> list[FieldError]:
     errors += validate_conveniences(job)  # our annotations (issue 18), after upstream's checks
     errors += replica_modes.validate(job)  # and T9k's per replica type
     return errors + validate_annotations(job) + validate_restarts(job)  # and issue 17's, then restarts'
+
+
+def validate_worker_bound(job: Obj, maximum: int) -> list[FieldError]:
+    """Ours (docs/extensions.md): the operator's --max-worker-replicas, under which the job's hostfile
+    ConfigMap fits what the API server stores and the work of one sync stays bounded."""
+    worker = _dict(_dict(_dict(job.get("spec")).get("mpiReplicaSpecs")).get(api.WORKER))
+    count = worker.get("replicas")
+    if isinstance(count, int) and count > maximum:
+        detail = f"must be less than or equal to {maximum}"
+        return [invalid(f"spec.mpiReplicaSpecs[{api.WORKER}].replicas", count, detail)]
+    return []
 
 
 def _dict(value: Any) -> Obj:

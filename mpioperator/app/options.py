@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 from mpioperator.api.extensions import MAX_SECONDS
+from mpioperator.controller.builders.configmap import max_worker_replicas, worker_replicas_ceiling
 from mpioperator.controller.builders.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
 from mpioperator.kube.protoapi import PROTOBUF
 
@@ -48,6 +49,8 @@ class Options:
     exec_agent: bool = False
     kubectl_delivery_image: str = DEFAULT_KUBECTL_DELIVERY_IMAGE
     host_waiter_image: str = DEFAULT_HOST_WAITER_IMAGE
+    # The largest ConfigMap that fits for the cluster domain: parse() derives it from --cluster-domain.
+    max_worker_replicas: int = max_worker_replicas()
     log_format: str = "auto"
     verbosity: int = 0
     shutdown_timeout: float = 10.0
@@ -139,6 +142,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="fail a job whose workers are not all Ready this long after it starts; 0: off (a job's "
         "annotation mpioperator.io/worker-startup-deadline-seconds overrides it)",
     )
+    _flag(
+        parser,
+        "max-worker-replicas",
+        type=int,
+        default=None,
+        help="a job with more workers is Invalid (default: the most for which every job's hostfile "
+        "ConfigMap fits the API server's 1 MiB with --cluster-domain; at most the CRD's maximum, "
+        f"{worker_replicas_ceiling()})",
+    )
     _bool_flag(
         parser,
         "exec-agent",
@@ -213,6 +225,11 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
         exec_agent=ns.exec_agent,
         kubectl_delivery_image=ns.kubectl_delivery_image,
         host_waiter_image=ns.wait_for_hosts_image,
+        max_worker_replicas=(
+            max_worker_replicas(ns.cluster_domain)
+            if ns.max_worker_replicas is None
+            else ns.max_worker_replicas
+        ),
         log_format=ns.log_format,
         verbosity=ns.v,
         shutdown_timeout=ns.shutdown_timeout,
@@ -256,5 +273,12 @@ def validate(options: Options) -> None:
         fail("kubectl-delivery-image", "must name an image when --exec-agent is on")
     if not options.host_waiter_image.strip():
         fail("wait-for-hosts-image", "must not be empty")
+    ceiling = worker_replicas_ceiling()
+    if not 1 <= options.max_worker_replicas <= ceiling:
+        fail(
+            "max-worker-replicas",
+            f"{options.max_worker_replicas} (must be 1-{ceiling}: above it no job's hostfile fits a "
+            "ConfigMap, and the CRD refuses such jobs)",
+        )
     if options.shutdown_timeout < 0:
         fail("shutdown-timeout", "must be >= 0")

@@ -19,6 +19,7 @@ from mpioperator.controller.child_state import launcher_done
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING
 from mpioperator.controller.fields import get_path, same, set_path
+from mpioperator.controller.hostfile_memo import VerifiedConfigMaps
 from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.rejections import ChildRejected, is_permanent, not_managed_message, refused
 from mpioperator.controller.user_ssh_secret import key_names
@@ -39,6 +40,16 @@ def worker_selector(job: Obj) -> dict[str, str]:
         api.LABEL_JOB_NAME: job["metadata"]["name"],
         api.LABEL_JOB_ROLE: api.ROLE_WORKER,
     }
+
+
+def _named_workers(job: Obj, pods: list[Obj]) -> list[tuple[Obj, int]]:
+    """The pods with a worker's name, with its index."""
+    found = []
+    for pod in pods:
+        index = names.worker_index(job, pod["metadata"]["name"])
+        if index is not None:
+            found.append((pod, index))
+    return found
 
 
 RESTART_POLICY_OVERRIDDEN = "Restart policy in pod template overridden by restart policy in replica spec"
@@ -84,6 +95,7 @@ class ChildReconciler:
         # Gang scheduling decorates worker pods and the launcher template (§3.8); off by default.
         self._backend: PodGroupBackend = backend or NullBackend()
         self._deleted = RecentlyDeleted()
+        self._hostfiles = VerifiedConfigMaps()
         # The exec launch agent's additions to the launcher's pod template (exec_agent.py), when allowed.
         self._launcher_decorator = launcher_decorator or (lambda job, decorate: decorate)
         # Told which of a job's pods are about to be deleted (the exec agent's Role lets them go first).
@@ -175,7 +187,11 @@ class ChildReconciler:
         )
 
     async def config_map(self, job: Obj) -> Obj:
+        """The hostfile ConfigMap. Its hostfile has a line per worker, so it is built only when the
+        ConfigMap is created or must be compared: not when the cached version is one this process
+        already found right for the same inputs (an unchanged job, running, suspended or held)."""
         ns = job["metadata"]["namespace"]
+        cached = self._l.config_maps.get(ns, names.config_map_name(job))
         # Ours (decisions-local L36): only pods the job made are its hosts; upstream lists any Running pod
         # with the worker labels.
         running = [
@@ -183,11 +199,16 @@ class ChildReconciler:
             for p in self._l.pods.select(ns, worker_selector(job))
             if p.get("status", {}).get("phase") == "Running" and is_controlled_by(p, job)
         ]
+        inputs = self._hostfiles.inputs(job, running, cached)
+        if cached is not None and self._hostfiles.verified(job, inputs):
+            return cached
         desired = configmap.new_config_map(job, running, self._domain)
-        cached = self._l.config_maps.get(ns, desired["metadata"]["name"])
-        return await self._upsert(
+        made = await self._upsert(
             job, CONFIG_MAPS, cached, desired, ["data"], "getting or creating ConfigMap"
         )
+        if made is cached:
+            self._hostfiles.remember(job, inputs)
+        return made
 
     async def ssh_secret(self, job: Obj) -> Obj:
         """The job's generated SSH Secret. An existing one of ours keeps its keys unless some are missing
@@ -226,18 +247,31 @@ class ChildReconciler:
         )
 
     def existing_workers(self, job: Obj) -> list[Obj | None]:
-        """The cached worker pod of each index the spec asks for, None where there is none."""
-        ns = job["metadata"]["namespace"]
+        """The cached worker pod of each index the spec asks for, None where there is none: the pods
+        with the job's worker labels (one index lookup, not one per worker), by the index their name
+        says."""
         if not accessors.replica_spec(job, api.WORKER):
             return []
-        count = accessors.worker_replicas(job)
-        return [self._l.pods.get(ns, names.worker_name(job, i)) for i in range(count)]
+        return self._by_index(job, self._l.pods.select(job["metadata"]["namespace"], worker_selector(job)))
+
+    @staticmethod
+    def _by_index(job: Obj, listed: list[Obj]) -> list[Obj | None]:
+        by_index: list[Obj | None] = [None] * accessors.worker_replicas(job)
+        for pod, index in _named_workers(job, listed):
+            if index < len(by_index):
+                by_index[index] = pod
+        return by_index
 
     async def workers(self, job: Obj) -> list[Obj]:
         if not accessors.replica_spec(job, api.WORKER):
             return []
-        await self._scale_down(job, accessors.worker_replicas(job))
-        existing = self.existing_workers(job)
+        ns = job["metadata"]["namespace"]
+        listed = self._l.pods.select(ns, worker_selector(job))
+        await self._scale_down(job, listed, accessors.worker_replicas(job))
+        existing = self._by_index(job, listed)
+        for i in (i for i, pod in enumerate(existing) if pod is None):
+            # A pod of that name without the job's labels is not ours: refused below, not created over.
+            existing[i] = self._l.pods.get(ns, names.worker_name(job, i))
         missing = [i for i, pod in enumerate(existing) if pod is None]
         # One first, then the rest together: a template the API server refuses costs one refused request,
         # not one per worker (L11).
@@ -280,9 +314,8 @@ class ChildReconciler:
                 raise made
         return [made for made in created if not isinstance(made, BaseException)]
 
-    async def _scale_down(self, job: Obj, replicas: int) -> None:
-        ns = job["metadata"]["namespace"]
-        listed = self._l.pods.select(ns, worker_selector(job))
+    async def _scale_down(self, job: Obj, listed: list[Obj], replicas: int) -> None:
+        """Deletes the job's worker pods (`listed`) whose index is the replicas or more."""
         if len(listed) <= replicas:
             return
         doomed: list[Obj] = []
@@ -380,12 +413,12 @@ class ChildReconciler:
 
     async def clean_up_workers(self, job: Obj, status: Obj) -> None:
         """Delete worker pods per cleanPodPolicy and zero the Worker counts (§2.11)."""
-        ns = job["metadata"]["namespace"]
         keep_finished = accessors.clean_pod_policy(job) == api.CLEAN_POD_POLICY_RUNNING
         doomed: list[Obj] = []
-        for i in range(accessors.worker_replicas(job)):
-            pod = self._l.pods.get(ns, names.worker_name(job, i))
-            if pod is None or pod["metadata"].get("deletionTimestamp"):
+        replicas = accessors.worker_replicas(job)
+        listed = self._l.pods.select(job["metadata"]["namespace"], worker_selector(job))
+        for pod, index in _named_workers(job, listed):
+            if index >= replicas or pod["metadata"].get("deletionTimestamp"):
                 continue
             if not is_controlled_by(pod, job):
                 raise self._refuse(job, pod)

@@ -19,6 +19,7 @@ from mpioperator.cache.factory import SharedInformerFactory
 from mpioperator.cache.informer import SharedInformer
 from mpioperator.cache.keys import DeletedFinalStateUnknown, deleted_object, split_key
 from mpioperator.clock import Clock
+from mpioperator.controller.builders.configmap import max_worker_replicas
 from mpioperator.controller.builders.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
 from mpioperator.controller.enqueue import launcher_pod_ended, owning_mpijob_key, spec_changed
 from mpioperator.controller.errors import ControllerStopped, SyncError
@@ -75,6 +76,9 @@ class ControllerSettings:
     exec_agent_image: str | None = None
     # The image of the launcher's wait-for-hosts init container (mpioperator.io/wait-for-ssh-port).
     host_waiter_image: str = DEFAULT_HOST_WAITER_IMAGE
+    # --max-worker-replicas: a job with more workers is Invalid (docs/extensions.md). This default is the
+    # flag's without a cluster domain; the operator passes the flag's value.
+    max_worker_replicas: int = max_worker_replicas()
     # Child events and the echoes of our own status writes wait this long, so the events of one job's
     # pods starting one after another become one sync and one status write instead of one each
     # (decisions-local L6). Spec changes do not wait.
@@ -165,6 +169,7 @@ class MPIJobController:
                 worker_startup_deadline_seconds=settings.worker_startup_deadline_seconds,
                 exec_agent_image=settings.exec_agent_image,
                 host_waiter_image=settings.host_waiter_image,
+                max_worker_replicas=settings.max_worker_replicas,
             ),
             backend=self.backend,
         )

@@ -91,12 +91,16 @@ class Reporter:
     def observe(self, job: Obj, launcher_pods: list[Obj], workers: list[Obj], now: dt.datetime) -> Observed:
         """Everything the status step needs from the pods, before it runs."""
         problems, crash_recheck = stuck_pods(launcher_pods, workers, now)
-        by_name = {p["metadata"].get("name", ""): p for p in workers}
-        expected = {
-            names.worker_name(job, i): by_name.get(names.worker_name(job, i))
-            for i in range(accessors.worker_replicas(job) if accessors.replica_spec(job, api.WORKER) else 0)
-        }
         seconds = startup_deadline.deadline_seconds(job, self._default_deadline)
+        expected: dict[str, Obj | None] = {}
+        if seconds > 0 and not accessors.suspended(job):
+            # A name per index, only when a deadline can judge them: a suspended job's or one without a
+            # deadline costs its syncs nothing per worker.
+            by_name = {p["metadata"].get("name", ""): p for p in workers}
+            count = accessors.worker_replicas(job) if accessors.replica_spec(job, api.WORKER) else 0
+            expected = {
+                names.worker_name(job, i): by_name.get(names.worker_name(job, i)) for i in range(count)
+            }
         verdict = startup_deadline.judge(
             job,
             job.get("status") or {},

@@ -23,9 +23,10 @@ from mpioperator.api import accessors, names, restarts
 from mpioperator.api import constants as api
 from mpioperator.api.defaults import set_defaults
 from mpioperator.api.objects import Obj
-from mpioperator.api.validation import aggregate_message, validate_mpijob
+from mpioperator.api.validation import aggregate_message, validate_mpijob, validate_worker_bound
 from mpioperator.cache.keys import split_key
 from mpioperator.controller import child_state, children, conditions, host_wait, report, status_writer
+from mpioperator.controller.builders.configmap import max_worker_replicas
 from mpioperator.controller.builders.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
 from mpioperator.controller.builders.host_waiter import HostWaiter
 from mpioperator.controller.conditions import format_time
@@ -68,6 +69,9 @@ class SyncSettings:
     exec_agent_image: str | None = None
     # The image of the launcher's wait-for-hosts init container (mpioperator.io/wait-for-ssh-port).
     host_waiter_image: str = DEFAULT_HOST_WAITER_IMAGE
+    # --max-worker-replicas: a job with more workers is Invalid (its hostfile would not fit a ConfigMap).
+    # This default is the flag's without a cluster domain; the operator passes the flag's value.
+    max_worker_replicas: int = max_worker_replicas()
 
 
 @dataclass(slots=True)
@@ -188,7 +192,7 @@ class JobSyncer:
         return await self._sync_valid(cached, job)
 
     async def _validate(self, cached: Obj, job: Obj) -> bool:
-        problems = validate_mpijob(job)
+        problems = validate_mpijob(job) + validate_worker_bound(job, self._settings.max_worker_replicas)
         if not problems:
             if conditions.find(job.get("status") or {}, INVALID_CONDITION) is not None:
                 # The user fixed the spec: drop our condition so the job reads like any other.

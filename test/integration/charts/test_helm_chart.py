@@ -29,6 +29,7 @@ EVERYTHING: dict[str, Any] = {
     "kubeApi": {"qps": 7.5, "burst": 1000000, "contentType": "application/json"},
     "controllerQueue": {"rateLimit": 20, "burst": 200},
     "clusterDomain": "cluster.local",
+    "maxWorkerReplicas": 1000,
     "execAgent": {"enabled": True, "kubectlDeliveryImage": "registry.example/kubectl-delivery:v1"},
     "logFormat": "console",
     "logVerbosity": 4,
@@ -99,6 +100,7 @@ def test_chart_lints_clean_in_strict_mode(helm: Helm) -> None:
         ({"logFormat": "xml"}, "/logFormat"),
         ({"replica": 3}, "additional properties 'replica' not allowed"),
         ({"replicas": -1}, "/replicas"),
+        ({"maxWorkerReplicas": 20204}, "/maxWorkerReplicas"),
         ({"watchNamespaces": ["Team_A"]}, "/watchNamespaces/0"),
         ({"kubeApi": {"qps": 0}}, "/kubeApi/qps"),
         ({"kubeApi": {"contentType": "application/yaml"}}, "/kubeApi/contentType"),
@@ -157,6 +159,7 @@ def test_every_option_reaches_the_operator_as_a_flag_it_parses_back_to_the_value
     assert (parsed.controller_queue_rate_limit, parsed.controller_queue_burst) == (20, 200)
     assert parsed.gang_scheduling == "volcano"
     assert parsed.cluster_domain == "cluster.local"
+    assert parsed.max_worker_replicas == 1000
     assert parsed.exec_agent and parsed.kubectl_delivery_image == "registry.example/kubectl-delivery:v1"
     assert (parsed.log_format, parsed.verbosity, parsed.shutdown_timeout) == ("console", 4, 20.0)
     assert parsed.leader_elect and parsed.lock_namespace == WATCHED[0]
@@ -171,6 +174,7 @@ def test_every_option_reaches_the_operator_as_a_flag_it_parses_back_to_the_value
     defaults = opts.parse(plain["spec"]["template"]["spec"]["containers"][0]["args"], environ={})
     assert defaults.cluster_scoped and defaults.leader_elect and defaults.lock_namespace == RELEASE_NS
     assert not defaults.exec_agent
+    assert defaults.max_worker_replicas == opts.Options().max_worker_replicas  # derived, not set
 
 
 def test_the_exec_agent_adds_the_kustomize_components_rules_and_only_when_enabled(helm: Helm) -> None:

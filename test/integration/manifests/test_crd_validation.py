@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from mpioperator.controller.builders.configmap import worker_replicas_ceiling
 from mpioperator.testing.cluster import LocalCluster, wait_crd_established
 from test.integration.manifests.conftest import REPO
 
@@ -75,6 +76,12 @@ MALFORMED: list[tuple[str, Job, str]] = [
         "spec.launcherCreationPolicy",
     ),
     ("negative slotsPerWorker", edit(lambda j: spec(j).update(slotsPerWorker=-1)), "spec.slotsPerWorker"),
+    # The hostfile's bound on workers counts an int32's ten digits of slots (configmap.largest_shape).
+    (
+        "slotsPerWorker beyond an int32",
+        edit(lambda j: spec(j).update(slotsPerWorker=2**31)),
+        "spec.slotsPerWorker",
+    ),
     ("empty sshAuthMountPath", edit(lambda j: spec(j).update(sshAuthMountPath="")), "spec.sshAuthMountPath"),
     (
         "bad cleanPodPolicy",
@@ -129,6 +136,16 @@ MALFORMED: list[tuple[str, Job, str]] = [
     (
         "worker replicas missing",
         edit(lambda j: replicas(j, "Worker").pop("replicas")),
+        "spec.mpiReplicaSpecs[Worker].replicas",
+    ),
+    (
+        "worker replicas of an int32's maximum",
+        edit(lambda j: replicas(j, "Worker").update(replicas=2**31 - 1)),
+        "spec.mpiReplicaSpecs[Worker].replicas",
+    ),
+    (
+        "worker replicas one above the ceiling",
+        edit(lambda j: replicas(j, "Worker").update(replicas=worker_replicas_ceiling() + 1)),
         "spec.mpiReplicaSpecs[Worker].replicas",
     ),
     (
@@ -421,6 +438,7 @@ VALID: list[Job] = [
     edit(lambda j: replicas(j, "Launcher").pop("replicas"), name="implicit-launcher-replicas"),
     edit(lambda j: spec(j).update(slotsPerWorker=0), name="zero-slots"),
     edit(lambda j: replicas(j, "Worker").update(replicas=99), name="p" * 53),
+    edit(lambda j: replicas(j, "Worker").update(replicas=worker_replicas_ceiling()), name="ceiling"),
 ]
 
 

@@ -66,6 +66,8 @@ def test_bare_boolean_and_explicit_false() -> None:
         (["--lock-namespace="], "invalid value for --lock-namespace"),
         (["--worker-startup-deadline-seconds=-1"], "invalid value for --worker-startup-deadline-seconds"),
         (["--wait-for-hosts-image= "], "invalid value for --wait-for-hosts-image: must not be empty"),
+        (["--max-worker-replicas=0"], "invalid value for --max-worker-replicas: 0 (must be 1-20203"),
+        (["--max-worker-replicas=20204"], "invalid value for --max-worker-replicas: 20204 (must be 1-20203"),
         # Past an int64: every job's deadline check would overflow a float.
         (
             ["--worker-startup-deadline-seconds=" + "9" * 400],
@@ -102,3 +104,11 @@ def test_the_launchers_waiter_runs_the_manifests_operator_image_unless_the_flag_
     assert parse([], environ={}).host_waiter_image == "mpioperator/mpi-operator-py:latest"
     named = parse(["--wait-for-hosts-image=registry.example/mpi-operator:v1"], environ={})
     assert named.host_waiter_image == "registry.example/mpi-operator:v1"
+
+
+def test_max_worker_replicas_defaults_to_what_fits_the_cluster_domain_and_may_be_set() -> None:
+    assert parse([], environ={}).max_worker_replicas == 2693
+    assert parse(["--cluster-domain=cluster.local"], environ={}).max_worker_replicas == 2512
+    assert parse(["--max-worker-replicas=100"], environ={}).max_worker_replicas == 100
+    assert parse(["--max-worker-replicas=20203"], environ={}).max_worker_replicas == 20203
+    assert Options().max_worker_replicas == 2693

@@ -44,6 +44,10 @@ class MemoryLister:
     def __init__(self, objects: list[Obj]) -> None:
         self._objects = objects
 
+    def objects(self) -> list[Obj]:
+        """Everything in this cache, in the order it was put there."""
+        return list(self._objects)
+
     def discard(self, namespace: str, name: str) -> None:
         """The object leaves the cache, as a delete event takes it out of the informer's store."""
         self._objects[:] = [
@@ -340,8 +344,9 @@ def running_status(workers: int) -> Obj:
     }
 
 
-def running_scene(pi: Obj, *pods: Obj) -> Scene:
+def running_scene(pi: Obj, *pods: Obj, settings: SyncSettings | None = None) -> Scene:
     """`pi` with every child in place: shared children, the given worker pods, a running launcher."""
     running = [p for p in pods if p["status"]["phase"] == "Running"]
     the_launcher = launcher(pi)
-    return Scene(pi, *shared_children(pi, running), *pods, the_launcher, launcher_pod(pi, the_launcher))
+    children = (*shared_children(pi, running), *pods, the_launcher, launcher_pod(pi, the_launcher))
+    return Scene(pi, *children, settings=settings)
