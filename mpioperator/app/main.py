@@ -79,6 +79,7 @@ def controller_settings(options: opts.Options) -> ControllerSettings:
         worker_startup_deadline_seconds=options.worker_startup_deadline_seconds,
         exec_agent_image=options.kubectl_delivery_image if options.exec_agent else None,
         host_waiter_image=options.host_waiter_image,
+        max_restarts_cap=options.max_restarts_cap,
     )
 
 

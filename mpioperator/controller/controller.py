@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from mpioperator.api.restarts import DEFAULT_MAX_RESTARTS_CAP
 from mpioperator.cache.factory import SharedInformerFactory
 from mpioperator.cache.informer import SharedInformer
 from mpioperator.cache.keys import DeletedFinalStateUnknown, deleted_object, split_key
@@ -75,6 +76,8 @@ class ControllerSettings:
     exec_agent_image: str | None = None
     # The image of the launcher's wait-for-hosts init container (mpioperator.io/wait-for-ssh-port).
     host_waiter_image: str = DEFAULT_HOST_WAITER_IMAGE
+    # --max-restarts-cap: the most mpioperator.io/max-restarts a job may ask for.
+    max_restarts_cap: int = DEFAULT_MAX_RESTARTS_CAP
     # Child events and the echoes of our own status writes wait this long, so the events of one job's
     # pods starting one after another become one sync and one status write instead of one each
     # (decisions-local L6). Spec changes do not wait.
@@ -165,6 +168,7 @@ class MPIJobController:
                 worker_startup_deadline_seconds=settings.worker_startup_deadline_seconds,
                 exec_agent_image=settings.exec_agent_image,
                 host_waiter_image=settings.host_waiter_image,
+                max_restarts_cap=settings.max_restarts_cap,
             ),
             backend=self.backend,
         )

@@ -68,6 +68,8 @@ class SyncSettings:
     exec_agent_image: str | None = None
     # The image of the launcher's wait-for-hosts init container (mpioperator.io/wait-for-ssh-port).
     host_waiter_image: str = DEFAULT_HOST_WAITER_IMAGE
+    # --max-restarts-cap: the most mpioperator.io/max-restarts a job may ask for.
+    max_restarts_cap: int = restarts.DEFAULT_MAX_RESTARTS_CAP
 
 
 @dataclass(slots=True)
@@ -180,7 +182,7 @@ class JobSyncer:
         return await self._sync_valid(cached, job)
 
     async def _validate(self, cached: Obj, job: Obj) -> bool:
-        problems = validate_mpijob(job)
+        problems = validate_mpijob(job) + restarts.validate_cap(job, self._settings.max_restarts_cap)
         if not problems:
             if conditions.find(job.get("status") or {}, INVALID_CONDITION) is not None:
                 # The user fixed the spec: drop our condition so the job reads like any other.
@@ -239,6 +241,8 @@ class JobSyncer:
                 return SyncResult(requeue_after=RESTART_RECHECK_SECONDS)
             if await self._restarter.clear_earlier(job):
                 return SyncResult(requeue_after=RESTART_RECHECK_SECONDS)
+            if not suspended and (left := self._restarter.waiting(job, now)) is not None:
+                return SyncResult(requeue_after=left)  # the restart's back-off (status.nextAttemptTime)
 
         step = await self._reconcile_children(cached, job, suspended=suspended, now=now)
         launcher = step.launcher

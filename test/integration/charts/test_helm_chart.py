@@ -26,6 +26,7 @@ EVERYTHING: dict[str, Any] = {
     "watchNamespaces": list(WATCHED),
     "gangScheduling": "volcano",
     "threadiness": 8,
+    "maxRestartsCap": 7,
     "kubeApi": {"qps": 7.5, "burst": 1000000, "contentType": "application/json"},
     "controllerQueue": {"rateLimit": 20, "burst": 200},
     "clusterDomain": "cluster.local",
@@ -153,6 +154,7 @@ def test_every_option_reaches_the_operator_as_a_flag_it_parses_back_to_the_value
     parsed = opts.parse(container["args"], environ={})
     assert parsed.namespaces == WATCHED
     assert (parsed.threadiness, parsed.kube_api_qps, parsed.kube_api_burst) == (8, 7.5, 1000000)
+    assert parsed.max_restarts_cap == 7
     assert parsed.kube_api_content_type == "application/json"
     assert (parsed.controller_queue_rate_limit, parsed.controller_queue_burst) == (20, 200)
     assert parsed.gang_scheduling == "volcano"
@@ -171,6 +173,7 @@ def test_every_option_reaches_the_operator_as_a_flag_it_parses_back_to_the_value
     defaults = opts.parse(plain["spec"]["template"]["spec"]["containers"][0]["args"], environ={})
     assert defaults.cluster_scoped and defaults.leader_elect and defaults.lock_namespace == RELEASE_NS
     assert not defaults.exec_agent
+    assert defaults.max_restarts_cap == 100
 
 
 def test_the_exec_agent_adds_the_kustomize_components_rules_and_only_when_enabled(helm: Helm) -> None:
