@@ -18,6 +18,7 @@ from mpioperator.testing.operator import service_account_token
 from mpioperator.testing.prometheus import install_monitoring_crds
 from mpioperator.testing.rest import RestClient
 from test.integration.manifests.test_rbac import NEEDED, Access, allowed
+from test.unit.manifests.test_operator_probes import PROBES, base_probes
 
 RELEASE_NS = "helm-ops"
 WATCHED = ("helm-team-a", "helm-team-b")
@@ -263,3 +264,9 @@ def test_a_namespaced_release_grants_the_watched_namespaces_and_nothing_else(
     assert allowed(namespaced_release, lease)
     elsewhere = [in_namespace(a, UNWATCHED) for a in needed if a.namespace]
     assert [str(a) for a in elsewhere if allowed(namespaced_release, a)] == []
+
+
+def test_the_deployments_probes_are_the_kustomize_bases(helm: Helm) -> None:
+    (deployment,) = by_kind(helm.template("probes", RELEASE_NS), "Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert {name: container.get(name) for name in PROBES} == base_probes()
