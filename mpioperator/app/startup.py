@@ -13,7 +13,7 @@ from mpioperator import __version__
 from mpioperator.app.options import Options
 from mpioperator.controller.controller import gang_backend
 from mpioperator.controller.exec_agent import OPERATOR_RIGHTS
-from mpioperator.controller.watched import WATCHED, Scopes
+from mpioperator.controller.watched import Scopes
 from mpioperator.controller.watched import watched as watched_resources
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient, RequestMetrics
@@ -44,11 +44,7 @@ def make_client(options: Options, *, metrics: RequestMetrics | None = None) -> K
     """The API client the flags describe; `metrics`, if given, is told about every request."""
     qps, burst = float(options.kube_api_qps), int(options.kube_api_burst)
     protobuf = options.kube_api_content_type == PROTOBUF
-    # The session's connection limit: each sync worker may have several requests in flight (a job's
-    # workers are created together), a connection per watch with one spare for each while it
-    # reconnects, and a few more. Leader election has connections of its own (a lane).
-    calls = options.threadiness * 2
-    pool = calls + 2 * len(WATCHED) + 4
+    pool = pool_size(options)
     try:
         if options.master and not options.kubeconfig:
             return KubeClient.explicit(
@@ -83,6 +79,16 @@ def make_client(options: Options, *, metrics: RequestMetrics | None = None) -> K
         )
     except Exception as exc:
         raise StartupError(f"cannot build an API client: {exc}") from exc
+
+
+def pool_size(options: Options) -> int:
+    """The session's connection limit: each sync worker may have several requests in flight (a job's
+    workers are created together), a connection per watch (one per resource and namespace served) with
+    one spare for each while it reconnects, and a few more. Leader election and the start-up checks
+    have connections of their own (lanes). Fewer than the watches, and the watches hold every connection
+    while the informers' lists wait for one until they time out: the caches never sync."""
+    watches = sum(len(scopes) for _, scopes in watched(options))
+    return options.threadiness * 2 + 2 * watches + 4
 
 
 def _transient(exc: BaseException) -> bool:
