@@ -2,7 +2,7 @@
 # Builds the real node's images from their Dockerfiles with buildah (daemonless, chroot isolation, a store
 # under the mpioperator cache dir), cached by content, and with --push pushes what the registry lacks.
 # The catalog of images is mpioperator/testing/images/catalog.py. Needs root (debootstrap, buildah).
-# Usage: hack/build-images.sh [--push 127.0.0.1:PORT]   -> one "name image-id" line per image
+# Usage: hack/build-images.sh [--push 127.0.0.1:PORT] [--only NAME ... | --demo]   -> one "name image-id" line per image
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 component=build-images

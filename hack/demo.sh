@@ -20,7 +20,7 @@ if [ "$(id -u)" = 0 ] && [[ " $* " != *" --kwok "* ]]; then
   export MPIOPERATOR_NODE_BIN
   REGISTRY_BIN=$(bash hack/build-registry.sh)
   export REGISTRY_BIN
-  bash hack/build-images.sh >/dev/null
+  bash hack/build-images.sh --demo >/dev/null  # only what the demo runs: no training images
 fi
 
 stay=()

@@ -16,7 +16,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from mpioperator.api import accessors
+from mpioperator.api import accessors, extensions
 from mpioperator.api import constants as api
 from mpioperator.api.field_errors import FieldError, JSONString, invalid, not_supported, too_long
 from mpioperator.api.objects import Obj
@@ -51,6 +51,24 @@ _MCA_SEPARATORS = re.compile(r"[;\n]")
 _SUBDOMAIN_MAX = 253
 # Where upstream mounts the hostfile; another path for it may not be there or under it.
 _CONFIG_DIR = "/etc/mpi"
+# Directories a hostfile's volume may not be, hold or lie under, besides the job's config and SSH keys:
+# where the kubelet puts the service account's token (and /run, which /var/run links to), the exec
+# agent's delivery directory, and the system's own (the runtime refuses some mounts there, and one over
+# the others leaves a container without its programs).
+_TOKEN_DIRS = ("/var/run/secrets", "/run/secrets")
+_SYSTEM_DIRS = (
+    "/bin",
+    "/boot",
+    "/dev",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/proc",
+    "/sbin",
+    "/sys",
+    "/usr",
+)
 _PATH_MAX = 1024
 _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
@@ -180,6 +198,9 @@ def _hostfile_path_error(job: Obj, value: str) -> str | None:
     if directory == "/":
         return "must be in a directory other than '/'"
     taken = {_CONFIG_DIR: "the job's config", accessors.ssh_auth_mount_path(job): "the SSH keys"}
+    taken.update(dict.fromkeys(_TOKEN_DIRS, "the service account's token"))
+    taken[extensions.EXEC_AGENT_DIR] = "the exec agent"
+    taken.update(dict.fromkeys(_SYSTEM_DIRS, "the system's files"))
     for mount, what in taken.items():
         if directory == mount or directory.startswith(mount + "/") or mount.startswith(directory + "/"):
             return f"its directory would overlap {mount}, which holds {what}"

@@ -21,6 +21,8 @@ LAUNCH_AGENT = f"{PREFIX}launch-agent"
 AGENT_SSH = "ssh"
 AGENT_EXEC = "exec"
 _AGENTS = (AGENT_SSH, AGENT_EXEC)
+# Where the exec agent's launcher finds kubectl and the agent script (an emptyDir the operator mounts).
+EXEC_AGENT_DIR = "/opt/mpioperator-exec"
 WAIT_FOR_SSH_PORT = f"{PREFIX}wait-for-ssh-port"
 _PORT = re.compile(r"[0-9]{1,5}")
 _BOOLEANS = ("false", "true")

@@ -8,10 +8,13 @@ state they read is the loop's.
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import Callable
+from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 Check = Callable[[], str | None]
@@ -29,6 +32,24 @@ def listening_socket(port: int) -> socket.socket:
     if socket.has_dualstack_ipv6():
         return socket.create_server(("::", port), family=socket.AF_INET6, dualstack_ipv6=True)
     return socket.create_server(("", port))
+
+
+class _RequestLog(logging.LoggerAdapter[logging.Logger]):
+    """aiohttp's server log, where a request it could not parse (a port scan, TLS or another protocol
+    sent to the port, a line too long) is one warning line: the client's mistake, so no traceback and no
+    error. Anything else keeps aiohttp's error and traceback."""
+
+    def exception(self, msg: object, *args: object, exc_info: Any = True, **kwargs: Any) -> None:
+        if isinstance(exc_info, HttpProcessingError):
+            # aiohttp's message names the client: "Error handling request from %s".
+            client = args[0] if args else "an unknown client"
+            reason = next((line.strip() for line in exc_info.message.splitlines() if line.strip()), "")
+            self.warning("bad request from %s: %s", client, (reason or type(exc_info).__name__)[:200])
+            return
+        super().exception(msg, *args, exc_info=exc_info, **kwargs)
+
+
+_REQUEST_LOG = _RequestLog(logging.getLogger("aiohttp.server"))
 
 
 class HealthServer:
@@ -59,7 +80,9 @@ class HealthServer:
 
     async def start(self) -> None:
         # The connection settings belong to the Server: a ServerRunner ignores those given to it.
-        server = web.Server(self._handle, access_log=None, keepalive_timeout=self._idle_seconds)
+        server = web.Server(
+            self._handle, access_log=None, keepalive_timeout=self._idle_seconds, logger=_REQUEST_LOG
+        )
         runner = web.ServerRunner(server)
         await runner.setup()
         site: web.BaseSite

@@ -34,17 +34,24 @@ PROGRESS_EVERY = 10.0
 MESSAGE_LIMIT = 1000
 
 
+# A host not reached is checked again after 1 s, then 2 s, 4 s, ... up to this: a job of many workers
+# whose names resolve late must not send the cluster's DNS a lookup per worker every second.
+MAX_RECHECK_SECONDS = 5.0
+# How many hosts are looked up and connected to at once.
+MAX_CONCURRENT_CHECKS = 32
+
+
 def hosts_of(hostfile: str) -> list[str]:
     """The hosts of a hostfile in Open MPI's (`host slots=n`) or Hydra's (`host:n`) form, in order, once."""
-    hosts: list[str] = []
+    hosts: dict[str, None] = {}  # ordered, and a membership test that does not grow with the file
     for line in hostfile.splitlines():
         words = line.split("#", 1)[0].split()
         if not words:
             continue
         host = words[0].split(":", 1)[0]
-        if host and host not in hosts:
-            hosts.append(host)
-    return hosts
+        if host:
+            hosts[host] = None
+    return list(hosts)
 
 
 Resolve = Callable[[str, int], Awaitable[list[tuple[str, int]]]]
@@ -75,8 +82,9 @@ async def connect(address: tuple[str, int], timeout: float) -> None:
 
 @dataclass
 class Waiter:
-    """Checks each host until it answers once; a host that answered is not checked again. The hosts of a
-    round are checked at once, so a round takes one connect timeout however many hosts do not answer."""
+    """Checks each host until it answers once; a host that answered is not checked again. One not reached
+    is checked again after a wait that doubles each time, up to MAX_RECHECK_SECONDS; the hosts due in a
+    round are checked MAX_CONCURRENT_CHECKS at a time."""
 
     hosts: list[str]
     port: int
@@ -85,6 +93,9 @@ class Waiter:
     connect: Connect = connect
     reached: set[str] = field(default_factory=set)
     why: dict[str, str] = field(default_factory=dict)  # host -> what held it at the last check
+    first_recheck: float = 1.0
+    # host -> (when it is next due, the wait after that check if it fails again); absent: due now
+    _due: dict[str, tuple[float, float]] = field(default_factory=dict, init=False, repr=False)
 
     def _is_own(self, host: str) -> bool:
         return host.split(".", 1)[0] == self.own_hostname.split(".", 1)[0]
@@ -106,20 +117,41 @@ class Waiter:
                 problem = f"port {self.port}: {error.strerror or error}"
         return problem
 
-    async def _round(self) -> None:
-        pending = [host for host in self.hosts if host not in self.reached]
-        problems = await asyncio.gather(*(self._check(host) for host in pending))
-        for host, problem in zip(pending, problems, strict=True):
+    async def _round(self, now: float) -> None:
+        due = [
+            host
+            for host in self.hosts
+            if host not in self.reached and self._due.get(host, (now, 0.0))[0] <= now
+        ]
+        limit = asyncio.Semaphore(MAX_CONCURRENT_CHECKS)
+
+        async def check_one(host: str) -> str | None:
+            async with limit:
+                return await self._check(host)
+
+        problems = await asyncio.gather(*(check_one(host) for host in due))
+        for host, problem in zip(due, problems, strict=True):
             if problem is None:
                 self.reached.add(host)
                 self.why.pop(host, None)
+                self._due.pop(host, None)
             else:
                 self.why[host] = problem
+                wait = self._due.get(host, (now, self.first_recheck))[1]
+                self._due[host] = (now + wait, min(wait * 2, MAX_RECHECK_SECONDS))
 
-    def check(self) -> list[str]:
-        """Checks the hosts not reached yet; returns those that are still not reachable, in order."""
-        asyncio.run(self._round())
+    def check(self, now: float | None = None) -> list[str]:
+        """Checks the hosts not reached yet that are due at `now` (the monotonic clock's); returns those
+        that are still not reachable, in order."""
+        asyncio.run(self._round(time.monotonic() if now is None else now))
         return [host for host in self.hosts if host not in self.reached]
+
+    def next_due(self) -> float | None:
+        """When the next host not reached is due to be checked again; None if none is waiting."""
+        waiting = [
+            self._due[host][0] for host in self.hosts if host not in self.reached and host in self._due
+        ]
+        return min(waiting, default=None)
 
     def describe(self, hosts: Sequence[str]) -> str:
         return ", ".join(f"{host} ({self.why.get(host, 'not checked')})" for host in hosts)
@@ -166,7 +198,7 @@ def run(
     told = started
     _say(f"waiting for {len(hosts)} host(s) on port {args.port}")
     while True:
-        still = waiter.check()
+        still = waiter.check(monotonic())
         elapsed = monotonic() - started
         if not still:
             _say(f"all {len(hosts)} host(s) reachable after {elapsed:.1f}s")
@@ -182,7 +214,12 @@ def run(
         if monotonic() - told >= PROGRESS_EVERY:
             told = monotonic()
             _say(f"after {elapsed:.0f}s still waiting for {waiter.describe(still)}")
-        sleep(args.interval)
+        # Until the next host is due, at least --interval; never past the deadline.
+        due = waiter.next_due()
+        pause = max(args.interval, due - monotonic()) if due is not None else args.interval
+        if args.deadline_seconds:
+            pause = max(min(pause, started + args.deadline_seconds - monotonic()), 0.0)
+        sleep(pause)
 
 
 def _write_termination_message(path: str, message: str) -> None:

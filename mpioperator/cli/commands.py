@@ -13,7 +13,7 @@ import yaml
 
 from mpioperator.api import constants as api
 from mpioperator.api import restarts
-from mpioperator.cli import render
+from mpioperator.cli import render, yamlread
 from mpioperator.cli.convert import convert_text, to_yaml
 from mpioperator.client import MPIJobBuilder, MPIJobClient, status
 from mpioperator.client.errors import InvalidMPIJob, MPIJobError
@@ -122,8 +122,12 @@ def _types(value: str | None) -> list[str]:
 
 
 def read_text(filename: str) -> str:
+    """The file's text; one character past yamlread's bound at most, which that bound then refuses."""
     try:
-        return sys.stdin.read() if filename == "-" else Path(filename).read_text()
+        if filename == "-":
+            return sys.stdin.read(yamlread.MAX_BYTES + 1)
+        with Path(filename).open() as file:
+            return file.read(yamlread.MAX_BYTES + 1)
     except OSError as exc:
         raise InputError(f"cannot read {filename}: {exc.strerror or exc}") from None
 
@@ -132,7 +136,9 @@ def read_jobs(filename: str) -> list[Obj]:
     """The MPIJobs of a YAML file (several documents allowed); anything else in it is an error."""
     text = read_text(filename)
     try:
-        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+        documents = yamlread.load_all(text)
+    except yamlread.YamlTooCostly as exc:
+        raise InputError(f"{filename} is refused: {exc}") from None
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" (line {where.line + 1})" if where is not None else ""

@@ -6,6 +6,26 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mpioperator.api.objects import Obj
+from mpioperator.kube.errors import InvalidRequest
+
+# What would end the path (a query, a fragment) if sent as it is, and its quoted form.
+_QUOTED = {"?": "%3F", "#": "%23"}
+
+
+def segment(what: str, value: str) -> str:
+    """`value` (a name or a namespace) as one segment of a request path: `?` and `#` quoted, so no name
+    adds a query such as `?dryRun=All`. What no quoting makes one segment is refused, as client-go does:
+    empty, `.` and `..` (which a URL resolves into another path) and names holding `/` or `%` (which the
+    API server decodes before it splits the path). Other characters are left to check_target."""
+    if value in ("", ".", "..") or "/" in value or "%" in value:
+        raise InvalidRequest(
+            f"{what} {value[:200]!r} cannot be a path segment: it may not be empty, '.' or '..', nor hold"
+            " '/' or '%'"
+        )
+    if "?" in value or "#" in value:
+        for char, quoted in _QUOTED.items():
+            value = value.replace(char, quoted)
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,10 +49,10 @@ class Resource:
         root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         parts = [root]
         if self.namespaced and namespace:
-            parts.append(f"/namespaces/{namespace}")
+            parts.append(f"/namespaces/{segment('namespace', namespace)}")
         parts.append(f"/{self.plural}")
         if name is not None:
-            parts.append(f"/{name}")
+            parts.append(f"/{segment('name', name)}")
             if subresource:
                 parts.append(f"/{subresource}")
         return "".join(parts)

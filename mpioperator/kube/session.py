@@ -111,6 +111,9 @@ def new_session(pool_size: int, tls_for: TlsFor) -> aiohttp.ClientSession:
         # We never ask for compression (as before): the API server's gzip costs more CPU on both sides
         # than the loopback or cluster network saves.
         "skip_auto_headers": ("Accept-Encoding",),
+        # So a body comes as sent: one compressed that we did not ask for is refused by the transport,
+        # never inflated (a few KiB of gzip can be gigabytes) where the body cap counts what was sent.
+        "auto_decompress": False,
         "read_bufsize": READ_BUFFER,
         # No cookies: the API server sets none, and a jar would be consulted on every request.
         "cookie_jar": aiohttp.DummyCookieJar(),

@@ -6,6 +6,10 @@ A unary call is bounded as a whole: its timeout runs from the first byte sent to
 answer, and a body over MAX_BODY fails it. Nothing is retried here but what aiohttp itself retries: a
 request of an idempotent method (GET, HEAD, PUT, DELETE, ...) that met a kept-alive connection the server
 had just closed, before any answer; every other failure is the caller's to retry.
+
+An answer is taken as the server sent it: a redirect is the caller's answer (never followed, so no request
+and no body goes to another origin), and a body with a Content-Encoding, which we never ask for, is refused
+rather than decompressed.
 """
 
 from __future__ import annotations
@@ -59,6 +63,18 @@ class Answer:
 
 class BodyTooLarge(Exception):
     """The answer's body is over MAX_BODY."""
+
+
+class UnaskedEncoding(Exception):
+    """The answer's body is compressed (gzip, deflate, ...), which no request of ours asks for."""
+
+
+def check_encoding(response: aiohttp.ClientResponse) -> None:
+    """UnaskedEncoding (the connection closed) for an answer whose body is encoded."""
+    encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        response.close()
+        raise UnaskedEncoding(f"the answer's body is encoded as {encoding[:40]!r}, which was not asked for")
 
 
 # How long credentials are reused. Reading them may mean reading a token file or running a plugin's
@@ -209,9 +225,11 @@ class Transport:
                 timeout=self._unary_timeout(timeout),
                 proxy=self._proxy,
                 server_hostname=self._server_hostname,
+                allow_redirects=False,
             ) as response:
+                check_encoding(response)
                 return Answer(response.status, header_dict(response.headers), await read_capped(response))
-        except (*TRANSPORT_ERRORS, BodyTooLarge) as exc:
+        except (*TRANSPORT_ERRORS, BodyTooLarge, UnaskedEncoding) as exc:
             raise transport_error(exc) from exc
 
     async def open(
@@ -236,8 +254,10 @@ class Transport:
                 timeout=timeout,
                 proxy=self._proxy,
                 server_hostname=self._server_hostname,
+                allow_redirects=False,
             )
-        except TRANSPORT_ERRORS as exc:
+            check_encoding(response)
+        except (*TRANSPORT_ERRORS, UnaskedEncoding) as exc:
             raise transport_error(exc) from exc
         probe_when_idle(response.connection.transport if response.connection is not None else None)
         return response

@@ -24,7 +24,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -94,13 +94,16 @@ class LocalCluster:
         volcano: bool = False,
         workload_gang: bool = False,
         node_network: NodeNetwork | None = None,
+        node_images: Collection[str] | None = None,
     ):
         if scheduler_plugins and tier != "full":
             raise ValueError("scheduler_plugins needs the full tier (pods, nodes and a scheduler to compete)")
         if volcano and (tier != "full" or scheduler_plugins):
             raise ValueError("volcano needs the full tier, and no second gang scheduler beside it")
         self.tier: Tier = tier
-        self.node: RealNode | None = RealNode(network=node_network) if tier == "real" else None
+        self.node: RealNode | None = None
+        if tier == "real":
+            self.node = RealNode(network=node_network, images=node_images)
         self.volcano = volcano
         # Kubernetes' own gang scheduling: the Workload API served, kube-scheduler's GangScheduling plugin on.
         self.workload_gang = workload_gang

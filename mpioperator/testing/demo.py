@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.images.catalog import DEMO_IMAGES
 from mpioperator.testing.install import (
     OPERATOR_NAMESPACE,
     install_deployment,
@@ -79,7 +80,7 @@ def _demo_real(args: argparse.Namespace) -> int:
     started = time.monotonic()
     say("starting the local cluster: etcd, kube-apiserver, controller-manager, scheduler, and a real node")
     say("(containerd, CNI bridge, CoreDNS, kubelet; images from a local registry standing in for docker.io)")
-    with LocalCluster(tier="real", nodes=0) as cluster:
+    with LocalCluster(tier="real", nodes=0, node_images=DEMO_IMAGES) as cluster:
         say(f"cluster up in {time.monotonic() - started:.1f}s; kubectl get nodes -o wide")
         print(cluster.kubectl("get", "nodes", "-o", "wide").stdout, flush=True)
 

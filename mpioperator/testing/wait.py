@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -51,6 +52,56 @@ def wait_for(
         if time.monotonic() >= deadline:
             raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {what}; {_describe(last, error)}")
         time.sleep(interval)
+
+
+def wait_while_progressing(
+    probe: Callable[[], T],
+    progress: Callable[[], object],
+    *,
+    idle_timeout: float,
+    limit: float,
+    what: str,
+    interval: float = 2.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Call `probe` until it returns something true, for as long as `progress()` keeps changing: give up
+    when it has not changed for `idle_timeout` seconds, or after `limit` in all.
+
+    For work whose speed depends on what else the machine does (training on shared cores): a slow run that
+    keeps moving is waited for, a stalled one fails after `idle_timeout` instead of a fixed budget."""
+    started = clock()
+    moved = started
+    seen: object = None
+    last: object = None
+    error: BaseException | None = None
+    while True:
+        try:
+            value = probe()
+            error = None
+            if value:
+                return value
+            last = value
+        except ProbeAborted:
+            raise
+        except Exception as exc:  # a probe failing is one more 'not yet'
+            error = exc
+        with contextlib.suppress(Exception):  # progress unknown this round: the idle clock runs on
+            now_seen = progress()
+            if now_seen != seen:
+                seen, moved = now_seen, clock()
+        now = clock()
+        if now - moved >= idle_timeout:
+            raise WaitTimeout(
+                f"gave up waiting for {what}: no progress for {now - moved:.0f}s "
+                f"(after {now - started:.0f}s in all); {_describe(last, error)}"
+            )
+        if now - started >= limit:
+            raise WaitTimeout(
+                f"gave up waiting for {what} after {now - started:.0f}s, still progressing; "
+                f"{_describe(last, error)}"
+            )
+        sleep(interval)
 
 
 async def async_wait_for(

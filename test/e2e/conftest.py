@@ -14,7 +14,7 @@ import pytest
 
 from mpioperator.testing import kueue
 from mpioperator.testing.cluster import LocalCluster
-from mpioperator.testing.install import OPERATOR_NAMESPACE, install_manifests
+from mpioperator.testing.install import OPERATOR_NAMESPACE, REPO, install_manifests
 from mpioperator.testing.operator import OperatorProcess
 from test.conftest import _start
 
@@ -146,3 +146,21 @@ def kueue_operator(
 ) -> Iterator[OperatorProcess]:
     """The operator on the Kueue cluster, started once Kueue's webhooks are in place."""
     yield from _run_operator(kueue_cluster, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def exec_agent_cluster() -> Iterator[LocalCluster]:
+    """The full tier with 2 kwok nodes and the exec-agent install (the standalone one with its component):
+    a cluster of its own, since its operator runs with --exec-agent and would fight the session's."""
+    cluster = _start(LocalCluster("full", nodes=2))
+    install_manifests(cluster, REPO / "manifests" / "overlays" / "exec-agent")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def exec_agent_operator(
+    exec_agent_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    """The operator with --exec-agent, with the rights of the manifests and the exec-agent component."""
+    yield from _run_operator(exec_agent_cluster, tmp_path_factory, "--exec-agent")

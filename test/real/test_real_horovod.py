@@ -14,8 +14,8 @@ from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.jobs import Job
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.ranks import ranks_by_host
-from mpioperator.testing.wait import WaitTimeout, wait_for
-from test.real.test_real_mpijobs import diagnosis, launcher_log, run_to_success
+from mpioperator.testing.wait import WaitTimeout, wait_for, wait_while_progressing
+from test.real.test_real_mpijobs import diagnosis, launcher_log
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "v2beta1"
@@ -25,6 +25,10 @@ RANK_ENV = re.compile(r"^rank (\d+) env NCCL_DEBUG=(\S+)$", re.MULTILINE)
 IMAGES_PER_SEC = re.compile(r"^images/sec: (\d+\.\d+) total on (\d+) ranks", re.MULTILINE)
 ELASTIC_EPOCH = re.compile(r"^\[0\]<stdout>:epoch (\d+) size (\d+) loss (\d+\.\d+)$", re.MULTILINE)
 ELASTIC_TIMEOUT = 270.0
+# Training on 2 shared cores runs as fast as whatever else the machine does lets it: a run is waited for
+# as long as its pods or its launcher's log keep changing, and fails once nothing has moved for this long.
+TRAINING_IDLE_TIMEOUT = 240.0
+TRAINING_LIMIT = 1500.0
 
 
 @pytest.fixture
@@ -40,11 +44,34 @@ def apply_example(cluster: LocalCluster, namespace: str, relative: str) -> Job:
     return Job(cluster, namespace, name)
 
 
+def train_to_success(job: Job) -> None:
+    """Waits for the job to finish while it makes progress (a pod's phase, a condition, a new log line)
+    and checks it Succeeded."""
+
+    def progress() -> tuple[str, str]:
+        pods = " ".join(f"{p['metadata']['name']}={p.get('status', {}).get('phase')}" for p in job.pods())
+        log = job.cluster.kubectl("-n", job.ns, "logs", f"job/{job.name}-launcher", check=False).stdout
+        return pods, log
+
+    try:
+        finished = wait_while_progressing(
+            lambda: job.condition("Succeeded") or job.condition("Failed"),
+            progress,
+            idle_timeout=TRAINING_IDLE_TIMEOUT,
+            limit=TRAINING_LIMIT,
+            what=f"{job.name} to finish",
+        )
+    except WaitTimeout as timeout:
+        raise AssertionError(f"{timeout}\n{diagnosis(job)}") from None
+    assert finished is not None
+    assert finished["type"] == "Succeeded", f"{job.name} failed: {finished}\n{diagnosis(job)}"
+
+
 def run_example_on_two_workers(cluster: LocalCluster, namespace: str, relative: str) -> tuple[Job, str]:
-    """Applies an example, runs it to Succeeded and checks it ran one rank on each of its two workers;
+    """Applies an example, trains it to Succeeded and checks it ran one rank on each of its two workers;
     the job and its launcher's log."""
     job = apply_example(cluster, namespace, relative)
-    run_to_success(job)
+    train_to_success(job)
     log = launcher_log(cluster, namespace, job.name)
     print(log)  # the launcher's log, for a person reading the run (pytest -rP)
     assert ranks_by_host(log) == {f"{job.name}-worker-0": [0], f"{job.name}-worker-1": [1]}, log
@@ -88,7 +115,9 @@ def test_t9k_recipe_example_trains_and_every_rank_sees_the_worker_templates_nccl
     assert "--mca pml ob1" in line and "--mca btl ^openib" in line, line
     assert sorted(RANK_ENV.findall(log)) == [("0", "INFO"), ("1", "INFO")], log
     found = START_END.search(log)
-    assert found and float(found.group(2)) < float(found.group(1)), log
+    assert found, log
+    # The same ten epochs as the Keras example: the loss at least halves.
+    assert float(found.group(2)) < float(found.group(1)) / 2, log
 
 
 class ElasticRun:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from mpioperator.api import restarts
+from mpioperator.api.extensions import WAIT_FOR_SSH_PORT
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.jobs import Job
 from mpioperator.testing.operator import OperatorProcess
@@ -148,10 +149,12 @@ def test_a_running_job_whose_worker_template_is_edited_restarts_and_succeeds_on_
     body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["args"] = [
         *("mpirun", "-n", "2", "sh", "-c", wait_then_pi)
     ]
-    # The new attempt's launcher may meet a worker name that still resolves to the old attempt's pod for a
-    # moment (ssh exit 255); a retry in place covers that, and is not what this test is about.
-    body["spec"]["runPolicy"]["backoffLimit"] = 2
+    # No retry in place: a launcher of the new attempt that failed (a worker name still resolving to the
+    # old attempt's pod, sshd not up yet) would fail the job here instead of being hidden by a retry. The
+    # launcher waits for its hosts, so it starts only once the new attempt's workers answer.
+    body["spec"]["runPolicy"]["backoffLimit"] = 0
     body["metadata"]["annotations"] = {
+        WAIT_FOR_SSH_PORT: "2222",
         "mpioperator.io/roll-workers-on-template-change": "true",
         restarts.RESTART_POLICY: restarts.ON_WORKER_FAILURE,
         restarts.MAX_RESTARTS: "1",

@@ -16,6 +16,7 @@ from mpioperator.api import constants as api
 from mpioperator.api.defaults import set_defaults
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.validation import validate_mpijob
+from mpioperator.cli import yamlread
 from mpioperator.cli.convert import ffffaraway, t9k
 from mpioperator.cli.convert.common import Conversion, ConversionError
 
@@ -52,7 +53,9 @@ def convert(doc: Any, ssh_auth_mount_path: str | None = None) -> Conversion:
 def convert_text(text: str, ssh_auth_mount_path: str | None = None) -> list[Conversion]:
     """Every document of a YAML stream converted; the first that cannot be stops it, named by position."""
     try:
-        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+        documents = yamlread.load_all(text)
+    except yamlread.YamlTooCostly as exc:
+        raise ConversionError(f"YAML refused: {exc}") from None
     except yaml.YAMLError as exc:
         raise ConversionError(f"not valid YAML: {str(exc).splitlines()[0]}") from None
     if not documents:

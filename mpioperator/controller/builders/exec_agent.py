@@ -10,7 +10,7 @@ so the user's image needs nothing but `/bin/sh`.
 
 from __future__ import annotations
 
-from mpioperator.api import accessors
+from mpioperator.api import accessors, extensions
 from mpioperator.api import constants as api
 from mpioperator.api.names import launcher_name
 from mpioperator.api.objects import Obj
@@ -18,9 +18,12 @@ from mpioperator.api.ownership import child_metadata
 from mpioperator.controller.builders.podspec import Decorator, add_env, add_volume
 
 AGENT_VOLUME = "mpi-exec-agent"
-AGENT_DIR = "/opt/mpioperator-exec"
+AGENT_DIR = extensions.EXEC_AGENT_DIR
 AGENT = f"{AGENT_DIR}/kubexec.sh"
 DELIVERY_CONTAINER = "kubectl-delivery"
+# The delivery's user when the launcher must not run as root and names no user of its own: the
+# conventional "nonroot" uid, the operator image's.
+DELIVERY_USER = 65532
 # Which container of a worker pod the agent execs into: the worker template's first (the main one).
 CONTAINER_ENV = "MPIOPERATOR_EXEC_CONTAINER"
 
@@ -113,13 +116,33 @@ def decorate_launcher(job: Obj, template: Obj, image: str) -> None:
         "args": [AGENT_DIR],
         "volumeMounts": [{"name": AGENT_VOLUME, "mountPath": AGENT_DIR}],
     }
-    # As the launcher's own user, so the files it copies are that user's to run (the emptyDir is not
-    # world-writable for a non-root launcher otherwise).
-    security = container.get("securityContext") or {}
-    if "runAsUser" in security:
-        delivery["securityContext"] = {"runAsUser": security["runAsUser"]}
+    delivery["securityContext"] = delivery_security(spec, container)
     spec["initContainers"] = [*(spec.get("initContainers") or []), delivery]
     add_env(container, *agent_env(job))
+
+
+def delivery_security(spec: Obj, launcher: Obj) -> Obj:
+    """The delivery container's securityContext: what Pod Security's `restricted` level asks of every
+    container, always (a copy needs no privilege, capability or system call beyond the runtime's
+    default), and the launcher's user, so the copied files are that user's to run. A launcher asked to
+    run as non-root is matched: the delivery image's own user is root, so without a uid of the launcher's
+    it runs as DELIVERY_USER (the files stay readable and executable by every user)."""
+    pod = spec.get("securityContext") or {}
+    own = launcher.get("securityContext") or {}
+    security: Obj = {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    user = own.get("runAsUser", pod.get("runAsUser"))
+    if user is not None:
+        security["runAsUser"] = user
+    if "runAsGroup" in own:
+        security["runAsGroup"] = own["runAsGroup"]
+    if own.get("runAsNonRoot", pod.get("runAsNonRoot")) is True:
+        security["runAsNonRoot"] = True
+        security.setdefault("runAsUser", DELIVERY_USER)
+    return security
 
 
 def with_exec_agent(decorate: Decorator | None, job: Obj, image: str) -> Decorator:

@@ -7,7 +7,7 @@ Adding an image is one entry here (and its Dockerfile under images/); docs/devel
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,6 +109,33 @@ def by_name(name: str) -> Image:
         if image.name == name:
             return image
     raise KeyError(name)
+
+
+# What the demo runs: the sandbox image, the operator's Deployment and the pi examples it applies or
+# suggests. A first demo then builds none of the training images (Horovod alone compiles for minutes).
+DEMO_IMAGES = (
+    "registry.k8s.io/pause:3.10",
+    OPERATOR,
+    "mpioperator/mpi-pi:openmpi",
+    "mpioperator/mpi-pi:mpich",
+    "mpioperator/mpi-pi:intel",
+)
+
+
+def selection(wanted: Iterable[str] | None, catalog: tuple[Image, ...] = CATALOG) -> tuple[Image, ...]:
+    """The entries to build for `wanted` (every entry when None): those named and the images they are
+    built FROM, in catalog order. An unknown name raises KeyError, so a typo is not a silent no-op."""
+    if wanted is None:
+        return catalog
+    entries = {image.name: image for image in catalog}
+    needed: set[str] = set()
+    for name in wanted:
+        if name not in entries:
+            raise KeyError(f"no image {name!r} in the catalog")
+        while name in entries and name not in needed:
+            needed.add(name)
+            name = entries[name].base
+    return tuple(image for image in catalog if image.name in needed)
 
 
 def order_problems(catalog: tuple[Image, ...] = CATALOG) -> list[str]:

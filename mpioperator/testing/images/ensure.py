@@ -17,7 +17,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -164,8 +164,9 @@ def pip_trust(work: Path) -> Iterator[list[str]]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def build_images(env: BuildEnv) -> dict[str, str]:
-    """Every catalog image in order, each built only when its key changed; returns name -> image ID."""
+def build_images(env: BuildEnv, wanted: Collection[str] | None = None) -> dict[str, str]:
+    """The catalog images `wanted` (all when None) and their bases, in order, each built only when its key
+    changed; returns name -> image ID."""
     work = env.root / "work"
     work.mkdir(exist_ok=True)
     keys = env.keys()
@@ -191,7 +192,7 @@ def build_images(env: BuildEnv) -> dict[str, str]:
             env.buildah.prune()
     ids[catalog.BASE] = base_id
     with pip_trust(work) as volumes:
-        for image in catalog.CATALOG:
+        for image in catalog.selection(wanted):
             context = staging.build_context(image)
             key = image_key(image, ids[image.base], context)
             image_id = cached(image.name, key)
@@ -241,6 +242,8 @@ def push_images(env: BuildEnv, ids: dict[str, str], registry: str) -> list[str]:
     """Pushes each pushable image whose ID the registry does not hold under its name; returns those."""
     pushed = []
     for image in catalog.CATALOG:
+        if image.name not in ids:
+            continue
         if image.push and registry_config_digest(registry, image.name) != f"sha256:{ids[image.name]}":
             env.say(f"pushing {image.name} to {registry}")
             env.buildah.push(image.name, registry)
@@ -248,18 +251,18 @@ def push_images(env: BuildEnv, ids: dict[str, str], registry: str) -> list[str]:
     return pushed
 
 
-def build_all() -> tuple[BuildEnv, dict[str, str]]:
+def build_all(wanted: Collection[str] | None = None) -> tuple[BuildEnv, dict[str, str]]:
     check_host()
     with locked():
         env = build_env()
         started = time.monotonic()
         with progress(env):
-            ids = build_images(env)
+            ids = build_images(env, wanted)
         env.say(f"{len(ids)} images built or cached in {time.monotonic() - started:.1f} s")
         return env, ids
 
 
-def ensure_images(registry: str) -> list[str]:
+def ensure_images(registry: str, wanted: Collection[str] | None = None) -> list[str]:
     """Build what is missing, push what the registry at `registry` (host:port) lacks.
 
     Returns the pushed images' names as pods use them (`mpioperator/mpi-pi:openmpi`,
@@ -271,11 +274,11 @@ def ensure_images(registry: str) -> list[str]:
         env = build_env()
         started = time.monotonic()
         with progress(env):
-            ids = build_images(env)
+            ids = build_images(env, wanted)
             built = time.monotonic() - started
             pushed = push_images(env, ids, registry)
         env.say(
             f"{len(ids)} images ready in {built:.1f} s; pushed {len(pushed)} to {registry} "
             f"in {time.monotonic() - started - built:.1f} s"
         )
-    return [image.name for image in catalog.CATALOG if image.push]
+    return [image.name for image in catalog.CATALOG if image.push and image.name in ids]

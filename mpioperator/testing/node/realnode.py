@@ -14,6 +14,7 @@ import shutil
 import sys
 import time
 import urllib.request
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -83,6 +84,7 @@ class RealNode:
         node_name: str = NODE_NAME,
         registry_storage: Path | None = None,
         lock_timeout: float = 900.0,
+        images: Collection[str] | None = None,
     ) -> None:
         self.network = network or NodeNetwork.from_env()
         self.name = node_name
@@ -93,6 +95,8 @@ class RealNode:
         self.certs: NodeCertificates | None = None
         self.registry_address = ""
         self.kubelet_port = 0
+        # The catalog images this node's registry gets (and their bases); None: the whole catalog.
+        self._wanted_images = images
         self.images: list[str] = []
         self._procs: list[ManagedProcess] = []
         self._registry: LocalRegistry | None = None
@@ -168,7 +172,7 @@ class RealNode:
         )
         self._registry.start()
         self.registry_address = self._registry.address
-        self.images = ensure_images(self.registry_address)
+        self.images = ensure_images(self.registry_address, self._wanted_images)
 
     def _start_containerd(self, cluster: LocalCluster, layout: NodeLayout) -> None:
         layout.containerd_config.write_text(config.containerd_config(layout))

@@ -160,3 +160,33 @@ async def test_probes_write_no_access_log(caplog: pytest.LogCaptureFixture) -> N
         await server.stop()
     assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
     assert [record.getMessage() for record in caplog.records if record.name.startswith("aiohttp")] == []
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n",
+        b"GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n",
+        b"GET /" + b"a" * (64 * 1024 + 1) + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+    ],
+    ids=["bad header", "bad version", "line too long"],
+)
+async def test_a_bad_request_is_logged_as_one_warning_line_without_a_traceback(
+    garbage: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    server, _ = _server()
+    server.add_health_check("ping", lambda: None)
+    await server.start()
+    try:
+        with caplog.at_level(logging.DEBUG):
+            await _exchange("127.0.0.1", server.port, garbage)
+            after = await _exchange(
+                "127.0.0.1", server.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            )
+    finally:
+        await server.stop()
+    assert after.startswith(b"HTTP/1.1 200 OK\r\n")
+    records = [r for r in caplog.records if r.name.startswith(("aiohttp", "mpioperator"))]
+    assert [(r.levelname, r.exc_info is not None) for r in records] == [("WARNING", False)]
+    line = records[0].getMessage()
+    assert "\n" not in line and "127.0.0.1" in line and "bad request" in line

@@ -170,8 +170,10 @@ def test_real_sockets_a_port_that_starts_listening_while_it_waits(tmp_path: Path
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     rounds: list[int] = []
     opened = threading.Event()
+    clock = Clock()  # time as the waiter sees it: a host not reached is due again only once it has passed
 
-    def sleep(_: float) -> None:
+    def sleep(seconds: float) -> None:
+        clock.sleep(seconds)
         rounds.append(1)
         if len(rounds) == 3:
             server.bind(("127.0.0.1", free_port))
@@ -186,6 +188,7 @@ def test_real_sockets_a_port_that_starts_listening_while_it_waits(tmp_path: Path
                 "--deadline-seconds=600",
             ],
             waiter_for=lambda names, port: Waiter(names, port, "not-this-host"),
+            monotonic=clock.monotonic,
             sleep=sleep,
             termination_log=str(tmp_path / "log"),
         )

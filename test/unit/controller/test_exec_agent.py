@@ -114,7 +114,12 @@ def test_the_launcher_runs_as_the_jobs_account_with_the_agent_delivered_into_an_
     assert delivery["image"] == IMAGE
     assert delivery["args"] == [exec_agent.AGENT_DIR]
     assert delivery["volumeMounts"] == [{"name": exec_agent.AGENT_VOLUME, "mountPath": exec_agent.AGENT_DIR}]
-    assert delivery["securityContext"] == {"runAsUser": 1000}
+    assert delivery["securityContext"] == {
+        "runAsUser": 1000,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
     mounts = spec["containers"][0]["volumeMounts"]
     assert {"name": exec_agent.AGENT_VOLUME, "mountPath": exec_agent.AGENT_DIR} in mounts
 

@@ -12,7 +12,7 @@ from mpioperator.testing import components
 from mpioperator.testing.binaries import Binaries
 from mpioperator.testing.nodes import NodeShape, fake_node, node_ready
 from mpioperator.testing.simulation import EXIT_CODE, RUN_FOR, outcome
-from mpioperator.testing.wait import ProbeAborted, WaitTimeout, wait_for
+from mpioperator.testing.wait import ProbeAborted, WaitTimeout, wait_for, wait_while_progressing
 
 BINS = Binaries(Path("/bin-dir"))
 LAYOUT = components.Layout(Path("/work"))
@@ -146,3 +146,62 @@ def test_wait_for_stops_at_once_when_the_probe_aborts() -> None:
     with pytest.raises(ProbeAborted):
         wait_for(probe, timeout=60, what="never")
     assert len(calls) == 1
+
+
+class _SteppedClock:
+    """Time that moves only when the waiter sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_waiting_while_progressing_outlasts_the_idle_timeout_as_long_as_progress_moves() -> None:
+    clock = _SteppedClock()
+    # Done at t=100, progress moving every 10 s: ten idle timeouts of 15 s pass on the way.
+    result = wait_while_progressing(
+        lambda: clock.now >= 100 and "done",
+        lambda: int(clock.now // 10),
+        idle_timeout=15,
+        limit=1000,
+        interval=1,
+        what="the job",
+        clock=clock,
+        sleep=clock.sleep,
+    )
+    assert result == "done" and clock.now == 100
+
+
+def test_waiting_while_progressing_gives_up_once_progress_stalls() -> None:
+    clock = _SteppedClock()
+    with pytest.raises(WaitTimeout, match=r"no progress for 15s \(after 45s in all\)"):
+        wait_while_progressing(
+            lambda: False,
+            lambda: min(int(clock.now // 10), 3),  # moves until t=30, then stalls
+            idle_timeout=15,
+            limit=1000,
+            interval=1,
+            what="the job",
+            clock=clock,
+            sleep=clock.sleep,
+        )
+
+
+def test_waiting_while_progressing_stops_at_the_overall_limit() -> None:
+    clock = _SteppedClock()
+    with pytest.raises(WaitTimeout, match=r"after 50s, still progressing"):
+        wait_while_progressing(
+            lambda: False,
+            lambda: clock.now,
+            idle_timeout=15,
+            limit=50,
+            interval=1,
+            what="the job",
+            clock=clock,
+            sleep=clock.sleep,
+        )

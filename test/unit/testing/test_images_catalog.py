@@ -3,6 +3,7 @@ image's key changes exactly when something it is built from does."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -212,3 +213,22 @@ def test_versions_file_pins_the_registry_intel_mpi_and_an_mpich_without_the_fina
     major, minor = (int(part) for part in versions["MPICH_VERSION"].split(".")[:2])
     assert (major, minor) >= (4, 2)
     assert parse_versions("# c\nA='x'\n\nB = y\n") == {"A": "x", "B": "y"}
+
+
+def test_a_selection_builds_the_named_images_and_what_they_are_built_from_in_catalog_order() -> None:
+    chosen = [image.name for image in catalog.selection(["mpioperator/mpi-pi:openmpi"])]
+    assert chosen == ["mpioperator/openmpi", "mpioperator/mpi-pi:openmpi"]
+    everything = catalog.selection(None)
+    assert everything == catalog.CATALOG
+    with pytest.raises(KeyError, match="mpioperator/no-such-image"):
+        catalog.selection(["mpioperator/no-such-image"])
+
+
+def test_the_demo_builds_the_images_its_deployment_and_pi_examples_pull_and_no_training_image() -> None:
+    chosen = {image.name for image in catalog.selection(catalog.DEMO_IMAGES)}
+    pulled = {catalog.OPERATOR, "registry.k8s.io/pause:3.10"}
+    for example in (REPO_ROOT / "examples/v2beta1/pi").glob("pi*.yaml"):
+        pulled |= set(re.findall(r"image: (\S+)", example.read_text()))
+    assert pulled <= chosen
+    assert "mpioperator/horovod:0.28.1-tf2.15" not in chosen
+    assert "mpioperator/random-walk" not in chosen
