@@ -287,6 +287,14 @@ def extension_status() -> Schema:
             "Whole-job restarts done so far (mpioperator.io/restart-policy); the running attempt's number.",
             count,
         ),
+        "restartDelaySeconds": desc(
+            "The back-off before the current attempt (mpioperator.io/restart-policy), in seconds.",
+            count,
+        ),
+        "nextAttemptTime": desc(
+            "The earliest time the current attempt's pods are made, after a whole-job restart's back-off.",
+            {"type": "string", "format": "date-time"},
+        ),
         "unhealthyPods": desc(
             "Up to 10 pods that cannot start or keep crashing, launcher first, then workers by index.",
             {

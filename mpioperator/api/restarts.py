@@ -5,6 +5,10 @@ MPI cannot lose a rank, so a failed or evicted worker ends the job under upstrea
 `mpioperator.io/max-restarts` times. The number of restarts done lives in `status.restarts` (in the API
 server, so a new leader continues the count), and every child of an attempt carries it as the label
 `mpioperator.io/attempt`, so a pod of an earlier attempt is never taken for one of the current attempt.
+
+Attempts are spaced by an exponential back-off (`mpioperator.io/restart-backoff-seconds` the first wait,
+doubling with each quick restart up to MAX_BACKOFF_SECONDS), and an operator flag caps `max-restarts`:
+a worker that exits at once would otherwise cost a whole attempt's writes every few seconds, for ever.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ PREFIX = "mpioperator.io/"
 RESTART_POLICY = f"{PREFIX}restart-policy"
 MAX_RESTARTS = f"{PREFIX}max-restarts"
 ATTEMPT_LABEL = f"{PREFIX}attempt"
+RESTART_BACKOFF = f"{PREFIX}restart-backoff-seconds"
 
 NEVER = "Never"
 ON_WORKER_FAILURE = "OnWorkerFailure"
@@ -28,6 +33,15 @@ DEFAULT_MAX_RESTARTS = 3
 # An int32, as status counts are; far beyond any sensible number of restarts.
 MAX_MAX_RESTARTS = 2**31 - 1
 _DIGITS = re.compile(r"[0-9]{1,10}")
+# The operator's --max-restarts-cap by default: what a job may ask for unless the administrator says more.
+DEFAULT_MAX_RESTARTS_CAP = 100
+
+# The wait before a restart's new attempt: the annotation's (or the default) first, doubled with each
+# restart whose attempt failed within RESET_AFTER_SECONDS of starting, never above the cap. An attempt
+# that ran that long failed for a reason of its own, so its restart waits the first wait again.
+DEFAULT_BACKOFF_SECONDS = 10
+MAX_BACKOFF_SECONDS = 300
+RESET_AFTER_SECONDS = 600
 
 
 def _annotations(job: Obj) -> dict[str, str]:
@@ -62,6 +76,31 @@ def max_restarts(job: Obj) -> int:
     value = _annotations(job).get(MAX_RESTARTS)
     parsed = None if value is None else _count(value)
     return DEFAULT_MAX_RESTARTS if parsed is None else parsed
+
+
+def backoff_seconds(job: Obj) -> int:
+    """The first wait between attempts: the annotation's when it is a count in bounds (validation reports
+    any other value), else the default."""
+    value = _annotations(job).get(RESTART_BACKOFF)
+    parsed = None if value is None else _count(value)
+    if parsed is None or not 1 <= parsed <= MAX_BACKOFF_SECONDS:
+        return DEFAULT_BACKOFF_SECONDS
+    return parsed
+
+
+def next_delay(job: Obj, previous: int | None, quick: bool) -> int:
+    """The wait before the next attempt, given the wait before the failed one (None for the first
+    restart) and whether that attempt failed quickly (within RESET_AFTER_SECONDS of its start)."""
+    first = backoff_seconds(job)
+    if previous is None or previous <= 0 or not quick:
+        return first
+    return max(first, min(MAX_BACKOFF_SECONDS, previous * 2))
+
+
+def restart_delay(status: Obj) -> int | None:
+    """The wait before the current attempt, from the status (None before the first back-off)."""
+    value = status.get("restartDelaySeconds")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def restarts(status: Obj) -> int:
@@ -112,4 +151,29 @@ def validate_restarts(job: Obj) -> list[FieldError]:
                 f"must be a whole number, at most {MAX_MAX_RESTARTS}",
             )
         )
+    backoff = annotations.get(RESTART_BACKOFF)
+    if backoff is not None and not 1 <= (_count(backoff) or 0) <= MAX_BACKOFF_SECONDS:
+        errors.append(
+            invalid(
+                path.format(RESTART_BACKOFF),
+                JSONString(backoff),
+                f"must be a whole number of seconds from 1 to {MAX_BACKOFF_SECONDS}",
+            )
+        )
     return errors
+
+
+def validate_cap(job: Obj, cap: int) -> list[FieldError]:
+    """`max-restarts` above what the operator allows (--max-restarts-cap): each restart costs a whole
+    attempt's writes, so an administrator bounds how many one job may make."""
+    limit = _annotations(job).get(MAX_RESTARTS)
+    count = None if limit is None else _count(limit)
+    if limit is None or count is None or count <= cap:
+        return []
+    return [
+        invalid(
+            f"metadata.annotations[{MAX_RESTARTS}]",
+            JSONString(limit),
+            f"must be at most {cap} (the operator's --max-restarts-cap)",
+        )
+    ]

@@ -80,6 +80,7 @@ def controller_settings(options: opts.Options) -> ControllerSettings:
         exec_agent_image=options.kubectl_delivery_image if options.exec_agent else None,
         host_waiter_image=options.host_waiter_image,
         max_worker_replicas=options.max_worker_replicas,
+        max_restarts_cap=options.max_restarts_cap,
     )
 
 
@@ -99,8 +100,19 @@ async def run(
         _install_signal_handlers(stop)
     metrics = JobMetrics(registry)
     client = client or make_client(options)
+    # Liveness answers from the start: the checks below may take a while (a review per right and
+    # namespace with --exec-agent), and a kubelet that sees no answer restarts the pod before they end.
+    # Readiness says not yet until they have passed.
+    server = HealthServer(port=options.health_port, registry=registry, serve_metrics=False)
+    checked = asyncio.Event()
+    server.add_ready_check(
+        "startup-checks", lambda: None if checked.is_set() else "the start-up checks have not passed yet"
+    )
     try:
+        await server.start()
+        log.info("serving health checks", port=server.port)
         await check_cluster(client, options)
+        checked.set()
         clock = RealClock()
         controller = MPIJobController(
             client,
@@ -109,7 +121,6 @@ async def run(
             clock=clock,
         )
         registry.register(JobStateCollector(controller.cached_mpijobs, clock.utcnow))
-        server = HealthServer(port=options.health_port, registry=registry, serve_metrics=False)
         metrics_server = None
         if options.monitoring_port:
             metrics_server = HealthServer(port=options.monitoring_port, registry=registry, serve_metrics=True)
@@ -160,7 +171,6 @@ async def run(
             server.add_ready_check(
                 "informers-synced", lambda: controller.ready_check() if elector.is_leader else None
             )
-            await server.start()
             election = asyncio.ensure_future(elector.run(lead))
             stopper = asyncio.ensure_future(stop.wait())
             await asyncio.wait({election, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -179,14 +189,13 @@ async def run(
                 raise exc
         else:
             server.add_ready_check("informers-synced", controller.ready_check)
-            await server.start()
             await lead()
-        await server.stop()
         if metrics_server is not None:
             await metrics_server.stop()
         log.info("stopped")
         return 0
     finally:
+        await server.stop()
         await client.close()
 
 

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 from mpioperator.api.extensions import MAX_SECONDS
+from mpioperator.api.restarts import DEFAULT_MAX_RESTARTS_CAP, MAX_MAX_RESTARTS
 from mpioperator.controller.builders.configmap import max_worker_replicas, worker_replicas_ceiling
 from mpioperator.controller.builders.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
 from mpioperator.kube.protoapi import PROTOBUF
@@ -46,6 +47,7 @@ class Options:
     controller_queue_burst: int = 100
     cluster_domain: str = ""
     worker_startup_deadline_seconds: int = 0
+    max_restarts_cap: int = DEFAULT_MAX_RESTARTS_CAP
     exec_agent: bool = False
     kubectl_delivery_image: str = DEFAULT_KUBECTL_DELIVERY_IMAGE
     host_waiter_image: str = DEFAULT_HOST_WAITER_IMAGE
@@ -151,6 +153,14 @@ def build_parser() -> argparse.ArgumentParser:
         "ConfigMap fits the API server's 1 MiB with --cluster-domain; at most the CRD's maximum, "
         f"{worker_replicas_ceiling()})",
     )
+    _flag(
+        parser,
+        "max-restarts-cap",
+        type=int,
+        default=DEFAULT_MAX_RESTARTS_CAP,
+        help="the most whole-job restarts a job may ask for (mpioperator.io/max-restarts); a job asking "
+        "for more gets the Invalid condition",
+    )
     _bool_flag(
         parser,
         "exec-agent",
@@ -222,6 +232,7 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
         controller_queue_burst=ns.controller_queue_burst,
         cluster_domain=ns.cluster_domain,
         worker_startup_deadline_seconds=ns.worker_startup_deadline_seconds,
+        max_restarts_cap=ns.max_restarts_cap,
         exec_agent=ns.exec_agent,
         kubectl_delivery_image=ns.kubectl_delivery_image,
         host_waiter_image=ns.wait_for_hosts_image,
@@ -269,6 +280,8 @@ def validate(options: Options) -> None:
             "worker-startup-deadline-seconds",
             f"{options.worker_startup_deadline_seconds} (must be 0-{MAX_SECONDS})",
         )
+    if not 0 <= options.max_restarts_cap <= MAX_MAX_RESTARTS:
+        fail("max-restarts-cap", f"{options.max_restarts_cap} (must be 0-{MAX_MAX_RESTARTS})")
     if options.exec_agent and not options.kubectl_delivery_image.strip():
         fail("kubectl-delivery-image", "must name an image when --exec-agent is on")
     if not options.host_waiter_image.strip():

@@ -80,8 +80,10 @@ def set_extensions(builder: MPIJobBuilder, args: argparse.Namespace) -> None:
         builder.launch_agent(args.launch_agent)
     if args.wait_for_ssh_port is not None:
         builder.wait_for_ssh_port(args.wait_for_ssh_port)
-    if args.restart_policy or args.max_restarts is not None:
-        builder.restart_whole_job(args.restart_policy or restarts.ON_WORKER_FAILURE, args.max_restarts)
+    if args.restart_policy or args.max_restarts is not None or args.restart_backoff_seconds is not None:
+        builder.restart_whole_job(
+            args.restart_policy or restarts.ON_WORKER_FAILURE, args.max_restarts, args.restart_backoff_seconds
+        )
     if args.debug or args.debug_command or args.debug_worker_command or args.debug_skip_init_containers:
         builder.debug_mode(
             True,

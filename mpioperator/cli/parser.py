@@ -120,6 +120,7 @@ EXTENSION_FLAGS = {
     "wait_for_ssh_port": "--wait-for-ssh-port",
     "restart_policy": "--restart-policy",
     "max_restarts": "--max-restarts",
+    "restart_backoff_seconds": "--restart-backoff-seconds",
     "debug": "--debug",
     "debug_command": "--debug-command",
     "debug_worker_command": "--debug-worker-command",
@@ -168,6 +169,13 @@ def _extension_flags(submit: argparse.ArgumentParser) -> None:
         type=_non_negative,
         metavar="N",
         help=f"at most this many whole-job restarts (default {restarts.DEFAULT_MAX_RESTARTS})",
+    )
+    group.add_argument(
+        "--restart-backoff-seconds",
+        type=_positive,
+        metavar="S",
+        help=f"the first wait before a restart's new attempt, doubling up to {restarts.MAX_BACKOFF_SECONDS}s "
+        f"(default {restarts.DEFAULT_BACKOFF_SECONDS})",
     )
     group.add_argument(
         "--debug", action="store_true", help="debug mode: the launcher waits, run mpirun by hand"

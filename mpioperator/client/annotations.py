@@ -38,14 +38,20 @@ class AnnotationSetters:
         return self
 
     def restart_whole_job(
-        self, policy: str = restarts.ON_WORKER_FAILURE, max_restarts: int | None = None
+        self,
+        policy: str = restarts.ON_WORKER_FAILURE,
+        max_restarts: int | None = None,
+        backoff_seconds: int | None = None,
     ) -> Self:
         """Restart the whole job (every pod made anew) when a worker fails or is evicted ("OnWorkerFailure"),
         or also when the launcher fails ("OnFailure"), at most `max_restarts` times (the operator's default
-        when None); "Never" is upstream's behaviour."""
+        when None), the first new attempt `backoff_seconds` after the failure (10 when None), doubling for
+        each quick failure up to 5 minutes; "Never" is upstream's behaviour."""
         self._annotations[restarts.RESTART_POLICY] = policy
         if max_restarts is not None:
             self._annotations[restarts.MAX_RESTARTS] = str(max_restarts)
+        if backoff_seconds is not None:
+            self._annotations[restarts.RESTART_BACKOFF] = str(backoff_seconds)
         return self
 
     def wait_for_ssh_port(self, port: int) -> Self:

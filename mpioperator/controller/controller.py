@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from mpioperator.api.restarts import DEFAULT_MAX_RESTARTS_CAP
 from mpioperator.cache.factory import SharedInformerFactory
 from mpioperator.cache.informer import SharedInformer
 from mpioperator.cache.keys import DeletedFinalStateUnknown, deleted_object, split_key
@@ -79,6 +80,8 @@ class ControllerSettings:
     # --max-worker-replicas: a job with more workers is Invalid (docs/extensions.md). This default is the
     # flag's without a cluster domain; the operator passes the flag's value.
     max_worker_replicas: int = max_worker_replicas()
+    # --max-restarts-cap: the most mpioperator.io/max-restarts a job may ask for.
+    max_restarts_cap: int = DEFAULT_MAX_RESTARTS_CAP
     # Child events and the echoes of our own status writes wait this long, so the events of one job's
     # pods starting one after another become one sync and one status write instead of one each
     # (decisions-local L6). Spec changes do not wait.
@@ -170,6 +173,7 @@ class MPIJobController:
                 exec_agent_image=settings.exec_agent_image,
                 host_waiter_image=settings.host_waiter_image,
                 max_worker_replicas=settings.max_worker_replicas,
+                max_restarts_cap=settings.max_restarts_cap,
             ),
             backend=self.backend,
         )

@@ -6,7 +6,10 @@
    cached resourceVersion and no retry over a newer object, so two leaders that saw the same failure
    count it once; its event is recorded only by the sync whose write went through. Then the attempt's
    children go.
-3. `clear_earlier`: every sync of an opted-in job deletes what is left of earlier attempts (labelled
+3. `waiting`: nothing of the new attempt is made before `status.nextAttemptTime`, which the restart set
+   after an exponential back-off (`delay`), so a worker that exits at once does not cost an attempt's
+   writes every few seconds; the sync comes back at that time.
+4. `clear_earlier`: every sync of an opted-in job deletes what is left of earlier attempts (labelled
    with another attempt, or unlabelled when the count is above 0) and reports whether any is still there;
    nothing of the new attempt is made before, so a worker's fixed name never answers for an old pod.
 
@@ -42,6 +45,8 @@ log = structlog.get_logger(__name__)
 
 REASON_RESTARTING = "MPIJobRestarting"
 REASON_RESTARTED = "MPIJobRestarted"
+# Status: the earliest time the current attempt's pods are made (docs/extensions.md).
+NEXT_ATTEMPT_TIME = "nextAttemptTime"
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,8 +154,16 @@ class Restarter:
         )
         status = json_copy(job.get("status") or {})
         status["restarts"] = done
-        # The new attempt starts now, as a resumed job does: the worker start-up deadline counts from here.
-        status["startTime"] = conditions.format_time(now)
+        delay = self.delay(job, now)
+        due = now + dt.timedelta(seconds=delay)
+        # Whole seconds in status: rounded up, so the wait is never shorter than the back-off.
+        due += dt.timedelta(microseconds=(1_000_000 - due.microsecond) % 1_000_000)
+        next_attempt = conditions.format_time(due)
+        status["restartDelaySeconds"] = delay
+        status[NEXT_ATTEMPT_TIME] = next_attempt
+        # The new attempt starts after its back-off, as a resumed job starts at the resume: the worker
+        # start-up deadline counts from there.
+        status["startTime"] = next_attempt
         # Upstream's pairing: Restarting replaces Running, and Running replaces it again once the new
         # attempt runs.
         conditions.set_condition(
@@ -166,10 +179,40 @@ class Restarter:
         except errors.ApiError as exc:
             raise SyncError(f"counting a restart: {exc.server_message}") from exc
         self._recent.remember(target, written)
-        log.info("restarting MPIJob as a whole", job=f"{ns}/{name}", restart=done, why=failure.what)
+        log.info(
+            "restarting MPIJob as a whole",
+            job=f"{ns}/{name}",
+            restart=done,
+            why=failure.what,
+            next_attempt=next_attempt,
+        )
         self._rec.record(job, WARNING, REASON_RESTARTING, message)
         job["status"] = status
         await self.clear_earlier(job)
+
+    @staticmethod
+    def delay(job: Obj, now: dt.datetime) -> int:
+        """Seconds from a restart now to its new attempt: the wait before the failed attempt doubled when
+        that attempt failed within RESET_AFTER_SECONDS of its start, else the first wait."""
+        status = job.get("status") or {}
+        started = conditions.parse_time(status.get("startTime"))
+        quick = started is not None and (now - started).total_seconds() < policy.RESET_AFTER_SECONDS
+        return policy.next_delay(job, policy.restart_delay(status), quick)
+
+    @staticmethod
+    def waiting(job: Obj, now: dt.datetime) -> float | None:
+        """Seconds left before the current attempt may start (None when it may): read from the status, so
+        a new leader keeps to the back-off its predecessor wrote."""
+        if policy.current_attempt(job) == 0:
+            return None
+        try:
+            due = conditions.parse_time((job.get("status") or {}).get(NEXT_ATTEMPT_TIME))
+        except ValueError:
+            return None  # not a time (the CRD's format refuses one): no wait rather than a stuck job
+        if due is None:
+            return None
+        left = (due - now).total_seconds()
+        return left if left > 0 else None
 
     async def clear_earlier(self, job: Obj) -> bool:
         """Delete the children of earlier attempts; True while any of them is still there."""

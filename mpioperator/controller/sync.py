@@ -72,6 +72,8 @@ class SyncSettings:
     # --max-worker-replicas: a job with more workers is Invalid (its hostfile would not fit a ConfigMap).
     # This default is the flag's without a cluster domain; the operator passes the flag's value.
     max_worker_replicas: int = max_worker_replicas()
+    # --max-restarts-cap: the most mpioperator.io/max-restarts a job may ask for.
+    max_restarts_cap: int = restarts.DEFAULT_MAX_RESTARTS_CAP
 
 
 @dataclass(slots=True)
@@ -192,7 +194,11 @@ class JobSyncer:
         return await self._sync_valid(cached, job)
 
     async def _validate(self, cached: Obj, job: Obj) -> bool:
-        problems = validate_mpijob(job) + validate_worker_bound(job, self._settings.max_worker_replicas)
+        problems = (
+            validate_mpijob(job)
+            + validate_worker_bound(job, self._settings.max_worker_replicas)
+            + restarts.validate_cap(job, self._settings.max_restarts_cap)
+        )
         if not problems:
             if conditions.find(job.get("status") or {}, INVALID_CONDITION) is not None:
                 # The user fixed the spec: drop our condition so the job reads like any other.
@@ -251,6 +257,8 @@ class JobSyncer:
                 return SyncResult(requeue_after=RESTART_RECHECK_SECONDS)
             if await self._restarter.clear_earlier(job):
                 return SyncResult(requeue_after=RESTART_RECHECK_SECONDS)
+            if not suspended and (left := self._restarter.waiting(job, now)) is not None:
+                return SyncResult(requeue_after=left)  # the restart's back-off (status.nextAttemptTime)
 
         step = await self._reconcile_children(cached, job, suspended=suspended, now=now)
         launcher = step.launcher

@@ -113,15 +113,18 @@ class KubeClient:
         access = load_configuration(host=host, token=token, ca_file=ca_file, pool_size=pool_size)
         return cls(Transport(access, user_agent), **opts)
 
-    def lane(self, name: str) -> KubeClient:
+    def lane(
+        self, name: str, *, pool_size: int = LANE_POOL_SIZE, limiters: ClientLimiters | None = None
+    ) -> KubeClient:
         """A client with this one's settings and token buckets and connections of its own: what it sends
         never waits for a connection this client's calls hold. With the buckets already one per upstream
         client (`ClientLimiters`: Leases have their own), a lane's call waits for nothing of this
-        client's, as client-go's leader election with its own clientset. `name` says what it is for;
-        closing the lane leaves this client's connections open."""
+        client's, as client-go's leader election with its own clientset. `limiters` gives the lane buckets
+        of its own instead, so its calls neither wait for this client's tokens nor spend them. `name` says
+        what it is for; closing the lane leaves this client's connections open."""
         return KubeClient(
-            self._t.lane(LANE_POOL_SIZE),
-            limiters=self._limiters,
+            self._t.lane(pool_size),
+            limiters=limiters or self._limiters,
             request_timeout=self._timeout,
             metrics=self._metrics,
             protobuf=self._negotiation.enabled,

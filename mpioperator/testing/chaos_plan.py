@@ -120,6 +120,7 @@ class JobPlan:
             body["metadata"]["annotations"] = {
                 restarts.RESTART_POLICY: policy,
                 restarts.MAX_RESTARTS: str(MAX_RESTARTS[self.kind]),
+                restarts.RESTART_BACKOFF: "1",  # the chaos is in the leaders, not in the waits
             }
         return body
 

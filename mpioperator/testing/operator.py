@@ -83,7 +83,8 @@ class OperatorProcess:
     def exited(self) -> bool:
         return self._proc is not None and self._proc.returncode() is not None
 
-    def start(self) -> OperatorProcess:
+    def start(self, timeout: float = 60.0) -> OperatorProcess:
+        """Start the process; returns once /healthz answers 200 (within `timeout` seconds)."""
         namespace, account = self.service_account
         token = service_account_token(self.cluster, namespace, account)
         write_kubeconfig(
@@ -100,7 +101,7 @@ class OperatorProcess:
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
         self._proc = ManagedProcess(self.name, argv, self.log_path, env=env)
         self._proc.start()
-        wait_for(self._healthz, timeout=60, what=f"{self.name} /healthz", done=lambda code: code == 200)
+        wait_for(self._healthz, timeout=timeout, what=f"{self.name} /healthz", done=lambda code: code == 200)
         return self
 
     def _get(self, port: int, path: str) -> tuple[int, str]:

@@ -45,6 +45,7 @@ def _restartable(body: dict[str, Any], max_restarts: int) -> dict[str, Any]:
         # Or the launcher's: a killed worker ends mpirun too, and either may be seen first.
         restarts.RESTART_POLICY: restarts.ON_FAILURE,
         restarts.MAX_RESTARTS: str(max_restarts),
+        restarts.RESTART_BACKOFF: "1",
     }
     return body
 
@@ -157,6 +158,7 @@ def test_a_running_job_whose_worker_template_is_edited_restarts_and_succeeds_on_
         "mpioperator.io/roll-workers-on-template-change": "true",
         restarts.RESTART_POLICY: restarts.ON_WORKER_FAILURE,
         restarts.MAX_RESTARTS: "1",
+        restarts.RESTART_BACKOFF: "1",
     }
     job = Job(real_cluster, ns, "edit").submit(body)
     job.wait_condition("Running", timeout=RUN_TIMEOUT)

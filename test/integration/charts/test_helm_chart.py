@@ -18,6 +18,7 @@ from mpioperator.testing.operator import service_account_token
 from mpioperator.testing.prometheus import install_monitoring_crds
 from mpioperator.testing.rest import RestClient
 from test.integration.manifests.test_rbac import NEEDED, Access, allowed
+from test.unit.manifests.test_operator_probes import PROBES, base_probes
 
 RELEASE_NS = "helm-ops"
 WATCHED = ("helm-team-a", "helm-team-b")
@@ -26,6 +27,7 @@ EVERYTHING: dict[str, Any] = {
     "watchNamespaces": list(WATCHED),
     "gangScheduling": "volcano",
     "threadiness": 8,
+    "maxRestartsCap": 7,
     "kubeApi": {"qps": 7.5, "burst": 1000000, "contentType": "application/json"},
     "controllerQueue": {"rateLimit": 20, "burst": 200},
     "clusterDomain": "cluster.local",
@@ -155,6 +157,7 @@ def test_every_option_reaches_the_operator_as_a_flag_it_parses_back_to_the_value
     parsed = opts.parse(container["args"], environ={})
     assert parsed.namespaces == WATCHED
     assert (parsed.threadiness, parsed.kube_api_qps, parsed.kube_api_burst) == (8, 7.5, 1000000)
+    assert parsed.max_restarts_cap == 7
     assert parsed.kube_api_content_type == "application/json"
     assert (parsed.controller_queue_rate_limit, parsed.controller_queue_burst) == (20, 200)
     assert parsed.gang_scheduling == "volcano"
@@ -175,6 +178,7 @@ def test_every_option_reaches_the_operator_as_a_flag_it_parses_back_to_the_value
     assert defaults.cluster_scoped and defaults.leader_elect and defaults.lock_namespace == RELEASE_NS
     assert not defaults.exec_agent
     assert defaults.max_worker_replicas == opts.Options().max_worker_replicas  # derived, not set
+    assert defaults.max_restarts_cap == 100
 
 
 def test_the_exec_agent_adds_the_kustomize_components_rules_and_only_when_enabled(helm: Helm) -> None:
@@ -264,3 +268,9 @@ def test_a_namespaced_release_grants_the_watched_namespaces_and_nothing_else(
     assert allowed(namespaced_release, lease)
     elsewhere = [in_namespace(a, UNWATCHED) for a in needed if a.namespace]
     assert [str(a) for a in elsewhere if allowed(namespaced_release, a)] == []
+
+
+def test_the_deployments_probes_are_the_kustomize_bases(helm: Helm) -> None:
+    (deployment,) = by_kind(helm.template("probes", RELEASE_NS), "Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert {name: container.get(name) for name in PROBES} == base_probes()

@@ -22,7 +22,11 @@ def _rolling(*, restart: bool, **kwargs: Any) -> Obj:
     body = mpijob(JOB, workers=2, **kwargs)
     annotations = {conveniences.ROLL_WORKERS: "true"}
     if restart:
-        annotations |= {restarts.RESTART_POLICY: "OnWorkerFailure", restarts.MAX_RESTARTS: "2"}
+        annotations |= {
+            restarts.RESTART_POLICY: "OnWorkerFailure",
+            restarts.MAX_RESTARTS: "2",
+            restarts.RESTART_BACKOFF: "1",
+        }
     body["metadata"]["annotations"] = annotations
     return body
 

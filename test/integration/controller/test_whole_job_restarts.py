@@ -4,6 +4,7 @@ garbage collector either: what goes, the operator deletes itself)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from mpioperator.api import restarts
@@ -23,6 +24,8 @@ def _restartable(policy: str = "OnWorkerFailure", max_restarts: int = 2, **kwarg
     body["metadata"]["annotations"] = {
         restarts.RESTART_POLICY: policy,
         restarts.MAX_RESTARTS: str(max_restarts),
+        # The shortest back-off: these tests are about what a restart does, not when.
+        restarts.RESTART_BACKOFF: "1",
     }
     return body
 
@@ -242,3 +245,25 @@ async def test_suspending_a_restartable_job_deletes_its_workers_without_counting
     assert "restarts" not in a.status(JOB)
     await harness.controller.recorder.flush()
     assert "MPIJobRestarting" not in a.event_reasons(JOB)
+
+
+async def test_the_new_attempt_is_made_no_earlier_than_the_next_attempt_time_the_server_keeps(
+    harness: Harness,
+) -> None:
+    a = Actors(harness.cluster, harness.namespace)
+    body = _restartable()
+    body["metadata"]["annotations"][restarts.RESTART_BACKOFF] = "5"
+    async with submitted(a, body):
+        await _attempt_running(a, 0)
+
+        a.set_pod(f"{JOB}-worker-1", "Failed")
+
+        await a.until_true(lambda: a.status(JOB).get("restarts") == 1, "the restart counted")
+        status = a.status(JOB)  # as the API server keeps it: the CRD's schema must not prune these
+        assert status["restartDelaySeconds"] == 5
+        due = dt.datetime.fromisoformat(status["nextAttemptTime"].replace("Z", "+00:00"))
+        second = await _attempt_running(a, 1)
+    made = [
+        dt.datetime.fromisoformat(p["metadata"]["creationTimestamp"].replace("Z", "+00:00")) for p in second
+    ]
+    assert min(made) >= due, (made, due)

@@ -21,6 +21,7 @@ def test_defaults_match_upstream() -> None:
     assert options.cluster_domain == ""
     assert options.cluster_scoped
     assert (options.lease_duration, options.renew_deadline, options.retry_period) == (15.0, 5.0, 3.0)
+    assert options.max_restarts_cap == 100  # ours (whole-job restarts are not upstream's)
 
 
 def test_go_style_single_dash_and_equals_forms_are_accepted() -> None:
@@ -68,6 +69,8 @@ def test_bare_boolean_and_explicit_false() -> None:
         (["--wait-for-hosts-image= "], "invalid value for --wait-for-hosts-image: must not be empty"),
         (["--max-worker-replicas=0"], "invalid value for --max-worker-replicas: 0 (must be 1-20203"),
         (["--max-worker-replicas=20204"], "invalid value for --max-worker-replicas: 20204 (must be 1-20203"),
+        (["--max-restarts-cap=-1"], "invalid value for --max-restarts-cap: -1 (must be 0-2147483647)"),
+        (["--max-restarts-cap=2147483648"], "invalid value for --max-restarts-cap"),
         # Past an int64: every job's deadline check would overflow a float.
         (
             ["--worker-startup-deadline-seconds=" + "9" * 400],

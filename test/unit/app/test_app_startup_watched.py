@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mpioperator.app.options import parse
-from mpioperator.app.startup import watched
+from mpioperator.app.startup import pool_size, watched
 from mpioperator.kube.resources import (
     MPIJOBS,
     PRIORITY_CLASSES,
@@ -31,3 +31,13 @@ def test_gang_scheduling_checks_its_pod_groups_per_namespace_and_priority_classe
     checks = dict(watched(parse([f"--gang-scheduling={flag}", "--namespace=team-a"], environ={})))
     assert checks[pod_groups] == ("team-a",)
     assert checks[PRIORITY_CLASSES] == (None,)
+
+
+def test_the_client_has_a_connection_for_every_watch_of_every_served_namespace_and_some_to_spare() -> None:
+    namespaces = [f"team-{i}" for i in range(30)]
+    options = parse([f"--namespace={','.join(namespaces)}"], environ={})
+    watches = sum(len(scopes) for _, scopes in watched(options))
+    assert watches == 6 * 30  # MPIJobs, pods, Jobs, ConfigMaps, Secrets, Services in each
+
+    # Each watch holds its connection for its life; the lists and the syncs' writes need more.
+    assert pool_size(options) >= watches + options.threadiness * 2

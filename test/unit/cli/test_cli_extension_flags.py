@@ -28,6 +28,8 @@ def test_every_annotation_has_a_submit_flag() -> None:
             "OnFailure",
             "--max-restarts",
             "5",
+            "--restart-backoff-seconds",
+            "30",
             "--debug",
             "--debug-command",
             "sh -c 'sleep 7200'",

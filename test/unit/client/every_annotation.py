@@ -11,6 +11,7 @@ EVERY_ANNOTATION = {
     "mpioperator.io/wait-for-ssh-port": "2222",
     "mpioperator.io/restart-policy": "OnFailure",
     "mpioperator.io/max-restarts": "5",
+    "mpioperator.io/restart-backoff-seconds": "30",
     "mpioperator.io/launch-agent": "exec",
     "mpioperator.io/debug-mode": "true",
     "mpioperator.io/debug-command": "sh -c 'sleep 7200'",

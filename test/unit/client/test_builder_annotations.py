@@ -19,7 +19,7 @@ def test_every_annotation_of_the_operator_has_a_setter() -> None:
         .keep_failed_launcher()
         .launch_agent("exec")
         .wait_for_ssh_port(2222)
-        .restart_whole_job("OnFailure", max_restarts=5)
+        .restart_whole_job("OnFailure", max_restarts=5, backoff_seconds=30)
         .debug_mode(
             command=["sh", "-c", "sleep 7200"],
             worker_command=["sleep", "infinity"],

@@ -51,7 +51,11 @@ def test_restart_jobs_are_planned_with_their_policy_limit_and_failures() -> None
     plan = chaos_plan(7)
     by_kind = {j.kind: j for j in plan.jobs}
     annotations = by_kind[RESTART_EXHAUST].body(plan.workers)["metadata"]["annotations"]
-    assert annotations == {restarts.RESTART_POLICY: "OnWorkerFailure", restarts.MAX_RESTARTS: "1"}
+    assert annotations == {
+        restarts.RESTART_POLICY: "OnWorkerFailure",
+        restarts.MAX_RESTARTS: "1",
+        restarts.RESTART_BACKOFF: "1",
+    }
     assert by_kind[RESTART_EXHAUST].failures == 2
     assert 1 <= by_kind[RESTART].failures <= 2
     on_failure = by_kind[RESTART_ON_FAILURE].body(plan.workers)
