@@ -222,9 +222,9 @@ async def test_completion_deletes_the_pod_group_unless_clean_pod_policy_is_none(
         await a.until_true(lambda: finished_in_cache(volcano, "fin"), "the finished job in the cache")
         await volcano.controller.syncer.sync(f"{volcano.namespace}/fin")
         await a.until_true(volcano.controller.queue_idle, "the work queue to drain")
-        kept = a.pod_group("fin")
-        assert kept is not None, "the PodGroup of a finished job under cleanPodPolicy None was deleted"
-        assert kept["metadata"]["uid"] == made["metadata"]["uid"], "deleted and made again"
+        left = a.pod_group("fin")
+        assert left is not None, "the PodGroup of a finished job under cleanPodPolicy None was deleted"
+        assert left["metadata"]["uid"] == made["metadata"]["uid"], "deleted and made again"
     else:
         await a.until_true(lambda: a.pod_group("fin") is None, "PodGroup deleted on completion")
 
