@@ -37,6 +37,13 @@ first_line() {
   printf '%s\n' "${text%%$'\n'*}" >&2
 }
 
+# under_ci: whether this run is a CI run, read as test/tier_report.py reads it: CI set to anything but the
+# empty string, false or 0 (in any case). Services set true, 1, yes or their own name.
+under_ci() {
+  local value=${CI:-}
+  case "${value,,}" in "" | false | 0) return 1 ;; esac
+}
+
 cache_root=${MPIOPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mpioperator}
 
 # Fails with one line naming what to install when Go is missing or older than GO_MIN_VERSION.

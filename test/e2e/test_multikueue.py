@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -28,7 +29,7 @@ from mpioperator.testing.kueue_objects import cluster_queue, local_queue, path, 
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.nodes import NodeShape
 from mpioperator.testing.operator import OperatorProcess
-from mpioperator.testing.wait import wait_for
+from mpioperator.testing.wait import ProbeAborted, wait_for
 from test.conftest import _start
 from test.e2e.conftest import _run_operator
 
@@ -141,6 +142,41 @@ def _children(cluster: LocalCluster, job: str) -> list[str]:
     return sorted(found)
 
 
+class LeftAloneViolation(ProbeAborted, AssertionError):
+    """Seen while waiting: what must never happen did; waiting longer cannot undo it."""
+
+
+def _assert_left_alone_by_a_syncing_operator(manager: Side, name: str) -> None:
+    """The manager's operator is alive and syncs `name` as it is now, and makes nothing for it.
+
+    The job is touched (a label, which our operator syncs like any other update) and the manager's children
+    of the job are read on every poll from the touch until the operator's log shows a sync of the job that
+    began after the touch and ended without error, then once more. An operator that is dead, stuck or not
+    watching the job never logs that sync, and the test fails instead of seeing an empty list."""
+    key = f"{NAMESPACE}/{name}"
+    operator = manager.operator
+
+    def synced_since_touch() -> int:
+        if not operator.running:
+            raise LeftAloneViolation(f"the manager's operator is not running:\n{operator.log_tail()}")
+        children = _children(manager.cluster, name)
+        if children:
+            raise LeftAloneViolation(f"the manager's operator made {children} for {name}")
+        return operator.syncs_started_after(key, touched)
+
+    touched = datetime.now(UTC)
+    Job(manager.cluster, NAMESPACE, name).patch(
+        {"metadata": {"labels": {"touched": touched.strftime("%H%M%S")}}}
+    )
+    wait_for(
+        synced_since_touch,
+        timeout=TIMEOUT,
+        what=f"the manager's operator to sync {key} after the touch",
+        done=lambda syncs: syncs >= 1,
+    )
+    assert _children(manager.cluster, name) == [], "the manager's operator left the job alone"
+
+
 def _left_over(cluster: LocalCluster, job: str) -> list[str]:
     """The job, its Workloads, pods and Jobs on `cluster`, even those still being deleted."""
     found = []
@@ -218,7 +254,7 @@ def test_job_queued_on_the_manager_runs_on_the_worker_and_its_status_comes_back(
     assert status.get("completionTime")
     body = original.get() or {}
     assert body["spec"]["runPolicy"].get("suspend") is False, "the manager's Kueue admitted it too"
-    assert _children(manager.cluster, name) == [], "the manager's operator left the job alone"
+    _assert_left_alone_by_a_syncing_operator(manager, name)
 
     # Once the manager's Workload is finished, MultiKueue removes the worker's copies.
     _wait_cleaned(worker, name)
@@ -236,7 +272,7 @@ def test_deleting_a_running_job_on_the_manager_cleans_both_clusters(sides: tuple
     _wait_running_on_worker(worker, name)
     # The status comes back while the job runs, not only at its end.
     original.wait_condition("Running", timeout=TIMEOUT)
-    assert _children(manager.cluster, name) == []
+    _assert_left_alone_by_a_syncing_operator(manager, name)
     # ... but only the fields of upstream's API: Kueue copies it through upstream's Go types, which drop
     # our status extensions (docs/extensions.md): the manager's job shows none of them.
     wait_for(

@@ -103,16 +103,23 @@ def test_ffffaraways_example_with_sleeping_workers_computes_pi_through_the_exec_
     body = with_exec_agent(sleeping_workers(yaml.safe_load(FFFFFARAWAY.read_text())))
     if implementation != "OpenMPI":
         body = on_implementation(body, implementation)
+    # The example's cleanPodPolicy Running deletes the workers as the job succeeds; kept here, so that the
+    # pods that computed pi can be looked at afterwards.
+    body["spec"]["runPolicy"]["cleanPodPolicy"] = "None"
     name = body["metadata"]["name"]
+    job = Job(real_cluster, ns, name)
 
-    run_to_success(Job(real_cluster, ns, name), body)
+    run_to_success(job, body)
 
     log = launcher_log(real_cluster, ns, name)
     assert_pi_ran_where_the_hostfile_says(real_cluster, ns, name, log, ranks=2)
     assert ranks_by_host(log) == {f"{name}-worker-0": [0], f"{name}-worker-1": [1]}, log
-    workers = [p for p in Job(real_cluster, ns, name).pods("worker")]
-    for worker in workers:
-        assert worker["spec"]["containers"][0]["command"] == ["sleep", "infinity"]
+    # The ranks ran in the workers the job made, which only slept: no sshd listened in them.
+    workers = {p["metadata"]["name"]: p for p in job.pods("worker")}
+    assert sorted(workers) == [f"{name}-worker-0", f"{name}-worker-1"], diagnosis(job)
+    for worker in workers.values():
+        assert worker["spec"]["containers"][0]["command"] == ["sleep", "infinity"], worker["spec"]
+        assert (worker.get("status") or {}).get("phase") == "Running", worker.get("status")
 
 
 def launcher_sleeps(body: dict[str, Any]) -> dict[str, Any]:

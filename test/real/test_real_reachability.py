@@ -35,13 +35,22 @@ from test.real.test_real_mpijobs import (
 SSHD = "/usr/sbin/sshd -De -f /home/mpiuser/.sshd_config"
 # The image's entrypoint still runs (args, not command): it writes the environment for sshd, then runs this.
 LATE_SSHD_SECONDS = 15
+# The gate's test, with its control run: long enough that a launcher which does not wait loses the race on
+# this loaded machine. 15 s was not (3 of 5 launchers without the gate got through at their first try, as
+# their pod started later than the workers' sshd), so a waiter that never waited passed most runs.
+CONTROL_SSHD_SECONDS = 60
 RANK_LINE = re.compile(r"^(\S+) rank \d+ of \d+ on \S+$", re.MULTILINE)
 
 
 def late_sshd_job(
-    name: str, *, policy: str, annotations: dict[str, str] | None = None, implementation: str = "OpenMPI"
+    name: str,
+    *,
+    policy: str,
+    annotations: dict[str, str] | None = None,
+    implementation: str = "OpenMPI",
+    sshd_after: int = LATE_SSHD_SECONDS,
 ) -> dict[str, Any]:
-    """2 workers, 2 ranks, a worker's sshd started LATE_SSHD_SECONDS after its container, no readiness
+    """2 workers, 2 ranks, a worker's sshd started `sshd_after` seconds after its container, no readiness
     probe (what users who define none get), the launcher's default back-off limit and restart policy."""
     body = pi_job(name, workers=2, ranks=2, implementation=implementation)
     spec = body["spec"]
@@ -50,7 +59,7 @@ def late_sshd_job(
     spec["runPolicy"] = {"cleanPodPolicy": "None"}
     worker = spec["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     worker.pop("readinessProbe")
-    worker["args"] = ["sh", "-c", f"sleep {LATE_SSHD_SECONDS}; exec {SSHD}"]
+    worker["args"] = ["sh", "-c", f"sleep {sshd_after}; exec {SSHD}"]
     if annotations:
         body["metadata"]["annotations"] = dict(annotations)
     return body
@@ -207,14 +216,24 @@ def test_workers_whose_sshd_starts_late_run_without_a_launcher_restart_when_the_
 ) -> None:
     """Today's launcher (upstream's default AtStartup) races the workers' sshd and is restarted; with the
     annotation its init container waits until both workers accept connections on 2222, and mpirun's
-    first attempt succeeds."""
-    before = run_late_sshd_job(Job(real_cluster, ns, "before"), late_sshd_job("before", policy="AtStartup"))
+    first attempt succeeds. Both jobs' sshd starts CONTROL_SSHD_SECONDS late, and the control run must
+    lose the race: otherwise the delay did not outlast the launcher's start and a launcher that does not
+    wait would pass too."""
+    late = CONTROL_SSHD_SECONDS
+    before_body = late_sshd_job("before", policy="AtStartup", sshd_after=late)
+    before = run_late_sshd_job(Job(real_cluster, ns, "before"), before_body)
     waits = {WAIT_FOR_SSH_PORT: "2222"}
     after_job = Job(real_cluster, ns, "after")
-    after = run_late_sshd_job(after_job, late_sshd_job("after", policy="AtStartup", annotations=waits))
+    after = run_late_sshd_job(
+        after_job, late_sshd_job("after", policy="AtStartup", annotations=waits, sshd_after=late)
+    )
 
     print(f"without the annotation: {before.line()}")
     print(f"with the annotation:    {after.line()}")
+    assert before.launcher_ends and before.launcher_ends[0] != 0, (
+        f"the control run's launcher got through at its first try, so sshd {late}s late did not make a "
+        f"launcher that does not wait fail: {before.line()}"
+    )
     assert after.result == "Succeeded", diagnosis(after_job)
     assert after.launcher_pods == 1 and after.launcher_ends == [0], after.line()
     assert after.job_failed == 0, after.line()

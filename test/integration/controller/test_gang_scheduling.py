@@ -210,16 +210,31 @@ async def test_completion_deletes_the_pod_group_unless_clean_pod_policy_is_none(
 ) -> None:
     a = GangActors(volcano, VOLCANO_ROOT)
     a.submit(gang_job("fin", run_policy={"cleanPodPolicy": policy}))
-    await a.wait_pod_group("fin")
+    made = await a.wait_pod_group("fin")
     await a.until(lambda: a.launcher_job("fin"), "launcher Job")
 
     a.set_launcher_job("fin", "Complete")
     await a.until_true(lambda: a.condition("fin", "Succeeded") is not None, "Succeeded")
     if kept:
-        await a.until_true(lambda: volcano.controller.queue_idle(), "the work queue to drain")
-        assert a.pod_group("fin") is not None
+        # The sync that writes Succeeded is not the one that cleans up: that is the next sync, of the job
+        # as finished, which runs once the status write's echo reaches the cache. An idle queue may come
+        # before that echo, so the PodGroup is looked at only after a sync of the finished job has ended.
+        await a.until_true(lambda: finished_in_cache(volcano, "fin"), "the finished job in the cache")
+        await volcano.controller.syncer.sync(f"{volcano.namespace}/fin")
+        await a.until_true(volcano.controller.queue_idle, "the work queue to drain")
+        left = a.pod_group("fin")
+        assert left is not None, "the PodGroup of a finished job under cleanPodPolicy None was deleted"
+        assert left["metadata"]["uid"] == made["metadata"]["uid"], "deleted and made again"
     else:
         await a.until_true(lambda: a.pod_group("fin") is None, "PodGroup deleted on completion")
+
+
+def finished_in_cache(h: Harness, name: str) -> bool:
+    """The controller's cache has `name` with a completionTime: its next sync treats it as finished."""
+    for job in h.controller.cached_mpijobs() or ():
+        if job["metadata"]["name"] == name and (job.get("status") or {}).get("completionTime"):
+            return True
+    return False
 
 
 async def test_priority_classes_decide_which_replica_min_resources_cuts(

@@ -107,9 +107,16 @@ def test_a_cost_of_work_upstream_did_not_finish_is_not_compared() -> None:
     assert format_table([row]).splitlines()[2].split()[2:5] == ["27.00", ">15.00", "n/a"]
 
 
+PACED = ("writes per MPIJob, paced", "CPU per MPIJob, paced")
+
+
 def _paced_rows(ours: dict[str, float], upstream: dict[str, float]) -> dict[str, Row]:
+    """The table's two paced rows, by label. Both must be there: the tests that loop over them would
+    check nothing if the table had lost them."""
     table = rows([ours], [upstream], jobs=200, workers=8)
-    return {r.metric.label: r for r in table if "paced" in r.metric.label}
+    paced = {r.metric.label: r for r in table if "paced" in r.metric.label}
+    assert sorted(paced) == sorted(PACED), [r.metric.label for r in table]
+    return paced
 
 
 def test_paced_costs_are_per_job_and_carry_the_targets() -> None:

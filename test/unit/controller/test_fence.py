@@ -43,6 +43,15 @@ class Recording:
         self.calls.append("delete")
         return {}
 
+    # KubeClient's calls outside the Writer protocol.
+    async def list(self, res: Resource, namespace: str | None = None, **_: Any) -> Obj:
+        self.calls.append("list")
+        return {}
+
+    async def pod_log(self, name: str, namespace: str, **_: Any) -> str:
+        self.calls.append("pod_log")
+        return ""
+
 
 async def _every_verb(writer: FencedWriter) -> list[str]:
     body: Obj = {"metadata": {"name": "x"}}
@@ -78,9 +87,18 @@ async def test_a_closed_writer_refuses_every_call_without_reaching_the_api() -> 
     assert inner.calls == []
 
 
-def test_only_the_writer_protocols_calls_pass_the_fence() -> None:
+async def test_only_the_writer_protocols_calls_pass_the_fence() -> None:
+    """The wrapped client's other calls and attributes are not reachable through an open fence: a call
+    outside the protocol raises AttributeError and reaches nothing, while a protocol call on the same
+    fence does reach the client."""
     recording = Recording()
     fence = FencedWriter(recording)
-    assert recording.calls == []
+    outside: list[tuple[str, tuple[Any, ...]]] = [("list", (CONFIG_MAPS, "ns")), ("pod_log", ("x", "ns"))]
+    for name, args in outside:
+        with pytest.raises(AttributeError):
+            await getattr(fence, name)(*args)
     with pytest.raises(AttributeError):
-        _ = fence.calls  # the wrapped writer has it, the Writer protocol does not
+        _ = fence.calls  # the wrapped client's, not the protocol's
+    assert recording.calls == [], "a call outside the protocol reached the wrapped client"
+    await fence.get(CONFIG_MAPS, "x", "ns")
+    assert recording.calls == ["get"]
