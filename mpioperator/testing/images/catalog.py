@@ -19,6 +19,8 @@ BASE = f"debian:{pinned('DEBIAN_SUITE')}"
 PYTHON_BASE = f"mpioperator/python:{pinned('PYTHON_VERSION')}-{pinned('DEBIAN_SUITE')}"
 OPERATOR = "mpioperator/mpi-operator-py:latest"
 KUBECTL_DELIVERY = "mpioperator/kubectl-delivery:latest"
+PYTORCH = "mpioperator/pytorch:2.15.0"
+DEEPSPEED = "mpioperator/deepspeed:0.19.8"
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,9 @@ class Image:
     push: bool = True  # to the real node's registry (pods pull it)
     # Context file name -> control-plane binary copied there before the build (images/staging.py).
     staged: Mapping[str, str] = field(default_factory=dict)
+    # A requirements file (relative to the repository root) whose wheels the build gets from the cache
+    # instead of the index (images/wheelhouse.py): for images whose pip installs are gigabytes.
+    wheels: str = ""
 
     @property
     def dockerfile_path(self) -> Path:
@@ -100,6 +105,22 @@ CATALOG: tuple[Image, ...] = (
         "images/horovod/Dockerfile",
         "images/horovod",
         "mpioperator/openmpi",
+    ),
+    # PyTorch from PyPI (its CUDA build, run on CPU) and DeepSpeed on it, last: their wheels are gigabytes,
+    # fetched once into the cache. The cold build's time and the images' sizes are in docs/development.md.
+    Image(
+        PYTORCH,
+        "images/pytorch/Dockerfile",
+        "images/pytorch",
+        "mpioperator/openmpi",
+        wheels="images/pytorch/requirements.txt",
+    ),
+    Image(
+        DEEPSPEED,
+        "images/deepspeed/Dockerfile",
+        "images/deepspeed",
+        PYTORCH,
+        wheels="images/deepspeed/requirements.txt",
     ),
 )
 

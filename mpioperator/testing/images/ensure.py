@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpioperator.testing.cachedir import cache_dir
-from mpioperator.testing.images import catalog, debian, staging
+from mpioperator.testing.images import catalog, debian, staging, wheelhouse
 from mpioperator.testing.images.buildah import Buildah, qualified, repository_path
 from mpioperator.testing.images.context import inputs_digest
 from mpioperator.testing.images.keys import build_key, file_digest
-from mpioperator.testing.images.versions import pinned
+from mpioperator.testing.images.versions import REPO_ROOT, pinned
 
 # The tools a build runs on the host, and the Debian packages that provide them.
 HOST_TOOLS = {"debootstrap": "debootstrap", "buildah": "buildah", "tar": "tar"}
@@ -142,6 +142,8 @@ def image_key(image: catalog.Image, base_id: str, context: Path | None = None) -
             "inputs": inputs_digest(image.dockerfile_path, context or image.context_path),
             "build_args": dict(image.build_args),
             "uses_pip": image.uses_pip,
+            # Only when set, so that the images without keep their keys.
+            **({"wheels": image.wheels} if image.wheels else {}),
         },
     )
 
@@ -199,12 +201,20 @@ def build_images(env: BuildEnv, wanted: Collection[str] | None = None) -> dict[s
             if image_id is None:
                 env.say(f"building {image.name} from {image.dockerfile}")
                 started = time.monotonic()
+                image_volumes = volumes if image.uses_pip else []
+                if image.wheels:
+                    requirements = REPO_ROOT / image.wheels
+                    if not wheelhouse.have_wheels(requirements):
+                        env.say(f"downloading the wheels of {image.wheels} into {wheelhouse.wheels_dir()}")
+                        wheelhouse.ensure_wheels(requirements, env.buildah.log)
+                        env.say(f"downloaded them in {time.monotonic() - started:.0f} s")
+                    image_volumes = wheelhouse.offline_volumes(image_volumes, work)
                 image_id = env.buildah.bud(
                     image.name,
                     image.dockerfile_path,
                     context,
                     build_args=image.build_args,
-                    volumes=volumes if image.uses_pip else (),
+                    volumes=image_volumes,
                 )
                 size = env.buildah.image_size(qualified(image.name))
                 env.say(f"built {image.name} in {time.monotonic() - started:.0f} s, {size}")

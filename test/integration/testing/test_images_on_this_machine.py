@@ -169,9 +169,9 @@ def throwaway_containerd() -> Iterator[Path]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _ctr(socket: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _ctr(socket: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["ctr", "--address", str(socket), *args], capture_output=True, text=True, timeout=300, check=False
+        ["ctr", "--address", str(socket), *args], capture_output=True, text=True, timeout=timeout, check=False
     )
 
 
@@ -189,8 +189,14 @@ def test_containerd_pulls_every_image_from_the_local_registry_and_runs_pi(
         assert ensure.push_images(env, ids, registry.address) == []
         with throwaway_containerd() as socket:
             for name in pushable:
+                # The torch images are gigabytes to fetch and unpack.
                 pulled = _ctr(
-                    socket, "images", "pull", "--plain-http", f"{registry.address}/{repository_path(name)}"
+                    socket,
+                    "images",
+                    "pull",
+                    "--plain-http",
+                    f"{registry.address}/{repository_path(name)}",
+                    timeout=900,
                 )
                 assert pulled.returncode == 0, pulled.stderr
             listed = _ctr(socket, "images", "ls", "-q").stdout.split()
