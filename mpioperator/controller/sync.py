@@ -30,7 +30,6 @@ from mpioperator.controller.builders.host_waiter import DEFAULT_IMAGE as DEFAULT
 from mpioperator.controller.builders.host_waiter import HostWaiter
 from mpioperator.controller.conditions import format_time
 from mpioperator.controller.conveniences import SECRET_RECHECK_SECONDS, Conveniences
-from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import NORMAL, WARNING
 from mpioperator.controller.exec_agent import ExecAgent
 from mpioperator.controller.metrics import JobMetrics
@@ -203,8 +202,8 @@ class JobSyncer:
         others = [c for c in status.get("conditions") or () if c.get("type") != INVALID_CONDITION]
         status["conditions"] = [*others, condition]
         status["phase"] = PENDING
-        self._rec.record(job, WARNING, api.REASON_VALIDATION_ERROR, message)
         await status_writer.write_if_changed(self._w, cached, status, self._recent)
+        self._rec.record(job, WARNING, api.REASON_VALIDATION_ERROR, message)
         return False
 
     async def _sync_valid(self, cached: Obj, job: Obj) -> SyncResult:
@@ -217,7 +216,7 @@ class JobSyncer:
             status["conditions"] = [
                 conditions.new_condition(api.COND_CREATED, "True", api.REASON_CREATED, message, now)
             ]
-            if self._once.first(uid, "created"):
+            if self._once.first(uid, "created") and not self._made_children(uid):
                 self._rec.record(job, NORMAL, api.REASON_CREATED, message)
                 self._metrics.created.inc()
 
@@ -263,19 +262,21 @@ class JobSyncer:
         ]
         self._restarter.settle(result.status, now)
         events += self._reporter.finish(result.status, observed, suspended=suspended, now=now)
-        for event in events:
-            self._rec.record(job, event.type, event.reason, event.message)
         self._conveniences.debug_status(job, result.status, launcher, now)
         self._rolls.report(job, result.status, launcher, launcher_pods, observed_workers, now)
+        held_back = self._counts_settle.wait(uid, cached.get("status") or {}, result.status, now.timestamp())
+        if held_back is None:
+            # A Conflict ends the sync here: the events and counts of a status not written are the next
+            # sync's to say, computed from the newer object (L37).
+            await status_writer.write_if_changed(self._w, cached, result.status, self._recent)
+        for event in events:
+            self._rec.record(job, event.type, event.reason, event.message)
         self._observe(job, cached, result.status, launcher)
         if not self.has_job(ns, name):
             # Deleted while this sync awaited its writes: the delete handler has already forgotten the
             # job's series, and those just observed would otherwise stay for good.
             empty = not self._l.mpijobs.select(ns, {})
             self._metrics.forget_deleted(ns, name, namespace_empty=empty)
-        held_back = self._counts_settle.wait(uid, cached.get("status") or {}, result.status, now.timestamp())
-        if held_back is None:
-            await status_writer.write_if_changed(self._w, cached, result.status, self._recent)
         secret_recheck = SECRET_RECHECK_SECONDS if step.waits_for_user_secret else None
         waits = [
             w for w in (step.held_for, observed.recheck_after, held_back, secret_recheck) if w is not None
@@ -335,11 +336,6 @@ class JobSyncer:
             )
             made = workers or self._cached_workers(job, done, suspended)  # the cache may lag this sync's
             return _Children(launcher, made, rejection, held_for)
-        except (SyncError, errors.ApiError):
-            # Retried with back-off; the Created condition and startTime are written first, so neither the
-            # retry nor a new leader records MPIJobCreated again.
-            await status_writer.write_if_changed(self._w, cached, job["status"], self._recent)
-            raise
         self._holds.release(uid)
         return _Children(launcher, workers, waits_for_user_secret=waits_for_secret)
 
@@ -365,6 +361,12 @@ class JobSyncer:
             if isinstance(outcome, BaseException):
                 raise outcome
         return outcomes[2] is True
+
+    def _made_children(self, uid: str) -> bool:
+        """Whether the caches hold a child of the job: a sync before this one (an earlier leader's, whose
+        status write never came) got past the Created step, and announced the job then (L37)."""
+        listers = (self._l.services, self._l.config_maps, self._l.secrets, self._l.jobs, self._l.pods)
+        return any(lister.owned_by(uid) for lister in listers)
 
     def _cached_workers(self, job: Obj, done: bool, suspended: bool) -> list[Obj]:
         """The workers upstream's status step counts when none were made this sync: none when the launcher
