@@ -120,3 +120,24 @@ async def test_while_a_child_keeps_failing_another_clients_get_then_update_succe
         )
         await h.controller.recorder.flush()
         assert a.event_reasons("blocked").count("MPIJobCreated") == 1
+
+
+async def test_a_new_leader_does_not_announce_again_a_job_whose_syncs_keep_failing(
+    mpijob_crd: LocalCluster, make_namespace: Any
+) -> None:
+    namespace = make_namespace(mpijob_crd)
+    a = Actors(mpijob_crd, namespace)
+    # A ConfigMap of the job's name that is not the job's: each sync makes the Service and Secret, then stops.
+    a.rest.create(a.path("configmaps"), {"metadata": {"name": "again-config"}, "data": {"a": "b"}})
+    a.submit(mpijob("again", workers=1))
+
+    for leader in ("first", "second"):
+        async with running_controller(mpijob_crd, namespace) as h:
+            await a.until_true(lambda: _reconcile_errors(h) >= 2, f"the {leader} leader's failed syncs")
+            await h.controller.recorder.flush()
+
+    assert a.status("again") == {}
+    assert a.get("services", "again") is not None
+    reasons = a.event_reasons("again")
+    assert reasons.count("MPIJobCreated") == 1, reasons
+    assert "ErrResourceExists" in reasons
