@@ -213,10 +213,11 @@ class JobSyncer:
         now = self._utcnow()
         if not status.get("conditions"):
             message = f"MPIJob {ns}/{name} is created."
+            announced = self._announced_before(uid, status)
             status["conditions"] = [
                 conditions.new_condition(api.COND_CREATED, "True", api.REASON_CREATED, message, now)
             ]
-            if self._once.first(uid, "created") and not self._made_children(uid):
+            if self._once.first(uid, "created") and not announced:
                 self._rec.record(job, NORMAL, api.REASON_CREATED, message)
                 self._metrics.created.inc()
 
@@ -362,9 +363,12 @@ class JobSyncer:
                 raise outcome
         return outcomes[2] is True
 
-    def _made_children(self, uid: str) -> bool:
-        """Whether the caches hold a child of the job: a sync before this one (an earlier leader's, whose
-        status write never came) got past the Created step, and announced the job then (L37)."""
+    def _announced_before(self, uid: str, status: Obj) -> bool:
+        """Whether a sync before this process's recorded the job's MPIJobCreated (L37): its status is still
+        empty, as a sync that fails leaves it, yet the caches hold a child of the job, which only a sync
+        past the Created step makes (an earlier leader's, say)."""
+        if any(status.values()):
+            return False
         listers = (self._l.services, self._l.config_maps, self._l.secrets, self._l.jobs, self._l.pods)
         return any(lister.owned_by(uid) for lister in listers)
 

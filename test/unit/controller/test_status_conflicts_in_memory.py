@@ -144,3 +144,14 @@ async def test_a_job_whose_only_namesake_child_is_not_its_own_is_announced() -> 
         await scene.sync()
 
     assert scene.recorder.events[0] == CREATED
+
+
+async def test_a_job_with_children_and_a_status_someone_else_wrote_without_conditions_is_announced() -> None:
+    # Upstream's TestLauncherSucceeded scene: start and completion times, no condition. No sync of ours
+    # left that (each status it writes has Created), so nothing says the job was announced.
+    pi = job(workers=1, status={"startTime": NOW})
+    scene = Scene(pi, *shared_children(pi))
+
+    await scene.sync()
+
+    assert CREATED in scene.recorder.events
