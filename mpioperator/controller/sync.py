@@ -240,7 +240,7 @@ class JobSyncer:
             if await self._restarter.clear_earlier(job):
                 return SyncResult(requeue_after=RESTART_RECHECK_SECONDS)
 
-        step = await self._reconcile_children(cached, job, suspended=suspended, now=now)
+        step = await self._reconcile_children(job, suspended=suspended, now=now)
         launcher = step.launcher
         if suspended:
             await self._clean_up(job, status)
@@ -284,9 +284,7 @@ class JobSyncer:
         ]
         return SyncResult(requeue_after=min(waits) if waits else None)
 
-    async def _reconcile_children(
-        self, cached: Obj, job: Obj, *, suspended: bool, now: dt.datetime
-    ) -> _Children:
+    async def _reconcile_children(self, job: Obj, *, suspended: bool, now: dt.datetime) -> _Children:
         """Upstream's children step (§2.5 steps 10-13), unless the job is held after a refusal (L11), with
         issue 18's hooks: debug mode's end, the user's own SSH Secret, the worker roll (L14)."""
         meta = job["metadata"]
