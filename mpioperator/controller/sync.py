@@ -30,6 +30,7 @@ from mpioperator.controller.builders.host_waiter import DEFAULT_IMAGE as DEFAULT
 from mpioperator.controller.builders.host_waiter import HostWaiter
 from mpioperator.controller.conditions import format_time
 from mpioperator.controller.conveniences import SECRET_RECHECK_SECONDS, Conveniences
+from mpioperator.controller.errors import StatusConflict
 from mpioperator.controller.events import NORMAL, WARNING
 from mpioperator.controller.exec_agent import ExecAgent
 from mpioperator.controller.metrics import JobMetrics
@@ -38,7 +39,8 @@ from mpioperator.controller.pod_groups import PodGroupReconciler
 from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.rejections import ChildRejected, Holds
 from mpioperator.controller.restarts import Restarter
-from mpioperator.controller.status import compute_status
+from mpioperator.controller.said_before import SaidBefore
+from mpioperator.controller.status import StatusEvent, compute_status
 from mpioperator.controller.worker_roll import Rolls
 from mpioperator.kube import errors
 from mpioperator.kube.resources import MPIJOBS
@@ -132,6 +134,7 @@ class JobSyncer:
         self._settings = settings or SyncSettings()
         self._once = _Once()
         self._recent = status_writer.RecentStatusWrites()
+        self._said = SaidBefore()
         self._holds = Holds()
         self._reporter = report.Reporter(self._settings.worker_startup_deadline_seconds)
         self._counts_settle = report.CountsSettle()
@@ -202,8 +205,10 @@ class JobSyncer:
         others = [c for c in status.get("conditions") or () if c.get("type") != INVALID_CONDITION]
         status["conditions"] = [*others, condition]
         status["phase"] = PENDING
-        await status_writer.write_if_changed(self._w, cached, status, self._recent)
-        self._rec.record(job, WARNING, api.REASON_VALIDATION_ERROR, message)
+        warning = StatusEvent(WARNING, api.REASON_VALIDATION_ERROR, message)
+        for event in self._said.unsaid(job["metadata"].get("uid", ""), [warning]):
+            self._rec.record(job, event.type, event.reason, event.message)
+        await self._write_status(cached, status, [warning])
         return False
 
     async def _sync_valid(self, cached: Obj, job: Obj) -> SyncResult:
@@ -263,15 +268,14 @@ class JobSyncer:
         ]
         self._restarter.settle(result.status, now)
         events += self._reporter.finish(result.status, observed, suspended=suspended, now=now)
+        for event in self._said.unsaid(uid, events):
+            self._rec.record(job, event.type, event.reason, event.message)
         self._conveniences.debug_status(job, result.status, launcher, now)
         self._rolls.report(job, result.status, launcher, launcher_pods, observed_workers, now)
         held_back = self._counts_settle.wait(uid, cached.get("status") or {}, result.status, now.timestamp())
         if held_back is None:
-            # A Conflict ends the sync here: the events and counts of a status not written are the next
-            # sync's to say, computed from the newer object (L37).
-            await status_writer.write_if_changed(self._w, cached, result.status, self._recent)
-        for event in events:
-            self._rec.record(job, event.type, event.reason, event.message)
+            await self._write_status(cached, result.status, events)
+        # After the write: a Conflict ends the sync, and the counts are the next sync's (L37).
         self._observe(job, cached, result.status, launcher)
         if not self.has_job(ns, name):
             # Deleted while this sync awaited its writes: the delete handler has already forgotten the
@@ -360,6 +364,15 @@ class JobSyncer:
             if isinstance(outcome, BaseException):
                 raise outcome
         return outcomes[2] is True
+
+    async def _write_status(self, cached: Obj, status: Obj, events: list[StatusEvent]) -> None:
+        """Write the status computed from `cached`; on a Conflict the sync ends (L37), and the next one does
+        not record `events` again."""
+        try:
+            await status_writer.write_if_changed(self._w, cached, status, self._recent)
+        except StatusConflict:
+            self._said.keep(cached["metadata"].get("uid", ""), events)
+            raise
 
     def _announced_before(self, uid: str, status: Obj) -> bool:
         """Whether a sync before this process's recorded the job's MPIJobCreated (L37): its status is still

@@ -1,8 +1,8 @@
 """A status write that meets a newer status, and a sync that fails, in memory (decisions-local L37).
 
-A Conflict ends the sync before anything that belongs to the status it could not write (its events, its
-counters); the next sync computes them from the newer object. A sync that fails writes no status; the job's
-creation is still announced once per job, by whoever syncs it first.
+A Conflict ends the sync before the job counters of the status it could not write; the next sync computes
+from the newer object, and does not record again the events the conflicted one recorded. A sync that fails
+writes no status; the job's creation is still announced once per job, by whoever syncs it first.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def _succeeding_scene() -> tuple[Scene, NewerOnTheServer]:
     return scene, writer
 
 
-async def test_a_conflicted_status_write_ends_the_sync_without_its_events_or_counts() -> None:
+async def test_a_conflicted_status_write_ends_the_sync_before_its_counts() -> None:
     scene, writer = _succeeding_scene()
 
     with pytest.raises(SyncError):
@@ -76,11 +76,11 @@ async def test_a_conflicted_status_write_ends_the_sync_without_its_events_or_cou
 
     assert writer.calls == [("update_status", "mpijobs", "pi"), ("get", "mpijobs", "pi")]
     assert writer.served[("mpijobs", "pi")]["metadata"]["resourceVersion"] == "11", "written over theirs"
-    assert scene.recorder.events == []
+    assert scene.recorder.events == [SUCCEEDED]  # recorded before the write, as every status event is
     assert scene.counter("mpi_operator_jobs_successful") == 0
 
 
-async def test_the_sync_after_a_conflict_computes_from_the_newer_object_and_reports_once() -> None:
+async def test_the_sync_after_a_conflict_computes_from_the_newer_object_and_says_each_change_once() -> None:
     scene, writer = _succeeding_scene()
     with pytest.raises(SyncError):
         await scene.sync()
