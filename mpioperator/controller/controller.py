@@ -23,7 +23,7 @@ from mpioperator.clock import Clock
 from mpioperator.controller.builders.configmap import max_worker_replicas
 from mpioperator.controller.builders.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
 from mpioperator.controller.enqueue import launcher_pod_ended, owning_mpijob_key, spec_changed
-from mpioperator.controller.errors import ControllerStopped, SyncError
+from mpioperator.controller.errors import ControllerStopped, StatusConflict, SyncError
 from mpioperator.controller.events import EventRecorder
 from mpioperator.controller.fence import FencedWriter
 from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
@@ -332,6 +332,14 @@ class MPIJobController:
                 result = await self.syncer.sync(key)
         except asyncio.CancelledError:
             raise
+        except StatusConflict as exc:
+            # Not a failure: someone else wrote the job after it was read, and the next sync computes from
+            # what they wrote. Through the rate limiter all the same, so a job rewritten without pause is
+            # synced with a growing back-off, never in a loop.
+            self.queue.add_rate_limited(key)
+            self._metrics.reconcile_duration.labels(result="conflict").observe(time.monotonic() - started)
+            bound.info("status changed since read; syncing again", error=str(exc))
+            return
         except Exception as exc:
             self._metrics.reconcile_errors.inc()
             self._metrics.reconcile_duration.labels(result="error").observe(time.monotonic() - started)

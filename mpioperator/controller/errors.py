@@ -12,3 +12,8 @@ class SyncError(Exception):
 
 class ControllerStopped(Exception):
     """An API call asked of a controller that has stopped."""
+
+
+class StatusConflict(SyncError):
+    """The MPIJob changed since the sync read it, so the status it computed was not written over the newer
+    one; the key is synced again, from the newer object (decisions-local L42)."""

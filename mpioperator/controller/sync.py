@@ -31,7 +31,7 @@ from mpioperator.controller.builders.host_waiter import DEFAULT_IMAGE as DEFAULT
 from mpioperator.controller.builders.host_waiter import HostWaiter
 from mpioperator.controller.conditions import format_time
 from mpioperator.controller.conveniences import SECRET_RECHECK_SECONDS, Conveniences
-from mpioperator.controller.errors import SyncError
+from mpioperator.controller.errors import StatusConflict
 from mpioperator.controller.events import NORMAL, WARNING
 from mpioperator.controller.exec_agent import ExecAgent
 from mpioperator.controller.metrics import JobMetrics
@@ -40,7 +40,8 @@ from mpioperator.controller.pod_groups import PodGroupReconciler
 from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.rejections import ChildRejected, Holds
 from mpioperator.controller.restarts import Restarter
-from mpioperator.controller.status import compute_status
+from mpioperator.controller.said_before import SaidBefore
+from mpioperator.controller.status import StatusEvent, compute_status
 from mpioperator.controller.worker_roll import Rolls
 from mpioperator.kube import errors
 from mpioperator.kube.resources import MPIJOBS
@@ -139,6 +140,7 @@ class JobSyncer:
         self._settings = settings or SyncSettings()
         self._once = _Once()
         self._recent = status_writer.RecentStatusWrites()
+        self._said = SaidBefore()
         self._holds = Holds()
         self._reporter = report.Reporter(self._settings.worker_startup_deadline_seconds)
         self._counts_settle = report.CountsSettle()
@@ -221,8 +223,10 @@ class JobSyncer:
         others = [c for c in status.get("conditions") or () if c.get("type") != INVALID_CONDITION]
         status["conditions"] = [*others, condition]
         status["phase"] = PENDING
-        self._rec.record(job, WARNING, api.REASON_VALIDATION_ERROR, message)
-        await status_writer.write_if_changed(self._w, cached, status, self._recent)
+        warning = StatusEvent(WARNING, api.REASON_VALIDATION_ERROR, message)
+        for event in self._said.unsaid(job["metadata"].get("uid", ""), [warning]):
+            self._rec.record(job, event.type, event.reason, event.message)
+        await self._write_status(cached, status, [warning])
         return False
 
     async def _sync_valid(self, cached: Obj, job: Obj) -> SyncResult:
@@ -232,10 +236,11 @@ class JobSyncer:
         now = self._utcnow()
         if not status.get("conditions"):
             message = f"MPIJob {ns}/{name} is created."
+            announced = self._announced_before(uid, status)
             status["conditions"] = [
                 conditions.new_condition(api.COND_CREATED, "True", api.REASON_CREATED, message, now)
             ]
-            if self._once.first(uid, "created"):
+            if self._once.first(uid, "created") and not announced:
                 self._rec.record(job, NORMAL, api.REASON_CREATED, message)
                 self._metrics.created.inc()
 
@@ -260,7 +265,7 @@ class JobSyncer:
             if not suspended and (left := self._restarter.waiting(job, now)) is not None:
                 return SyncResult(requeue_after=left)  # the restart's back-off (status.nextAttemptTime)
 
-        step = await self._reconcile_children(cached, job, suspended=suspended, now=now)
+        step = await self._reconcile_children(job, suspended=suspended, now=now)
         launcher = step.launcher
         if suspended:
             await self._clean_up(job, status)
@@ -284,28 +289,27 @@ class JobSyncer:
         ]
         self._restarter.settle(result.status, now)
         events += self._reporter.finish(result.status, observed, suspended=suspended, now=now)
-        for event in events:
+        for event in self._said.unsaid(uid, events):
             self._rec.record(job, event.type, event.reason, event.message)
         self._conveniences.debug_status(job, result.status, launcher, now)
         self._rolls.report(job, result.status, launcher, launcher_pods, observed_workers, now)
+        held_back = self._counts_settle.wait(uid, cached.get("status") or {}, result.status, now.timestamp())
+        if held_back is None:
+            await self._write_status(cached, result.status, events)
+        # After the write: a Conflict ends the sync, and the counts are the next sync's (L42).
         self._observe(job, cached, result.status, launcher)
         if not self.has_job(ns, name):
             # Deleted while this sync awaited its writes: the delete handler has already forgotten the
             # job's series, and those just observed would otherwise stay for good.
             empty = not self._l.mpijobs.select(ns, {})
             self._metrics.forget_deleted(ns, name, namespace_empty=empty)
-        held_back = self._counts_settle.wait(uid, cached.get("status") or {}, result.status, now.timestamp())
-        if held_back is None:
-            await status_writer.write_if_changed(self._w, cached, result.status, self._recent)
         secret_recheck = SECRET_RECHECK_SECONDS if step.waits_for_user_secret else None
         waits = [
             w for w in (step.held_for, observed.recheck_after, held_back, secret_recheck) if w is not None
         ]
         return SyncResult(requeue_after=min(waits) if waits else None)
 
-    async def _reconcile_children(
-        self, cached: Obj, job: Obj, *, suspended: bool, now: dt.datetime
-    ) -> _Children:
+    async def _reconcile_children(self, job: Obj, *, suspended: bool, now: dt.datetime) -> _Children:
         """Upstream's children step (§2.5 steps 10-13), unless the job is held after a refusal (L11), with
         issue 18's hooks: debug mode's end, the user's own SSH Secret, the worker roll (L14)."""
         meta = job["metadata"]
@@ -356,11 +360,6 @@ class JobSyncer:
             )
             made = workers or self._cached_workers(job, done, suspended)  # the cache may lag this sync's
             return _Children(launcher, made, rejection, held_for)
-        except (SyncError, errors.ApiError):
-            # Retried with back-off; the Created condition and startTime are written first, so neither the
-            # retry nor a new leader records MPIJobCreated again.
-            await status_writer.write_if_changed(self._w, cached, job["status"], self._recent)
-            raise
         self._holds.release(uid)
         return _Children(launcher, workers, waits_for_user_secret=waits_for_secret)
 
@@ -386,6 +385,24 @@ class JobSyncer:
             if isinstance(outcome, BaseException):
                 raise outcome
         return outcomes[2] is True
+
+    async def _write_status(self, cached: Obj, status: Obj, events: list[StatusEvent]) -> None:
+        """Write the status computed from `cached`; on a Conflict the sync ends (L42), and the next one does
+        not record `events` again."""
+        try:
+            await status_writer.write_if_changed(self._w, cached, status, self._recent)
+        except StatusConflict:
+            self._said.keep(cached["metadata"].get("uid", ""), events)
+            raise
+
+    def _announced_before(self, uid: str, status: Obj) -> bool:
+        """Whether a sync before this process's recorded the job's MPIJobCreated (L42): its status is still
+        empty, as a sync that fails leaves it, yet the caches hold a child of the job, which only a sync
+        past the Created step makes (an earlier leader's, say)."""
+        if any(status.values()):
+            return False
+        listers = (self._l.services, self._l.config_maps, self._l.secrets, self._l.jobs, self._l.pods)
+        return any(lister.owned_by(uid) for lister in listers)
 
     def _cached_workers(self, job: Obj, done: bool, suspended: bool) -> list[Obj]:
         """The workers upstream's status step counts when none were made this sync: none when the launcher

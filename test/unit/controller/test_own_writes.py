@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from mpioperator.api.objects import Obj
 from mpioperator.controller.children import RecentlyDeleted
+from mpioperator.controller.errors import SyncError
 from mpioperator.controller.status_writer import RecentStatusWrites, write_if_changed
 from mpioperator.kube import errors
 
@@ -94,3 +97,50 @@ async def test_an_unchanged_status_is_not_written_again_while_the_cache_lags() -
     await write_if_changed(writer, cached, status, recent)  # type: ignore[arg-type]
     assert not await write_if_changed(writer, recent.freshest(cached), status, recent)  # type: ignore[arg-type]
     assert writer.puts == ["10"]
+
+
+class ServerWithNewer(RecordingWriter):
+    """Another client wrote the job after our cache read it: `get` answers the server's newer object."""
+
+    def __init__(self, newer: Obj | None) -> None:
+        super().__init__(current=newer["metadata"]["resourceVersion"] if newer else "0")
+        self.newer = newer
+        self.gets = 0
+
+    async def get(self, res: object, name: str, namespace: str | None = None) -> Obj:
+        self.gets += 1
+        if self.newer is None:
+            raise errors.NotFound(404, "NotFound", f'mpijobs "{name}" not found')
+        return self.newer
+
+
+async def test_a_conflict_writes_nothing_over_the_newer_status_and_the_next_sync_starts_from_it() -> None:
+    theirs = {"conditions": [{"type": "QuotaReserved"}]}
+    writer = ServerWithNewer(mpijob("12", theirs))
+    recent = RecentStatusWrites()
+    cached = mpijob("10")
+
+    with pytest.raises(SyncError):
+        await write_if_changed(writer, cached, {"conditions": [{"type": "Created"}]}, recent)  # type: ignore[arg-type]
+
+    assert writer.puts == ["10"]
+    assert recent.freshest(cached)["status"] == theirs
+
+
+async def test_a_conflict_over_a_job_deleted_meanwhile_is_nothing_to_write() -> None:
+    writer = ServerWithNewer(None)
+
+    written = await write_if_changed(writer, mpijob("10"), {"conditions": [{"type": "Created"}]})  # type: ignore[arg-type]
+
+    assert not written
+    assert writer.puts == ["10"] and writer.gets == 1
+
+
+def test_a_stand_in_stays_while_the_cache_holds_any_version_it_replaced() -> None:
+    recent = RecentStatusWrites()
+    recent.remember(mpijob("10"), mpijob("11"))
+    latest = mpijob("12")
+    recent.remember(mpijob("11"), latest)
+    # Our two writes in a row, the cache showing neither or only the first of them yet.
+    assert recent.freshest(mpijob("10")) is latest
+    assert recent.freshest(mpijob("11")) is latest

@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry
 
 from mpioperator.clock import FakeClock
 from mpioperator.controller.controller import ControllerSettings, MPIJobController
-from mpioperator.controller.errors import SyncError
+from mpioperator.controller.errors import StatusConflict, SyncError
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.sync import SyncResult
 from mpioperator.controller.unexpected import FirstSeen
@@ -83,3 +83,19 @@ def test_the_memory_of_errors_is_bounded() -> None:
     for message in ("a", "b", "c"):
         assert seen.first(ValueError(message))
     assert seen.first(ValueError("a")) is True  # forgotten: the oldest went first
+
+
+async def test_a_status_conflict_is_retried_with_back_off_in_one_info_line_not_as_an_error() -> None:
+    controller = _controller(StatusConflict("default/pi"))
+    errors_before = controller._metrics.reconcile_errors._value.get()
+    with structlog.testing.capture_logs() as logs:
+        for _ in range(3):
+            await controller._process("ns/pi")
+    requeues = controller.queue.num_requeues("ns/pi")
+    await controller.queue.close()
+
+    assert requeues == 3  # each retried with the key's growing back-off, never in a tight loop
+    assert controller._metrics.reconcile_errors._value.get() == errors_before
+    assert [(e["log_level"], e["event"]) for e in logs] == [
+        ("info", "status changed since read; syncing again")
+    ] * 3

@@ -109,8 +109,8 @@ async def test_a_failure_among_a_new_jobs_shared_children_is_raised_after_all_th
     with pytest.raises(SyncError, match="etcd is slow"):
         await scene.sync()
 
-    # No worker or launcher follows; Created is written before the sync fails, as for any failed child.
-    assert scene.writer.calls == [*SHARED_CREATES, ("update_status", "mpijobs", "pi")]
+    # No worker or launcher follows, and a sync that fails writes no status (L42).
+    assert scene.writer.calls == SHARED_CREATES
 
 
 async def test_converged_running_job_makes_no_write() -> None:
@@ -294,7 +294,7 @@ async def test_scale_up_creates_only_the_missing_workers_and_rewrites_the_hostfi
 # --- objects that are not ours, and keys that are not jobs ---------------------------------------------------
 
 
-async def test_service_not_controlled_by_the_job_fails_the_sync_with_an_event_after_writing_created() -> None:
+async def test_service_not_controlled_by_the_job_fails_the_sync_with_an_event_and_no_status_write() -> None:
     pi = job(workers=1)
     theirs: Obj = {
         "apiVersion": "v1",
@@ -309,9 +309,8 @@ async def test_service_not_controlled_by_the_job_fails_the_sync_with_an_event_af
 
     message = 'Resource "pi" of Kind "Service" already exists and is not managed by MPIJob'
     assert str(failed.value) == message
-    # Created is written before the sync fails (L11), so a retry or a new leader does not record it again.
-    assert scene.writer.calls == [("update_status", "mpijobs", "pi")]
-    assert [c["type"] for c in scene.written_status()["conditions"]] == ["Created"]
+    # As upstream's: a sync that fails writes no status (L42).
+    assert scene.writer.calls == []
     assert scene.recorder.events == [CREATED, ("Warning", "ErrResourceExists", message)]
 
 
@@ -326,7 +325,7 @@ async def test_worker_pod_of_another_owner_fails_the_sync_after_the_shared_child
     with pytest.raises(SyncError, match='Resource "pi-worker-0" of Kind "Pod" already exists'):
         await scene.sync()
 
-    assert scene.writer.calls == [*SHARED_CREATES, ("update_status", "mpijobs", "pi")]
+    assert scene.writer.calls == SHARED_CREATES
 
 
 async def test_job_managed_by_another_controller_gets_no_write() -> None:
