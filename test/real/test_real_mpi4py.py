@@ -3,8 +3,10 @@ operator's launcher settings reach the workers: for Open MPI 4 and 5, MPICH and 
 through the exec agent, with and without runLauncherAsWorker. Every rank must run on the host the hostfile
 gives it, get the right sum, and have loaded the image's MPI (family and major version).
 
-The jobs of the matrix run side by side: the module submits them all at its start to one operator (with
---exec-agent, which serves ssh jobs as before), and each test waits for its own.
+The jobs run on one operator for the module (with --exec-agent, which serves ssh jobs as before), four at a
+time: the first test of each (agent, runLauncherAsWorker) pair submits the four MPIs' jobs, and each test
+waits for its own. Their pods stay until the test has compared the ranks' hosts with them, then go with
+the job.
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ def check_job(
             "mpiImplementation": image.implementation,
             "sshAuthMountPath": "/home/mpiuser/.ssh",
             "runLauncherAsWorker": as_worker,
-            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0},
+            # The workers stay until the test has read their hostnames; the test then deletes the job.
+            "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 0},
             "launcherCreationPolicy": "WaitForWorkersReady",
             "mpiReplicaSpecs": {
                 "Launcher": {"replicas": 1, "template": {"spec": {"containers": [launcher]}}},
@@ -105,16 +108,22 @@ def check_operator(
 
 @pytest.fixture(scope="module")
 def check_namespace(real_cluster: LocalCluster, check_operator: OperatorProcess) -> Iterator[str]:
-    """The matrix's namespace, with every job of the matrix submitted at once."""
+    """The matrix's namespace."""
     name = "mpi4py-check"
     real_cluster.rest.create("/api/v1/namespaces", {"metadata": {"name": name}})
     try:
-        for mpi, agent, as_worker in MATRIX:
-            body = check_job(job_name(mpi, agent, as_worker), IMAGES[mpi], agent=agent, as_worker=as_worker)
-            Job(real_cluster, name, body["metadata"]["name"]).submit(body)
         yield name
     finally:
         real_cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+def submit_group(cluster: LocalCluster, namespace: str, agent: str, as_worker: bool) -> None:
+    """The four MPIs' jobs of one (agent, runLauncherAsWorker) pair, unless already submitted."""
+    for mpi, image in IMAGES.items():
+        name = job_name(mpi, agent, as_worker)
+        if Job(cluster, namespace, name).get() is None:
+            body = check_job(name, image, agent=agent, as_worker=as_worker)
+            Job(cluster, namespace, name).submit(body)
 
 
 def assert_check_passed(cluster: LocalCluster, namespace: str, name: str, image: CheckImage) -> str:
@@ -141,10 +150,13 @@ def test_mpi4py_allreduce_runs_each_rank_on_its_hostfile_host_with_the_images_mp
     real_cluster: LocalCluster, check_namespace: str, mpi: str, agent: str, as_worker: bool
 ) -> None:
     name = job_name(mpi, agent, as_worker)
+    submit_group(real_cluster, check_namespace, agent, as_worker)
+    job = Job(real_cluster, check_namespace, name)
 
-    run_to_success(Job(real_cluster, check_namespace, name))
+    run_to_success(job)
 
     assert_check_passed(real_cluster, check_namespace, name, IMAGES[mpi])
+    real_cluster.rest.delete(job.path)
 
 
 def test_open_mpi_5_past_64_hosts_starts_a_rank_on_each_of_65_workers(
