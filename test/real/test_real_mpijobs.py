@@ -53,13 +53,13 @@ def assert_pi_ran_where_the_hostfile_says(
     assert_ranks_ran_on_hostfile_hosts(log, config["data"]["hostfile"], ranks)
 
 
-def run_to_success(job: Job, body: dict[str, Any] | None = None) -> None:
+def run_to_success(job: Job, body: dict[str, Any] | None = None, timeout: float = RUN_TIMEOUT) -> None:
     if body is not None:
         job.submit(body)
     try:
         finished = wait_for(
             lambda: job.condition("Succeeded") or job.condition("Failed"),
-            timeout=RUN_TIMEOUT,
+            timeout=timeout,
             what=f"{job.name} to finish",
         )
     except WaitTimeout as timeout:

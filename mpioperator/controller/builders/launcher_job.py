@@ -56,7 +56,11 @@ def prrte_env(slots: str) -> list[tuple[str, str | None]]:
     runs every rank on the launcher and exits 0. Open MPI 4 ignores PRTE_MCA_*, and an image does not say
     which of the two it holds, so every Open MPI launcher gets both families."""
     return [
-        ("PRTE_MCA_prte_keep_fqdn_hostnames", "true"),
+        # Unlike ORTE, PRRTE ssh-es to the name as the hostfile writes it either way; it only compares the
+        # first label with its own hostname to tell its own entry. Kept whole, the launcher's entry under
+        # runLauncherAsWorker (`pi-launcher.pi.ns.svc`) never equals `pi-launcher`, and mpirun ssh-es to
+        # its own pod, which runs no sshd.
+        ("PRTE_MCA_prte_keep_fqdn_hostnames", "false"),
         ("PRTE_MCA_prte_default_hostfile", HOSTFILE_PATH),
         ("PRTE_MCA_plm_ssh_args", SSH_RETRY_ARGS),
         ("PRTE_MCA_prte_set_default_slots", slots),

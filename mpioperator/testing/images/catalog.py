@@ -82,6 +82,17 @@ CATALOG: tuple[Image, ...] = (
         )
         for mpi, args in _PI_ARGS.items()
     ),
+    # The cluster check (mpi4py's allreduce) on each MPI base: one Dockerfile, the base a build arg.
+    *(
+        Image(
+            f"mpioperator/mpi4py:{mpi}",
+            "images/mpi4py/Dockerfile",
+            "images/mpi4py",
+            f"mpioperator/{mpi}",
+            {"MPI": mpi, "MPI4PY_VERSION": pinned("MPI4PY_VERSION")},
+        )
+        for mpi in _MPI_ARGS
+    ),
     # The tag kubelet and containerd ask for as the sandbox image.
     Image("registry.k8s.io/pause:3.10", "images/pause/Dockerfile", "images/pause", BASE),
     Image(OPERATOR, "Dockerfile", ".", PYTHON_BASE, {"PYTHON_BASE": PYTHON_BASE}),

@@ -47,7 +47,7 @@ def _env(*pairs: tuple[str, str]) -> list[Obj]:
 def _prrte(slots: str) -> tuple[tuple[str, str], ...]:
     """What Open MPI 5's mpirun (PRRTE) reads instead of the OMPI_MCA_orte_* names."""
     return (
-        ("PRTE_MCA_prte_keep_fqdn_hostnames", "true"),
+        ("PRTE_MCA_prte_keep_fqdn_hostnames", "false"),
         ("PRTE_MCA_prte_default_hostfile", "/etc/mpi/hostfile"),
         ("PRTE_MCA_plm_ssh_args", "-o ConnectionAttempts=10"),
         ("PRTE_MCA_prte_set_default_slots", slots),
@@ -387,3 +387,18 @@ def test_keep_failed_launcher_makes_each_attempt_a_pod_of_its_own(value: str, po
     job["metadata"]["annotations"] = {"mpioperator.io/keep-failed-launcher": value}
     body, _ = new_launcher_job(job)
     assert body["spec"]["template"]["spec"]["restartPolicy"] == policy
+
+
+@pytest.mark.parametrize("as_worker", [False, True])
+def test_open_mpi_5_matches_hostfile_names_by_their_first_label_so_a_launcher_as_worker_is_not_sshed_to(
+    as_worker: bool,
+) -> None:
+    """PRRTE tells its own host in the hostfile by name: kept fully qualified (`pi-launcher.pi.default.svc`)
+    the launcher's entry never equals its hostname (`pi-launcher`), and under runLauncherAsWorker mpirun ssh-es
+    to its own pod. PRRTE ssh-es to the name as the hostfile writes it either way."""
+    job = with_spec(reference_job(), runLauncherAsWorker=as_worker)
+    template, _ = launcher_pod_template(job)
+    env = [(e["name"], e.get("value")) for e in template["spec"]["containers"][0]["env"]]
+    assert [value for name, value in env if name == "PRTE_MCA_prte_keep_fqdn_hostnames"] == ["false"]
+    # Open MPI 4 (ORTE) ssh-es to the name it keeps, so its own variable stays as upstream's.
+    assert [value for name, value in env if name == "OMPI_MCA_orte_keep_fqdn_hostnames"] == ["true"]

@@ -78,6 +78,7 @@ def test_images_whose_build_runs_pip_and_only_those_get_the_hosts_ca_mounted(tmp
         "mpioperator/horovod:0.28.1-tf2.15",
         catalog.PYTORCH,
         catalog.DEEPSPEED,
+        *(f"mpioperator/mpi4py:{mpi}" for mpi in ("openmpi", "openmpi5", "mpich", "intel")),
     }
     (tmp_path / "Dockerfile").write_text("FROM debian:bookworm\n# pip install in a comment\nRUN echo pipe\n")
     assert not catalog.Image("t", str(tmp_path / "Dockerfile"), str(tmp_path), catalog.BASE).uses_pip
