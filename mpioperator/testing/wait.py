@@ -7,7 +7,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -26,6 +26,33 @@ def _describe(last: object, error: BaseException | None) -> str:
     return f"last seen: {last!r}"
 
 
+class _Attempts(Generic[T]):
+    """A probe asked again and again: what it last answered or raised, for the message on giving up."""
+
+    def __init__(self, probe: Callable[[], T], done: Callable[[T], bool]) -> None:
+        self._probe = probe
+        self._done = done
+        self.last: object = None
+        self.error: BaseException | None = None
+
+    def ask(self) -> list[T]:
+        """[value] once the probe's value is done, else []; a probe that raises is one more 'not yet'."""
+        try:
+            value = self._probe()
+            self.error = None
+            if self._done(value):
+                return [value]
+            self.last = value
+        except ProbeAborted:
+            raise
+        except Exception as exc:  # a probe failing is one more 'not yet'
+            self.error = exc
+        return []
+
+    def describe(self) -> str:
+        return _describe(self.last, self.error)
+
+
 def wait_for(
     probe: Callable[[], T],
     *,
@@ -36,21 +63,13 @@ def wait_for(
 ) -> T:
     """Call `probe` until `done(result)`; exceptions from the probe count as 'not yet'."""
     deadline = time.monotonic() + timeout
-    last: object = None
-    error: BaseException | None = None
+    attempts = _Attempts(probe, done)
     while True:
-        try:
-            value = probe()
-            error = None
-            if done(value):
-                return value
-            last = value
-        except ProbeAborted:
-            raise
-        except Exception as exc:  # a probe failing is one more 'not yet'
-            error = exc
+        answered = attempts.ask()
+        if answered:
+            return answered[0]
         if time.monotonic() >= deadline:
-            raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {what}; {_describe(last, error)}")
+            raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {what}; {attempts.describe()}")
         time.sleep(interval)
 
 
@@ -73,19 +92,11 @@ def wait_while_progressing(
     started = clock()
     moved = started
     seen: object = None
-    last: object = None
-    error: BaseException | None = None
+    attempts = _Attempts(probe, bool)
     while True:
-        try:
-            value = probe()
-            error = None
-            if value:
-                return value
-            last = value
-        except ProbeAborted:
-            raise
-        except Exception as exc:  # a probe failing is one more 'not yet'
-            error = exc
+        answered = attempts.ask()
+        if answered:
+            return answered[0]
         with contextlib.suppress(Exception):  # progress unknown this round: the idle clock runs on
             now_seen = progress()
             if now_seen != seen:
@@ -94,12 +105,12 @@ def wait_while_progressing(
         if now - moved >= idle_timeout:
             raise WaitTimeout(
                 f"gave up waiting for {what}: no progress for {now - moved:.0f}s "
-                f"(after {now - started:.0f}s in all); {_describe(last, error)}"
+                f"(after {now - started:.0f}s in all); {attempts.describe()}"
             )
         if now - started >= limit:
             raise WaitTimeout(
                 f"gave up waiting for {what} after {now - started:.0f}s, still progressing; "
-                f"{_describe(last, error)}"
+                f"{attempts.describe()}"
             )
         sleep(interval)
 
