@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import sys
 
 import deepspeed
 import torch
@@ -24,6 +25,13 @@ from torch import nn
 def model() -> nn.Module:
     torch.manual_seed(0)
     return nn.Sequential(nn.Linear(2, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 1))
+
+
+def say(line: str) -> None:
+    """One line in one write: DeepSpeed's launcher runs `python -u`, where print() sends the text and its
+    newline as two writes, and another rank's line forwarded by mpirun can land between them."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 def main() -> None:
@@ -42,11 +50,10 @@ def main() -> None:
     deepspeed.init_distributed()
     set_log_level_from_string("warning")
     rank, size = dist.get_rank(), dist.get_world_size()
-    print(f"rank {rank} of {size} on {socket.gethostname()}", flush=True)
-    print(
+    say(f"rank {rank} of {size} on {socket.gethostname()}")
+    say(
         f"rank {rank} world size {size} accelerator {get_accelerator().device_name()} "
-        f"backend {dist.get_backend()} DS_ACCELERATOR={os.environ.get('DS_ACCELERATOR', '')}",
-        flush=True,
+        f"backend {dist.get_backend()} DS_ACCELERATOR={os.environ.get('DS_ACCELERATOR', '')}"
     )
 
     data = torch.load(args.data)
@@ -78,17 +85,14 @@ def main() -> None:
         dist.all_reduce(total)
         losses.append(float(total[0] / total[1]))
         if rank == 0:
-            print(f"epoch {epoch} loss {losses[-1]:.4f}", flush=True)
+            say(f"epoch {epoch} loss {losses[-1]:.4f}")
 
     flat = torch.cat([p.detach().flatten() for p in engine.module.parameters()])
     gathered = [torch.empty_like(flat) for _ in range(size)]
     dist.all_gather(gathered, flat)
     assert all(torch.equal(flat, other) for other in gathered), "the ranks' parameters differ"
     if rank == 0:
-        print(
-            f"zero stage {args.zero_stage}: loss at start {losses[0]:.4f}, at end {losses[-1]:.4f}",
-            flush=True,
-        )
+        say(f"zero stage {args.zero_stage}: loss at start {losses[0]:.4f}, at end {losses[-1]:.4f}")
         assert losses[-1] < losses[0], "the loss did not fall"
 
 
