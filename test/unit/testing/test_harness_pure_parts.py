@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
@@ -160,48 +161,36 @@ class _SteppedClock:
     def sleep(self, seconds: float) -> None:
         self.now += seconds
 
+    def wait(
+        self, probe: Callable[[], object], progress: Callable[[], object], limit: float = 1000
+    ) -> object:
+        """wait_while_progressing on this clock: a 15 s idle timeout, polled every second."""
+        return wait_while_progressing(
+            probe,
+            progress,
+            idle_timeout=15,
+            limit=limit,
+            interval=1,
+            what="the job",
+            clock=self,
+            sleep=self.sleep,
+        )
+
 
 def test_waiting_while_progressing_outlasts_the_idle_timeout_as_long_as_progress_moves() -> None:
     clock = _SteppedClock()
     # Done at t=100, progress moving every 10 s: ten idle timeouts of 15 s pass on the way.
-    result = wait_while_progressing(
-        lambda: clock.now >= 100 and "done",
-        lambda: int(clock.now // 10),
-        idle_timeout=15,
-        limit=1000,
-        interval=1,
-        what="the job",
-        clock=clock,
-        sleep=clock.sleep,
-    )
+    result = clock.wait(lambda: clock.now >= 100 and "done", lambda: int(clock.now // 10))
     assert result == "done" and clock.now == 100
 
 
 def test_waiting_while_progressing_gives_up_once_progress_stalls() -> None:
     clock = _SteppedClock()
     with pytest.raises(WaitTimeout, match=r"no progress for 15s \(after 45s in all\)"):
-        wait_while_progressing(
-            lambda: False,
-            lambda: min(int(clock.now // 10), 3),  # moves until t=30, then stalls
-            idle_timeout=15,
-            limit=1000,
-            interval=1,
-            what="the job",
-            clock=clock,
-            sleep=clock.sleep,
-        )
+        clock.wait(lambda: False, lambda: min(int(clock.now // 10), 3))  # moves until t=30, then stalls
 
 
 def test_waiting_while_progressing_stops_at_the_overall_limit() -> None:
     clock = _SteppedClock()
     with pytest.raises(WaitTimeout, match=r"after 50s, still progressing"):
-        wait_while_progressing(
-            lambda: False,
-            lambda: clock.now,
-            idle_timeout=15,
-            limit=50,
-            interval=1,
-            what="the job",
-            clock=clock,
-            sleep=clock.sleep,
-        )
+        clock.wait(lambda: False, lambda: clock.now, limit=50)
