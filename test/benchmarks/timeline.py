@@ -57,11 +57,17 @@ class Timeline:
         self.succeeded_at: dict[str, float] = {}
         self.watch_errors: list[str] = []
         self.expected_children = 0
+        # Worker pods seen Running per MPIJob, and when the last of `expected_running` got there.
+        self._running_pods: dict[str, set[str]] = defaultdict(set)
+        self.pods_running_at: dict[str, float] = {}
+        self.expected_running = 0
         self._stopping = threading.Event()
 
-    def start(self, expected_children: int) -> Timeline:
-        """`expected_children`: Service, ConfigMap, Secret, workers and launcher Job of one MPIJob."""
+    def start(self, expected_children: int, expected_running: int = 0) -> Timeline:
+        """`expected_children`: Service, ConfigMap, Secret, workers and launcher Job of one MPIJob;
+        `expected_running`: its workers, to note when all are Running (0: not noted)."""
         self.expected_children = expected_children
+        self.expected_running = expected_running
         for kind in self.kinds:
             self._spawn(CHILD_KINDS[kind], functools.partial(self._on_child, kind))
         self._spawn(MPIJOBS, self._on_mpijob)
@@ -107,6 +113,15 @@ class Timeline:
                 self.launcher_at.setdefault(owner, now)
             if len(seen) >= self.expected_children:
                 self.child_complete_at.setdefault(owner, now)
+            if (
+                kind == "pods"
+                and self.expected_running
+                and (obj.get("status") or {}).get("phase") == "Running"
+            ):
+                running = self._running_pods[owner]
+                running.add(obj["metadata"]["name"])
+                if len(running) >= self.expected_running:
+                    self.pods_running_at.setdefault(owner, now)
 
     def _on_mpijob(self, job: dict[str, Any], now: float) -> None:
         name = job["metadata"]["name"]

@@ -1,0 +1,229 @@
+"""How start-up grows with one job's size: one MPIJob of N workers, from submit to all its children, to
+all workers Running and to the launcher Job, for each operator in turn on one cluster.
+
+Both operators run against the same kwok cluster, one at a time and in alternating order per round, so
+each pair of figures saw the same API server, scheduler and kwok. Each measurement gets a namespace of its
+own, which is emptied (and its pods gone) before the next starts, so no run pays for another's leftovers.
+
+    KUBEBUILDER_ASSETS=$(bash hack/build-control-plane.sh) \\
+        .venv/bin/python -m test.benchmarks.bench_startup_curve --sizes 10,100,1000,5000,10000 --rounds 3
+
+Prints a table (median and spread per size) and writes the figures as JSON and the chart as PNG.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from mpioperator.testing.audit import LEASES
+from mpioperator.testing.rest import RestError
+from mpioperator.testing.wait import wait_for
+from test.benchmarks.contenders import RAISED_QUEUE, Contender, Ours, Settings, Upstream, build_upstream
+from test.benchmarks.scenarios import Bench, bench_job, wait_alive, wait_quiet
+from test.benchmarks.timeline import Timeline
+
+# Ours refuses jobs above --max-worker-replicas (2,512 by default, what fits a hostfile at the longest
+# names); the curve goes past it on purpose, with short names, as upstream is given no bound at all.
+OURS_MAX_WORKERS = 20_000
+# The Service, the ConfigMap and the SSH Secret, beside the workers and the launcher Job.
+SHARED_CHILDREN = 3
+JOB_NAME = "curve"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One operator's start-up of one job: seconds from the create call, the operator's CPU seconds and
+    writes by the time its writes settled, and the hostfile ConfigMap's size."""
+
+    contender: str
+    workers: int
+    children_s: float
+    running_s: float
+    launcher_s: float
+    cpu_s: float
+    writes: int
+    configmap_bytes: int
+
+
+def configmap_bytes(bench: Bench, ns: str) -> int:
+    body = bench.cluster.rest.get(f"/api/v1/namespaces/{ns}/configmaps/{JOB_NAME}-config")
+    return sum(len(k.encode()) + len(v.encode()) for k, v in (body.get("data") or {}).items())
+
+
+def measure(bench: Bench, contender: Contender, ns: str, workers: int) -> Point:
+    timeline = Timeline(bench.cluster.rest, ns).start(
+        expected_children=workers + 1 + SHARED_CHILDREN, expected_running=workers
+    )
+    cpu_before, writes_before = contender.stats().cpu_seconds, bench.writes()
+    started = time.monotonic()
+    bench.submit(ns, [bench_job(JOB_NAME, workers, "24h")])
+    # Scheduling and kwok's status updates run at a few hundred pods a second here.
+    budget = 120 + workers * 0.1
+    wait_alive(
+        f"{workers} workers Running under {contender.name}",
+        lambda: (
+            timeline.count(timeline.pods_running_at) == 1 and timeline.count(timeline.child_complete_at) == 1
+        ),
+        contender,
+        timeout=budget,
+    )
+    writes = wait_quiet(bench, timeout=120).minus(writes_before)
+    timeline.stop()
+    return Point(
+        contender=contender.name,
+        workers=workers,
+        children_s=timeline.child_complete_at[JOB_NAME] - started,
+        running_s=timeline.pods_running_at[JOB_NAME] - started,
+        launcher_s=timeline.launcher_at[JOB_NAME] - started,
+        cpu_s=contender.stats().cpu_seconds - cpu_before,
+        writes=writes.total(excluding=LEASES),
+        configmap_bytes=configmap_bytes(bench, ns),
+    )
+
+
+def empty(bench: Bench, ns: str, timeout: float) -> None:
+    """Delete the namespace with everything in it and wait until it is gone: the pods' deletion is
+    kwok's and the namespace controller's work, which must not overlap the next measurement."""
+    rest = bench.cluster.rest
+    rest.delete(f"/api/v1/namespaces/{ns}/pods")
+    rest.delete(f"/api/v1/namespaces/{ns}")
+
+    def gone() -> bool:
+        try:
+            rest.get(f"/api/v1/namespaces/{ns}")
+        except RestError as exc:
+            if exc.status == 404:
+                return True
+            raise
+        return False
+
+    wait_for(gone, timeout=timeout, interval=1.0, what=f"namespace {ns} to be deleted")
+
+
+def warm_up(bench: Bench, contender: Contender, ns: str) -> None:
+    """One small job first, so the figure is a running operator's, not its first sync's after start-up
+    (connections opened, code paths loaded): users submit to an operator that has been up for a while."""
+    bench.submit(ns, [bench_job("warm-up", 1, "24h")])
+
+    def launched() -> bool:
+        jobs = bench.cluster.rest.get(f"/apis/batch/v1/namespaces/{ns}/jobs")
+        return any(j["metadata"]["name"] == "warm-up-launcher" for j in jobs["items"])
+
+    wait_alive("the warm-up job's launcher", launched, contender, timeout=120)
+    wait_quiet(bench, timeout=60)
+
+
+def run_once(bench: Bench, contender: Contender, workers: int, ns: str, workdir: Path) -> Point:
+    bench.free_lock()
+    contender.start(bench.cluster, Path(tempfile.mkdtemp(dir=workdir)))
+    try:
+        contender.wait_ready(timeout=600)
+        bench.namespace(ns)
+        warm_up(bench, contender, ns)
+        return measure(bench, contender, ns, workers)
+    finally:
+        contender.stop()
+        empty(bench, ns, timeout=300 + workers * 0.2)
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):8.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+def table(points: list[Point], sizes: list[int], names: list[str]) -> str:
+    lines = [
+        f"{'workers':>8} {'operator':<16} {'children s':>24} {'all Running s':>24} {'launcher Job s':>24}"
+        f" {'CPU s':>24} {'writes':>8} {'ConfigMap':>10}"
+    ]
+    for size in sizes:
+        for name in names:
+            mine = [p for p in points if p.workers == size and p.contender == name]
+            if not mine:
+                continue
+            lines.append(
+                f"{size:>8} {name:<16} {spread([p.children_s for p in mine]):>24}"
+                f" {spread([p.running_s for p in mine]):>24} {spread([p.launcher_s for p in mine]):>24}"
+                f" {spread([p.cpu_s for p in mine]):>24} {statistics.median([p.writes for p in mine]):>8.0f}"
+                f" {mine[0].configmap_bytes:>10}"
+            )
+    return "\n".join(lines)
+
+
+def draw_curve(points: list[Point], names: list[str], path: Path) -> None:
+    """Three panels against workers on log-log axes: children created, all Running, launcher Job."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = (
+        ("all children created", "children_s"),
+        ("all workers Running", "running_s"),
+        ("launcher Job", "launcher_s"),
+    )
+    fig, axes = plt.subplots(1, len(panels), figsize=(13, 4), squeeze=False)
+    for ax, (title, key) in zip(axes.flat, panels, strict=True):
+        for name, colour in zip(names, ("#2a7ab9", "#9a9a9a"), strict=False):
+            sizes = sorted({p.workers for p in points if p.contender == name})
+            medians = [
+                statistics.median([getattr(p, key) for p in points if p.contender == name and p.workers == s])
+                for s in sizes
+            ]
+            ax.plot(sizes, medians, marker="o", color=colour, label=name)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("workers in the one MPIJob")
+        ax.set_ylabel("seconds from submit (median)")
+        ax.set_title(title, fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default="10,100,1000,5000,10000", help="worker counts, comma-separated")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=Path("bench-startup-curve"), help="JSON and PNG go here")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    workdir = Path(tempfile.mkdtemp(prefix="mpioperator-startup-curve-"))
+    bench = Bench.start(workdir)
+    contenders: list[Contender] = [
+        Ours(Settings(), queue=RAISED_QUEUE, extra_args=(f"--max-worker-replicas={OURS_MAX_WORKERS}",)),
+        Upstream(Settings(), build_upstream(), queue=RAISED_QUEUE),
+    ]
+    points: list[Point] = []
+    try:
+        for size in sizes:
+            for n in range(args.rounds):
+                for contender in contenders if n % 2 == 0 else contenders[::-1]:
+                    # Names of one length: the hostfile's size depends on the namespace's.
+                    ns = f"curve-{size}-{n}-{'ours' if isinstance(contender, Ours) else 'upst'}"
+                    point = run_once(bench, contender, size, ns, workdir)
+                    points.append(point)
+                    print(json.dumps(asdict(point)), flush=True)
+    finally:
+        bench.stop()
+    names = [c.name for c in contenders]
+    print(table(points, sizes, names))
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "points.json").write_text(json.dumps([asdict(p) for p in points], indent=1) + "\n")
+    draw_curve(points, names, args.out / "startup-curve.png")
+    print(f"figures and chart in {args.out}/", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
