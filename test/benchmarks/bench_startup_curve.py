@@ -24,7 +24,7 @@ from pathlib import Path
 
 from mpioperator.testing.audit import LEASES
 from mpioperator.testing.rest import RestError
-from mpioperator.testing.wait import wait_for
+from mpioperator.testing.wait import ProbeAborted, WaitTimeout, wait_for
 from test.benchmarks.contenders import RAISED_QUEUE, Contender, Ours, Settings, Upstream, build_upstream
 from test.benchmarks.scenarios import Bench, bench_job, wait_alive, wait_quiet
 from test.benchmarks.timeline import Timeline
@@ -35,6 +35,7 @@ OURS_MAX_WORKERS = 20_000
 # The Service, the ConfigMap and the SSH Secret, beside the workers and the launcher Job.
 SHARED_CHILDREN = 3
 JOB_NAME = "curve"
+STALLED_S = 90.0
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class Point:
     cpu_s: float
     writes: int
     configmap_bytes: int
+    note: str = ""  # why a run never got all its workers Running
 
 
 def configmap_bytes(bench: Bench, ns: str) -> int:
@@ -64,16 +66,18 @@ def measure(bench: Bench, contender: Contender, ns: str, workers: int) -> Point:
     cpu_before, writes_before = contender.stats().cpu_seconds, bench.writes()
     started = time.monotonic()
     bench.submit(ns, [bench_job(JOB_NAME, workers, "24h")])
-    # Scheduling and kwok's status updates run at a few hundred pods a second here.
-    budget = 120 + workers * 0.1
-    wait_alive(
-        f"{workers} workers Running under {contender.name}",
-        lambda: (
-            timeline.count(timeline.pods_running_at) == 1 and timeline.count(timeline.child_complete_at) == 1
-        ),
-        contender,
-        timeout=budget,
-    )
+    progress = Progress(timeline)
+    try:
+        wait_alive(
+            f"{workers} workers Running under {contender.name}",
+            lambda: progress.check() and JOB_NAME in timeline.pods_running_at,
+            contender,
+            # Scheduling and kwok's status updates run at a few hundred pods a second here.
+            timeout=120 + workers * 0.1,
+        )
+    except (WaitTimeout, ProbeAborted) as exc:
+        timeline.stop()
+        return failed(bench, contender, ns, workers, str(exc).splitlines()[0])
     writes = wait_quiet(bench, timeout=120).minus(writes_before)
     timeline.stop()
     return Point(
@@ -88,11 +92,41 @@ def measure(bench: Bench, contender: Contender, ns: str, workers: int) -> Point:
     )
 
 
+class Progress:
+    """Gives up once nothing new has been seen for STALLED_S: a job the operator cannot start (a
+    ConfigMap the API server refuses, say) would otherwise hold the run for the whole budget."""
+
+    def __init__(self, timeline: Timeline) -> None:
+        self.timeline = timeline
+        self.last = timeline.progress(JOB_NAME)
+        self.changed_at = time.monotonic()
+
+    def check(self) -> bool:
+        now, seen = time.monotonic(), self.timeline.progress(JOB_NAME)
+        if seen != self.last:
+            self.last, self.changed_at = seen, now
+        elif now - self.changed_at > STALLED_S:
+            children, running = seen
+            raise ProbeAborted(f"stalled at {children} children and {running} Running workers")
+        return True
+
+
+def failed(bench: Bench, contender: Contender, ns: str, workers: int, why: str) -> Point:
+    """A run that never got all its workers Running, with what the cluster said about it."""
+    events = bench.cluster.rest.get(f"/api/v1/namespaces/{ns}/events")["items"]
+    warnings = sorted(
+        {f"{e.get('reason')}: {e.get('message', '')[:160]}" for e in events if e.get("type") == "Warning"}
+    )
+    nan = float("nan")
+    return Point(contender.name, workers, nan, nan, nan, nan, 0, 0, note="; ".join([why, *warnings[:2]]))
+
+
 def empty(bench: Bench, ns: str, timeout: float) -> None:
     """Delete the namespace with everything in it and wait until it is gone: the pods' deletion is
     kwok's and the namespace controller's work, which must not overlap the next measurement."""
     rest = bench.cluster.rest
-    rest.delete(f"/api/v1/namespaces/{ns}/pods")
+    # The namespace controller deletes what is in it; a collection delete of thousands of pods from here
+    # would hold one request open for longer than the client waits.
     rest.delete(f"/api/v1/namespaces/{ns}")
 
     def gone() -> bool:
@@ -147,6 +181,10 @@ def table(points: list[Point], sizes: list[int], names: list[str]) -> str:
             mine = [p for p in points if p.workers == size and p.contender == name]
             if not mine:
                 continue
+            if any(p.note for p in mine):
+                notes = sorted({p.note for p in mine if p.note})
+                lines.append(f"{size:>8} {name:<16} did not start in {len(notes)} of {len(mine)}: {notes[0]}")
+                continue
             lines.append(
                 f"{size:>8} {name:<16} {spread([p.children_s for p in mine]):>24}"
                 f" {spread([p.running_s for p in mine]):>24} {spread([p.launcher_s for p in mine]):>24}"
@@ -172,6 +210,9 @@ def draw_curve(points: list[Point], names: list[str], path: Path) -> None:
     for ax, (title, key) in zip(axes.flat, panels, strict=True):
         for name, colour in zip(names, ("#2a7ab9", "#9a9a9a"), strict=False):
             sizes = sorted({p.workers for p in points if p.contender == name})
+            sizes = [
+                s for s in sizes if not any(p.note for p in points if p.contender == name and p.workers == s)
+            ]
             medians = [
                 statistics.median([getattr(p, key) for p in points if p.contender == name and p.workers == s])
                 for s in sizes

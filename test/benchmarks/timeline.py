@@ -133,6 +133,11 @@ class Timeline:
                 # A job can pass through Running between two watch events; it was running by then.
                 self.running_at.setdefault(name, now)
 
+    def progress(self, owner: str) -> tuple[int, int]:
+        """Children seen and workers seen Running so far for one MPIJob."""
+        with self._lock:
+            return len(self._children.get(owner, ())), len(self._running_pods.get(owner, ()))
+
     def count(self, which: dict[str, float]) -> int:
         with self._lock:
             return len(which)
