@@ -40,7 +40,9 @@ def test_check_mode_reports_a_stale_copy_with_a_diff(
 
     monkeypatch.setattr(gen_chart, "outputs", with_edited_copy)
     assert gen_chart.main(["--check"]) == 1
-    assert "1 chart file(s) stale" in capsys.readouterr().out
+    said = capsys.readouterr()
+    assert f"--- {edited}\n+++ generated\n" in said.out
+    assert said.err == f"gen_chart: {edited} is stale; run python hack/gen_chart.py\n"
     assert edited.read_text() == "{}\n"
 
 
