@@ -45,12 +45,17 @@ class NodeGroup:
         return added
 
 
+def node_group(cluster: LocalCluster) -> Iterator[NodeGroup]:
+    """A test's own nodes (NodeGroup.add), removed after it."""
+    group = NodeGroup(cluster)
+    yield group
+    if group.names and cluster.layout is not None:
+        cluster.remove_nodes(group.names)
+
+
 @pytest.fixture
 def nodes(gang_cluster: LocalCluster) -> Iterator[NodeGroup]:
-    group = NodeGroup(gang_cluster)
-    yield group
-    if group.names and gang_cluster.layout is not None:
-        gang_cluster.remove_nodes(group.names)
+    yield from node_group(gang_cluster)
 
 
 @pytest.fixture
