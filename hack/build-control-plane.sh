@@ -17,11 +17,8 @@ fi
 
 require_go
 out="$cache_root/bin/k8s-${K8S_VERSION}_kwok-${KWOK_VERSION}_etcd-${ETCD_VERSION}_go${go_ver}"
-done_already() { [ -f "$out/.complete" ] && have_all "$out"; }
-if done_already; then echo "$out"; exit 0; fi
-build_lock control-plane
-if done_already; then echo "$out"; exit 0; fi
-mkdir -p "$out" "$cache_root/wrappers"
+reuse_or_lock control-plane "$out" \
+  "$out"/{etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,kwok}
 
 build_kubernetes() {
   k8s_wrapper_module "$cache_root/wrappers/k8s-$K8S_VERSION" kube-apiserver kube-controller-manager kube-scheduler kubectl
@@ -32,10 +29,7 @@ build_kubernetes() {
 
 # etcd's server module also carries relative replaces; its published requirements are real tags.
 build_etcd() {
-  local wrap="$cache_root/wrappers/etcd-$ETCD_VERSION"
-  rm -rf "$wrap"; mkdir -p "$wrap"; cd "$wrap"
-  go mod init example.local/etcdbin
-  go mod edit -go="$GO_MIN_VERSION.0"
+  wrapper_module "$cache_root/wrappers/etcd-$ETCD_VERSION" example.local/etcdbin
   go mod edit -require="go.etcd.io/etcd/server/v3@$ETCD_VERSION"
   go mod edit -tool=go.etcd.io/etcd/server/v3
   go mod tidy
@@ -43,7 +37,7 @@ build_etcd() {
 }
 
 build_kwok() {
-  GOBIN="$out" go install -trimpath -ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+  go_install "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 }
 
 log "cold build into $out (k8s $K8S_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION, go$go_ver); about 10 min on 2 cores"
@@ -53,6 +47,4 @@ log "cold build into $out (k8s $K8S_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERS
 "$out/kube-apiserver" --version >&2
 first_line "$out/etcd" --version
 "$out/kwok" --version >&2 || true
-touch "$out/.complete"
-log "done"
-echo "$out"
+build_done "$out"

@@ -12,24 +12,13 @@ module=helm.sh/helm/v4
 require_go
 out="$cache_root/bin/helm-${HELM_VERSION}_go${go_ver}"
 bin="$out/helm"
-done_already() { [ -f "$out/.complete" ] && [ -x "$bin" ]; }
-if done_already; then echo "$bin"; exit 0; fi
-build_lock helm
-if done_already; then echo "$bin"; exit 0; fi
-mkdir -p "$out"
+reuse_or_lock helm "$bin" "$bin"
 
 # The module has no replace directives, so `go install module/cmd@version` builds it as released; the
 # version stamp is what Helm's Makefile sets (`helm version` and chart `kubeVersion` checks read it).
-install_helm() {
-  GOBIN="$out" go install -trimpath \
-    -ldflags="-s -w -X $module/internal/version.version=$HELM_VERSION -X $module/internal/version.gitTreeState=clean" \
-    "$module/cmd/helm@$HELM_VERSION"
-}
+ldflags="-s -w -X $module/internal/version.version=$HELM_VERSION -X $module/internal/version.gitTreeState=clean"
 
 log "cold build of $module $HELM_VERSION (go$go_ver) into $out; a few minutes on 2 cores"
-run_step helm "$out" install_helm
-[ -x "$bin" ] || die "go install finished but $bin is missing (log: $out/build-helm.log)"
+run_step helm "$out" go_install "$ldflags" "$module/cmd/helm@$HELM_VERSION"
 "$bin" version >&2
-touch "$out/.complete"
-log "done"
-echo "$bin"
+build_done "$bin"

@@ -18,11 +18,7 @@ fi
 
 require_go
 out="$cache_root/bin/node-k8s-${K8S_VERSION}_coredns-${COREDNS_VERSION}_go${go_ver}"
-done_already() { [ -f "$out/.complete" ] && have_all "$out"; }
-if done_already; then echo "$out"; exit 0; fi
-build_lock "node"
-if done_already; then echo "$out"; exit 0; fi
-mkdir -p "$out" "$cache_root/wrappers"
+reuse_or_lock node "$out" "$out/kubelet" "$out/coredns"
 
 build_kubelet() {
   k8s_wrapper_module "$cache_root/wrappers/k8s-node-$K8S_VERSION" kubelet
@@ -32,10 +28,7 @@ build_kubelet() {
 # CoreDNS's own main package imports every plugin, cloud SDKs included. This main package imports only
 # the plugins a test cluster's Corefile uses; each registers itself when imported.
 build_coredns() {
-  local wrap="$cache_root/wrappers/coredns-$COREDNS_VERSION"
-  rm -rf "$wrap"; mkdir -p "$wrap"; cd "$wrap"
-  go mod init example.local/coredns
-  go mod edit -go="$GO_MIN_VERSION.0"
+  wrapper_module "$cache_root/wrappers/coredns-$COREDNS_VERSION" example.local/coredns
   go mod edit -require="github.com/coredns/coredns@$COREDNS_VERSION"
   cat >main.go <<'GO'
 package main
@@ -66,6 +59,4 @@ log "cold build into $out (kubelet $K8S_VERSION, CoreDNS $COREDNS_VERSION, go$go
 [ -x "$out/kubelet" ] || run_step kubelet "$out" build_kubelet
 "$out/kubelet" --version >&2
 first_line "$out/coredns" -version
-touch "$out/.complete"
-log "done"
-echo "$out"
+build_done "$out"

@@ -24,27 +24,16 @@ if [ "${1:-}" = crds ]; then
   exit 0
 fi
 out="$cache_root/bin/prometheus-${PROMETHEUS_VERSION}_go${go_ver}"
-have_all() { [ -x "$out/prometheus" ] && [ -x "$out/promtool" ]; }
-done_already() { [ -f "$out/.complete" ] && have_all; }
-if done_already; then echo "$out/prometheus"; exit 0; fi
-build_lock prometheus
-if done_already; then echo "$out/prometheus"; exit 0; fi
-mkdir -p "$out"
+reuse_or_lock prometheus "$out/prometheus" "$out/prometheus" "$out/promtool"
 
 # remove_all_sd drops the cloud service discoveries (AWS, Azure, GCE, ...) the tests never use: static
 # targets only, and a much smaller build. Without builtinassets the web UI is not embedded (it would need
 # the npm build of the React app); the HTTP API, which the tests query, is unaffected.
-install_prometheus() {
-  local ldflags="-s -w -X github.com/prometheus/common/version.Version=$release"
-  ldflags+=" -X github.com/prometheus/common/version.Branch=release"
-  GOBIN="$out" go install -trimpath -tags=remove_all_sd -ldflags="$ldflags" \
-    "$module/cmd/prometheus@$module_version" "$module/cmd/promtool@$module_version"
-}
+ldflags="-s -w -X github.com/prometheus/common/version.Version=$release"
+ldflags+=" -X github.com/prometheus/common/version.Branch=release"
 
 log "cold build of $module $module_version (Prometheus $PROMETHEUS_VERSION, go$go_ver) into $out; several minutes on 2 cores"
-run_step prometheus "$out" install_prometheus
-have_all || die "go install finished but prometheus or promtool is missing in $out (log: $out/build-prometheus.log)"
+run_step prometheus "$out" go_install "$ldflags" -tags=remove_all_sd \
+  "$module/cmd/prometheus@$module_version" "$module/cmd/promtool@$module_version"
 first_line "$out/prometheus" --version
-touch "$out/.complete"
-log "done"
-echo "$out/prometheus"
+build_done "$out/prometheus"

@@ -12,21 +12,10 @@ module=github.com/distribution/distribution/v3
 require_go
 out="$cache_root/bin/registry-${REGISTRY_VERSION}_go${go_ver}"
 bin="$out/registry"
-done_already() { [ -f "$out/.complete" ] && [ -x "$bin" ]; }
-if done_already; then echo "$bin"; exit 0; fi
-build_lock registry
-if done_already; then echo "$bin"; exit 0; fi
-mkdir -p "$out"
+reuse_or_lock registry "$bin" "$bin"
 
 # The module has no replace directives, so `go install module/cmd@version` builds it as released.
-build_registry() {
-  GOBIN="$out" go install -trimpath -ldflags="-s -w" "$module/cmd/registry@$REGISTRY_VERSION"
-}
-
 log "cold build of $module $REGISTRY_VERSION (go$go_ver) into $out; about a minute on 2 cores"
-run_step registry "$out" build_registry
-[ -x "$bin" ] || die "go install finished but $bin is missing (log: $out/build-registry.log)"
+run_step registry "$out" go_install "-s -w" "$module/cmd/registry@$REGISTRY_VERSION"
 "$bin" --version >&2 || true
-touch "$out/.complete"
-log "done"
-echo "$bin"
+build_done "$bin"

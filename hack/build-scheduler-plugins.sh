@@ -27,19 +27,12 @@ fi
 
 out="$cache_root/bin/scheduler-plugins-${SCHEDULER_PLUGINS_VERSION}_go${go_ver}"
 bin="$out/scheduler-plugins-scheduler"
-done_already() { [ -f "$out/.complete" ] && [ -x "$bin" ]; }
-if done_already; then echo "$bin"; exit 0; fi
-build_lock scheduler-plugins
-if done_already; then echo "$bin"; exit 0; fi
-mkdir -p "$out" "$cache_root/wrappers"
+reuse_or_lock scheduler-plugins "$bin" "$bin"
 
 # The module's go.mod pins k8s.io staging modules with replace directives, which `go install mod@v`
 # refuses; a throw-away main module carries the same replaces and builds cmd/scheduler from there.
 build_scheduler() {
-  local wrap="$cache_root/wrappers/scheduler-plugins-$SCHEDULER_PLUGINS_VERSION"
-  rm -rf "$wrap"; mkdir -p "$wrap"; cd "$wrap"
-  go mod init example.local/schedulerplugins
-  go mod edit -go="$GO_MIN_VERSION.0"
+  wrapper_module "$cache_root/wrappers/scheduler-plugins-$SCHEDULER_PLUGINS_VERSION" example.local/schedulerplugins
   local gomod; gomod=$(module_field GoMod)
   # A plain assignment (not `for r in $(...)`) so that a failure here stops the build under `set -e`;
   # an empty list would silently resolve the k8s staging modules to @latest and fail much later.
@@ -67,6 +60,4 @@ build_scheduler() {
 log "cold build of $module $SCHEDULER_PLUGINS_VERSION (go$go_ver) into $out; several minutes on 2 cores"
 run_step scheduler "$out" build_scheduler
 "$bin" --version >&2 || true
-touch "$out/.complete"
-log "done"
-echo "$bin"
+build_done "$bin"

@@ -12,25 +12,17 @@ module=github.com/kubeflow/mpi-operator
 require_go
 out="$cache_root/bin/upstream-mpi-operator-${UPSTREAM_OPERATOR_VERSION}_go${go_ver}"
 bin="$out/mpi-operator"
-done_already() { [ -f "$out/.complete" ] && [ -x "$bin" ]; }
-if done_already; then echo "$bin"; exit 0; fi
-build_lock upstream-operator
-if done_already; then echo "$bin"; exit 0; fi
-mkdir -p "$out" "$cache_root/wrappers"
+reuse_or_lock upstream-operator "$bin" "$bin"
 
 # `go install module/cmd@version` first reads the module's version list for deprecation notices, which
 # some module proxies refuse (403); a throw-away main module requiring the exact version never asks.
 build_operator() {
-  local wrap="$cache_root/wrappers/upstream-mpi-operator-$UPSTREAM_OPERATOR_VERSION"
-  rm -rf "$wrap"; mkdir -p "$wrap"; cd "$wrap"
-  go mod init example.local/upstreamoperator
-  go mod edit -go="$GO_MIN_VERSION.0" -require="$module@$UPSTREAM_OPERATOR_VERSION" -tool="$module/cmd/mpi-operator"
+  wrapper_module "$cache_root/wrappers/upstream-mpi-operator-$UPSTREAM_OPERATOR_VERSION" example.local/upstreamoperator
+  go mod edit -require="$module@$UPSTREAM_OPERATOR_VERSION" -tool="$module/cmd/mpi-operator"
   go mod tidy
   go build -trimpath -ldflags="-s -w" -o "$bin" "$module/cmd/mpi-operator"
 }
 
 log "cold build of $module $UPSTREAM_OPERATOR_VERSION (go$go_ver) into $out; a few minutes on 2 cores"
 run_step upstream-operator "$out" build_operator
-touch "$out/.complete"
-log "done"
-echo "$bin"
+build_done "$bin"

@@ -12,20 +12,13 @@ module=volcano.sh/volcano
 require_go
 out="$cache_root/bin/volcano-scheduler-${VOLCANO_SCHEDULER_VERSION}_go${go_ver}"
 bin="$out/vc-scheduler"
-done_already() { [ -f "$out/.complete" ] && [ -x "$bin" ]; }
-if done_already; then echo "$bin"; exit 0; fi
-build_lock volcano-scheduler
-if done_already; then echo "$bin"; exit 0; fi
-mkdir -p "$out" "$cache_root/wrappers"
+reuse_or_lock volcano-scheduler "$bin" "$bin"
 
 # Volcano's go.mod requires volcano.sh/apis and the k8s staging modules at v0.0.0 and resolves them with
 # replace directives: versioned ones for k8s (carried over, mapped to served patch releases), and a local
 # ./staging copy for volcano.sh/apis, which becomes the published release of the same line.
 build_scheduler() {
-  local wrap="$cache_root/wrappers/volcano-scheduler-$VOLCANO_SCHEDULER_VERSION"
-  rm -rf "$wrap"; mkdir -p "$wrap"; cd "$wrap"
-  go mod init example.local/volcanoscheduler
-  go mod edit -go="$GO_MIN_VERSION.0"
+  wrapper_module "$cache_root/wrappers/volcano-scheduler-$VOLCANO_SCHEDULER_VERSION" example.local/volcanoscheduler
   local gomod
   gomod=$(go mod download -json "$module@$VOLCANO_SCHEDULER_VERSION" \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
@@ -45,6 +38,4 @@ print(json.dumps(mod))' | python3 "$here/scheduler_plugins_replaces.py")
 
 log "cold build of $module $VOLCANO_SCHEDULER_VERSION (go$go_ver) into $out; a few minutes on 2 cores"
 run_step volcano-scheduler "$out" build_scheduler
-touch "$out/.complete"
-log "done"
-echo "$bin"
+build_done "$bin"

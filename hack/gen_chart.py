@@ -15,7 +15,6 @@ A chart cannot read files outside its directory (`helm package` would leave them
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 from pathlib import Path
 
@@ -25,6 +24,11 @@ REPO = Path(__file__).resolve().parents[1]
 CHART = REPO / "charts" / "mpi-operator"
 BASE_CRD = REPO / "manifests" / "base" / "kubeflow.org_mpijobs.yaml"
 COMPONENT = REPO / "manifests" / "components" / "prometheus"
+
+# hack/ is not a package: its siblings are found from here whether this runs as a script or is loaded
+# from its path by the tests.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from generated import check_flag, write_or_check  # noqa: E402
 
 CRD_HEAD = """apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -93,28 +97,9 @@ def outputs() -> dict[Path, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail with a diff if a copy is stale")
+    check_flag(parser)
     args = parser.parse_args(argv)
-    stale = 0
-    for path, wanted in outputs().items():
-        have = path.read_text() if path.exists() else ""
-        if have == wanted:
-            continue
-        relative = path.relative_to(REPO) if path.is_relative_to(REPO) else path
-        if args.check:
-            stale += 1
-            diff = difflib.unified_diff(
-                have.splitlines(keepends=True), wanted.splitlines(keepends=True), str(relative), "generated"
-            )
-            sys.stdout.writelines(list(diff)[:200])
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(wanted)
-            print(f"wrote {relative}")
-    if stale:
-        print(f"\n{stale} chart file(s) stale: run python hack/gen_chart.py")
-        return 1
-    return 0
+    return write_or_check("gen_chart", outputs(), check=args.check)
 
 
 if __name__ == "__main__":

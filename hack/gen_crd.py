@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import difflib
 import json
 import sys
 from pathlib import Path
@@ -32,6 +31,7 @@ Schema = dict[str, Any]
 # from its path by the tests.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from crd_openapi import CORE, SPECIAL, Resolver, openapi_path  # noqa: E402
+from generated import check_flag, write_or_check  # noqa: E402
 
 from mpioperator.controller.builders.configmap import worker_replicas_ceiling  # noqa: E402
 
@@ -468,27 +468,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument(
-        "--check", action="store_true", help="compare with the committed CRD instead of writing"
-    )
+    check_flag(parser)
     parser.add_argument("--output", type=Path, default=OUTPUT)
     args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        current = args.output.read_text() if args.output.exists() else ""
-        if current != text:
-            sys.stdout.writelines(
-                difflib.unified_diff(
-                    current.splitlines(True), text.splitlines(True), str(args.output), "generated"
-                )
-            )
-            print(f"gen_crd: {args.output} is stale; run python hack/gen_crd.py", file=sys.stderr)
-            return 1
-        return 0
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text)
-    print(f"wrote {args.output} ({len(text.encode())} bytes)")
-    return 0
+    return write_or_check("gen_crd", {args.output: render()}, check=args.check)
 
 
 if __name__ == "__main__":

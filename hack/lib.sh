@@ -72,6 +72,54 @@ build_lock() {
   fi
 }
 
+# A Go build goes into $out, a directory under $cache_root/bin named after the versions of what it builds and
+# of Go (set by the script after require_go), and is whole once stamped $out/.complete.
+# reuse_or_lock LOCK PRINTED FILE...: when $out is whole and holds each FILE as an executable, prints PRINTED
+# (what the script prints on success) and exits 0; otherwise takes the build lock LOCK, looks again
+# (another process may have finished the build meanwhile), and makes $out and the wrapper modules' directory.
+reuse_or_lock() {
+  local lock=$1 printed=$2; shift 2
+  build_files=("$@")
+  if build_whole; then echo "$printed"; exit 0; fi
+  build_lock "$lock"
+  if build_whole; then echo "$printed"; exit 0; fi
+  mkdir -p "$out" "$cache_root/wrappers"
+}
+
+build_whole() {
+  [ -f "$out/.complete" ] || return 1
+  local file
+  for file in "${build_files[@]}"; do [ -x "$file" ] || return 1; done
+}
+
+# build_done PRINTED: checks that the build left each FILE reuse_or_lock named, stamps $out whole and prints
+# PRINTED, the script's answer on stdout.
+build_done() {
+  local file
+  for file in "${build_files[@]}"; do
+    [ -x "$file" ] || die "the build finished but $file is missing (its logs: $out/build-*.log)"
+  done
+  touch "$out/.complete"
+  log "done"
+  echo "$1"
+}
+
+# go_install LDFLAGS PACKAGE@VERSION...: installs released commands into $out, for modules without replace
+# directives (`go install` refuses those: they need a wrapper module, below).
+go_install() {
+  local ldflags=$1; shift
+  GOBIN="$out" go install -trimpath -ldflags="$ldflags" "$@"
+}
+
+# wrapper_module DIR NAME: makes DIR afresh as a throw-away main module NAME at the Go version we require,
+# and cds into it. A wrapper requires the exact version to build, so the module proxy is never asked for
+# a version list (some refuse it), and it can carry the replace directives a module's own go.mod has.
+wrapper_module() {
+  rm -rf "$1"; mkdir -p "$1"; cd "$1"
+  go mod init "$2"
+  go mod edit -go="$GO_MIN_VERSION.0"
+}
+
 # Periodic progress so a long cold build never looks hung; kept off stdout, which callers capture.
 # Its sleep holds none of the caller's pipes: killing the ticker leaves the sleep to run out on its own, and
 # one that held stderr would keep a caller reading it waiting for up to a minute.
@@ -106,9 +154,7 @@ run_step() {
 k8s_wrapper_module() {
   local wrap=$1; shift
   local staging="v0.${K8S_VERSION#v1.}"
-  rm -rf "$wrap"; mkdir -p "$wrap"; cd "$wrap"
-  go mod init example.local/k8sbins
-  go mod edit -go="$GO_MIN_VERSION.0"
+  wrapper_module "$wrap" example.local/k8sbins
   local gomod; gomod=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
   local modules; modules=$(go mod edit -json "$gomod" | python3 -c '
 import json, sys

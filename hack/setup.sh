@@ -32,7 +32,7 @@ stamp=.venv/.installed-$(cat setup.cfg pyproject.toml | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   echo "[setup] installing mpioperator and its test tools into .venv" >&2
   log=.venv/pip-install.log
-  if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e '.[test]'; } >"$log" 2>&1; then
+  if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e '.[test,auth-provider]'; } >"$log" 2>&1; then
     cat "$log" >&2
     die "pip install failed (log above, also in $log)"
   fi

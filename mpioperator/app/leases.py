@@ -8,13 +8,13 @@ from typing import Any, Protocol
 
 import structlog
 
-from mpioperator.api.objects import Obj
 from mpioperator.cache.backoff import Backoff
 from mpioperator.cache.listwatch import ListerWatcher
 from mpioperator.cache.reflector import SHORT_WATCH, ShortWatch
 from mpioperator.clock import Clock, RealClock
 from mpioperator.kube import errors
-from mpioperator.kube.resources import LEASES, Resource
+from mpioperator.kube.calls import Creates, Reads, Updates
+from mpioperator.kube.resources import LEASES
 from mpioperator.leaderelection.elector import LeaseConflict
 
 log = structlog.get_logger(__name__)
@@ -27,15 +27,9 @@ WATCH_RETRY_SECONDS = 1.0
 WATCH_RETRY_CAP_SECONDS = 30.0
 
 
-class LeaseApi(ListerWatcher, Protocol):
+class LeaseApi(ListerWatcher, Reads, Creates, Updates, Protocol):
     """The part of KubeClient the Lease access uses: the watch of the informers' ListerWatcher (for
     releases), and get, create and update."""
-
-    async def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj: ...
-
-    async def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj: ...
-
-    async def update(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj: ...
 
 
 class KubeLeaseClient:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 import structlog
@@ -45,31 +45,10 @@ def make_client(options: Options, *, metrics: RequestMetrics | None = None) -> K
     qps, burst = float(options.kube_api_qps), int(options.kube_api_burst)
     protobuf = options.kube_api_content_type == PROTOBUF
     pool = pool_size(options)
-    try:
-        if options.master and not options.kubeconfig:
-            return KubeClient.explicit(
-                options.master,
-                user_agent=USER_AGENT,
-                pool_size=pool,
-                qps=qps,
-                burst=burst,
-                metrics=metrics,
-                protobuf=protobuf,
-            )
-        if options.kubeconfig:
-            client = KubeClient.from_kubeconfig(
-                options.kubeconfig,
-                user_agent=USER_AGENT,
-                pool_size=pool,
-                qps=qps,
-                burst=burst,
-                metrics=metrics,
-                protobuf=protobuf,
-            )
-            if options.master:
-                client.override_host(options.master)
-            return client
-        return KubeClient.in_cluster(
+
+    def made_by(factory: Callable[..., KubeClient], *where: str) -> KubeClient:
+        return factory(
+            *where,
             user_agent=USER_AGENT,
             pool_size=pool,
             qps=qps,
@@ -77,6 +56,16 @@ def make_client(options: Options, *, metrics: RequestMetrics | None = None) -> K
             metrics=metrics,
             protobuf=protobuf,
         )
+
+    try:
+        if options.master and not options.kubeconfig:
+            return made_by(KubeClient.explicit, options.master)
+        if options.kubeconfig:
+            client = made_by(KubeClient.from_kubeconfig, options.kubeconfig)
+            if options.master:
+                client.override_host(options.master)
+            return client
+        return made_by(KubeClient.in_cluster)
     except Exception as exc:
         raise StartupError(f"cannot build an API client: {exc}") from exc
 

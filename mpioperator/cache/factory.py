@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass, field
 
 from mpioperator.cache.informer import SharedInformer, Transform, strip_managed_fields
 from mpioperator.cache.listwatch import ListerWatcher
@@ -14,22 +15,20 @@ from mpioperator.kube.projection import Projection
 from mpioperator.kube.resources import Resource
 
 
+@dataclass(slots=True)
 class SharedInformerFactory:
-    def __init__(
-        self,
-        client: ListerWatcher,
-        *,
-        clock: Clock | None = None,
-        transform: Transform | None = strip_managed_fields,
-        inactivity_timeout: float | None = DEFAULT_INACTIVITY_TIMEOUT,
-        page_size: int = DEFAULT_PAGE_SIZE,
-    ) -> None:
-        self._client = client
-        self._clock = clock
-        self._transform = transform
-        self._inactivity_timeout = inactivity_timeout
-        self._page_size = page_size
-        self._informers: dict[tuple[Resource, str | None], SharedInformer] = {}
+    """Informers over `client`; `clock`, `transform`, `inactivity_timeout` and `page_size` are what each
+    informer it makes takes unless `informer()` is told otherwise."""
+
+    client: ListerWatcher
+    _: KW_ONLY
+    clock: Clock | None = None
+    transform: Transform | None = strip_managed_fields
+    inactivity_timeout: float | None = DEFAULT_INACTIVITY_TIMEOUT
+    page_size: int = DEFAULT_PAGE_SIZE
+    _informers: dict[tuple[Resource, str | None], SharedInformer] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def informer(
         self,
@@ -50,15 +49,15 @@ class SharedInformerFactory:
         informer = self._informers.get(key)
         if informer is None:
             informer = SharedInformer(
-                self._client,
+                self.client,
                 res,
                 namespace or None,
                 indexers=indexers,
-                transform=transform or self._transform,
+                transform=transform or self.transform,
                 projection=projection,
-                clock=self._clock,
-                inactivity_timeout=self._inactivity_timeout,
-                page_size=page_size or self._page_size,
+                clock=self.clock,
+                inactivity_timeout=self.inactivity_timeout,
+                page_size=page_size or self.page_size,
                 page_bytes=page_bytes,
             )
             self._informers[key] = informer

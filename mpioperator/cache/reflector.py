@@ -233,7 +233,7 @@ class Reflector:
             self._last_rv = str(rv)
 
     def _for_cache(self, obj: Obj) -> Obj:
-        # Stamped with kind/apiVersion, which list items lack (kubernetes#3030), then transformed.
+        # Stamped with kind/apiVersion, which the API server leaves out of list items, then transformed.
         if "kind" not in obj:
             obj["kind"] = self.resource.kind
         if "apiVersion" not in obj:

@@ -72,13 +72,11 @@ class AnnotationSetters:
         workers run `worker_command` instead of theirs when given; the replica types in
         `skip_init_containers` (`Launcher`, `Worker`) start without their templates' init containers."""
         self._annotations[conveniences.DEBUG_MODE] = _flag(enabled)
-        if command is not None:
-            self._annotations[conveniences.DEBUG_COMMAND] = shlex.join(command)
-        if worker_command is not None:
-            self._annotations[conveniences.DEBUG_WORKER_COMMAND] = shlex.join(worker_command)
-        if skip_init_containers:
-            self._annotations[conveniences.DEBUG_SKIP_INIT_CONTAINERS] = ",".join(skip_init_containers)
-        return self
+        return self._commands(
+            (conveniences.DEBUG_COMMAND, command),
+            (conveniences.DEBUG_WORKER_COMMAND, worker_command),
+            (conveniences.DEBUG_SKIP_INIT_CONTAINERS, skip_init_containers),
+        )
 
     def on_resume(
         self,
@@ -89,12 +87,26 @@ class AnnotationSetters:
     ) -> Self:
         """What pods made after the job is resumed from a suspension run instead of their own commands,
         and which replica types (`Launcher`, `Worker`) start without their templates' init containers."""
-        if launcher_command is not None:
-            self._annotations[conveniences.RESUME_LAUNCHER_COMMAND] = shlex.join(launcher_command)
-        if worker_command is not None:
-            self._annotations[conveniences.RESUME_WORKER_COMMAND] = shlex.join(worker_command)
-        if skip_init_containers:
-            self._annotations[conveniences.RESUME_SKIP_INIT_CONTAINERS] = ",".join(skip_init_containers)
+        return self._commands(
+            (conveniences.RESUME_LAUNCHER_COMMAND, launcher_command),
+            (conveniences.RESUME_WORKER_COMMAND, worker_command),
+            (conveniences.RESUME_SKIP_INIT_CONTAINERS, skip_init_containers),
+        )
+
+    def _commands(
+        self,
+        launcher: tuple[str, Sequence[str] | None],
+        worker: tuple[str, Sequence[str] | None],
+        skip_init_containers: tuple[str, Sequence[str]],
+    ) -> Self:
+        """The launcher's and the workers' command lines (shell words), where given, and the replica types
+        that skip their init containers (a comma-separated list), where any."""
+        for key, argv in (launcher, worker):
+            if argv is not None:
+                self._annotations[key] = shlex.join(argv)
+        key, kinds = skip_init_containers
+        if kinds:
+            self._annotations[key] = ",".join(kinds)
         return self
 
     def launcher_program(

@@ -213,56 +213,43 @@ class MPIJobBuilder(AnnotationSetters):
 
     # -- the job -------------------------------------------------------------------------------------------
     def label(self, key: str, value: str) -> Self:
-        self._labels[key] = value
-        return self
+        return self._put(self._labels, key, value)
 
     def annotation(self, key: str, value: str) -> Self:
-        self._annotations[key] = value
-        return self
+        return self._put(self._annotations, key, value)
 
     def slots_per_worker(self, slots: int) -> Self:
-        self._spec["slotsPerWorker"] = slots
-        return self
+        return self._put(self._spec, "slotsPerWorker", slots)
 
     def implementation(self, implementation: MPIImplementation) -> Self:
-        self._spec["mpiImplementation"] = implementation
-        return self
+        return self._put(self._spec, "mpiImplementation", implementation)
 
     def ssh_auth_mount_path(self, path: str) -> Self:
-        self._spec["sshAuthMountPath"] = path
-        return self
+        return self._put(self._spec, "sshAuthMountPath", path)
 
     def launcher_creation_policy(self, policy: LauncherCreationPolicy) -> Self:
-        self._spec["launcherCreationPolicy"] = policy
-        return self
+        return self._put(self._spec, "launcherCreationPolicy", policy)
 
     def run_launcher_as_worker(self, enabled: bool = True) -> Self:
-        self._spec["runLauncherAsWorker"] = enabled
-        return self
+        return self._put(self._spec, "runLauncherAsWorker", enabled)
 
     def clean_pod_policy(self, policy: CleanPodPolicy) -> Self:
-        self._run_policy["cleanPodPolicy"] = policy
-        return self
+        return self._put(self._run_policy, "cleanPodPolicy", policy)
 
     def ttl_seconds_after_finished(self, seconds: int) -> Self:
-        self._run_policy["ttlSecondsAfterFinished"] = seconds
-        return self
+        return self._put(self._run_policy, "ttlSecondsAfterFinished", seconds)
 
     def active_deadline_seconds(self, seconds: int) -> Self:
-        self._run_policy["activeDeadlineSeconds"] = seconds
-        return self
+        return self._put(self._run_policy, "activeDeadlineSeconds", seconds)
 
     def backoff_limit(self, retries: int) -> Self:
-        self._run_policy["backoffLimit"] = retries
-        return self
+        return self._put(self._run_policy, "backoffLimit", retries)
 
     def suspend(self, suspended: bool = True) -> Self:
-        self._run_policy["suspend"] = suspended
-        return self
+        return self._put(self._run_policy, "suspend", suspended)
 
     def managed_by(self, controller: str) -> Self:
-        self._run_policy["managedBy"] = controller
-        return self
+        return self._put(self._run_policy, "managedBy", controller)
 
     def scheduling(
         self,
@@ -307,6 +294,10 @@ class MPIJobBuilder(AnnotationSetters):
         return job
 
     # -- helpers -------------------------------------------------------------------------------------------
+    def _put(self, where: Obj | dict[str, str], key: str, value: Any) -> Self:
+        where[key] = value
+        return self
+
     def _sides(self, replica: ReplicaType | None) -> list[_Replica]:
         if replica is None:
             return list(self._replicas.values())

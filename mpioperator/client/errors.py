@@ -36,18 +36,23 @@ class NamespaceNotFound(MPIJobError):
         self.namespace = namespace
 
 
-class MPIJobNotFound(MPIJobError):
+class _OfOneJob(MPIJobError):
+    """An error about one MPIJob, which it names; `namespace` and `name` say which."""
+
+    def __init__(self, namespace: str, name: str, what: str) -> None:
+        super().__init__(f"MPIJob {namespace}/{name} {what}")
+        self.namespace = namespace
+        self.name = name
+
+
+class MPIJobNotFound(_OfOneJob):
     def __init__(self, namespace: str, name: str, detail: str = "") -> None:
-        super().__init__(f"MPIJob {namespace}/{name} not found{detail}")
-        self.namespace = namespace
-        self.name = name
+        super().__init__(namespace, name, f"not found{detail}")
 
 
-class MPIJobAlreadyExists(MPIJobError):
+class MPIJobAlreadyExists(_OfOneJob):
     def __init__(self, namespace: str, name: str) -> None:
-        super().__init__(f"MPIJob {namespace}/{name} already exists")
-        self.namespace = namespace
-        self.name = name
+        super().__init__(namespace, name, "already exists")
 
 
 class InvalidMPIJob(MPIJobError):
@@ -63,18 +68,14 @@ class PermissionDenied(MPIJobError):
     pass
 
 
-class LauncherNotFound(MPIJobError):
+class LauncherNotFound(_OfOneJob):
     def __init__(self, namespace: str, name: str, detail: str = "has no launcher pod yet") -> None:
-        super().__init__(f"MPIJob {namespace}/{name} {detail}")
-        self.namespace = namespace
-        self.name = name
+        super().__init__(namespace, name, detail)
 
 
-class WaitTimeout(MPIJobError):
+class WaitTimeout(_OfOneJob):
     def __init__(self, namespace: str, name: str, seconds: float, phase: str) -> None:
-        super().__init__(f"MPIJob {namespace}/{name} still {phase} after {seconds:g}s")
-        self.namespace = namespace
-        self.name = name
+        super().__init__(namespace, name, f"still {phase} after {seconds:g}s")
         self.phase = phase
 
 

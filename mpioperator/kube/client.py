@@ -19,6 +19,7 @@ import aiohttp
 
 from mpioperator import __version__
 from mpioperator.api.objects import Obj
+from mpioperator.kube.calls import ListsAndWatches, Reads, Writes
 from mpioperator.kube.config import load_configuration
 from mpioperator.kube.negotiation import Negotiation
 from mpioperator.kube.pages import peek_continue, scaled_limit
@@ -49,7 +50,7 @@ READS = frozenset(("GET", "HEAD"))
 LANE_POOL_SIZE = 2
 
 
-class KubeClient:
+class KubeClient(Reads, Writes, ListsAndWatches):
     """Async verbs over one session of at most `pool_size` connections, shared by watches (one connection
     each, held for the watch's life) and unary calls.
 

@@ -122,15 +122,24 @@ def kubeconfig_access(
 ) -> ClusterAccess:
     config = kubeconfigs.read(path)
     access = kubeconfigs.access_for(config, context, pool_size, plugin_timeout)
-    if config.uses_auth_provider(context):
-        access.credentials = _auth_provider_credentials(path, context, plugin_timeout)
+    provider = config.auth_provider(context)
+    if provider is not None:
+        try:
+            access.credentials = _auth_provider_credentials(path, context, plugin_timeout)
+        except ImportError as exc:
+            user, name = provider
+            raise KubeConfigError(
+                f"kubeconfig {path}: user {user} authenticates with auth-provider {name}, which needs the "
+                "official kubernetes client: pip install 'mpioperator[auth-provider]'"
+            ) from exc
     return access
 
 
 def _auth_provider_credentials(path: str, context: str | None, timeout: float) -> Credentials:
     """The official client runs and refreshes auth-provider plugins; everything else about the cluster
-    (TLS, proxy, impersonation) is read as for any user."""
-    from kubernetes import client as k8s_client  # costly: imported for auth-provider users only
+    (TLS, proxy, impersonation) is read as for any user. The client is an optional extra, imported here
+    only: nothing else needs it, and it is the largest dependency by far."""
+    from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
     from kubernetes.config.config_exception import ConfigException
 

@@ -51,12 +51,15 @@ class KubeConfig:
             raise LookupError(f"context {chosen!r} not found")
         return chosen, entry.body
 
-    def uses_auth_provider(self, context: str | None) -> bool:
-        """Whether the context's user authenticates through an auth-provider plugin (oidc, gcp, azure),
-        which the official client runs."""
+    def auth_provider(self, context: str | None) -> tuple[str, str] | None:
+        """The context's user and the name of its auth-provider plugin (oidc, gcp, azure), which the
+        official client runs; None when the user authenticates otherwise."""
         _, ctx = self.context(context)
-        user = self.users.get(str(ctx.get("user") or ""))
-        return user is not None and "auth-provider" in user.body
+        name = str(ctx.get("user") or "")
+        user = self.users.get(name)
+        if user is None or "auth-provider" not in user.body:
+            return None
+        return name, str((user.body["auth-provider"] or {}).get("name") or "")
 
 
 def read(paths: str) -> KubeConfig:
@@ -96,7 +99,7 @@ def access_for(
 ) -> ClusterAccess:
     """The access the context describes, for users with an exec plugin, a static credential, a token
     file, basic auth or a client certificate, with the user's impersonation. An auth-provider user's
-    credentials are left to the caller (see `uses_auth_provider`)."""
+    credentials are left to the caller (see `auth_provider`)."""
     _, ctx = config.context(context)
     cluster_name = str(ctx.get("cluster") or "")
     if cluster_name not in config.clusters:

@@ -159,35 +159,6 @@ class ProtoProjection:
         raise WireError(f"expected a {self._kind} or a Status, got {kind!r}")
 
 
-def read_frames(read: Callable[[int], bytes]) -> Iterator[bytes]:
-    """The frames of a protobuf watch stream, from `read(n)` (which may return fewer bytes than asked,
-    and b"" at the end); ends cleanly only between frames."""
-    while True:
-        header = _read_exactly(read, 4, at_start=True)
-        if header is None:
-            return
-        length = int.from_bytes(header, "big")
-        if length > MAX_FRAME:
-            raise WireError(f"watch frame of {length} bytes")
-        body = _read_exactly(read, length, at_start=False)
-        assert body is not None
-        yield body
-
-
-def _read_exactly(read: Callable[[int], bytes], n: int, *, at_start: bool) -> bytes | None:
-    parts: list[bytes] = []
-    got = 0
-    while got < n:
-        chunk = read(n - got)
-        if not chunk:
-            if at_start and got == 0:
-                return None
-            raise WireError(f"watch stream ended inside a frame ({got} of {n} bytes)")
-        parts.append(chunk)
-        got += len(chunk)
-    return b"".join(parts)
-
-
 def list_continue(body: bytes) -> str | None:
     """The continue token of a protobuf list page, read from its ListMeta without decoding any item;
     None when there is none, or when the items come first (the server writes ListMeta first)."""

@@ -12,7 +12,6 @@ import contextlib
 import functools
 import socket
 import ssl
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -70,34 +69,15 @@ def probe_when_idle(transport: asyncio.BaseTransport | None) -> None:
                 sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
 
 
-# The TLS context for a new connection to a host (its raw name), or None where it is not the API server.
-TlsFor = Callable[[str | None], ssl.SSLContext | None]
+def new_session(pool_size: int) -> aiohttp.ClientSession:
+    """A session of at most `pool_size` connections at once (watches hold one each for their life).
 
-
-class _Connector(aiohttp.TCPConnector):
-    """A connector whose new TLS connections to the API server take the context `tls_for` gives at that
-    moment: a rotated certificate is presented on the next new connection, while connections already
-    open keep the one they were made with until they close (tlsreload's terms). Asked per connection,
-    not per request, so a request on a kept-alive connection looks at no file.
-
-    aiohttp asks `_get_ssl_context` for every new TLS connection, direct or through a proxy; only the
-    API server's own (its host, the request's default `ssl`) take ours, a proxy's keeps aiohttp's."""
-
-    def __init__(self, *, tls_for: TlsFor, **options: Any) -> None:
-        super().__init__(**options)
-        self._tls_for = tls_for
-
-    def _get_ssl_context(self, req: aiohttp.ClientRequest) -> ssl.SSLContext | None:
-        if req.ssl is True and (context := self._tls_for(req.url.raw_host)) is not None:
-            return context
-        return super()._get_ssl_context(req)
-
-
-def new_session(pool_size: int, tls_for: TlsFor) -> aiohttp.ClientSession:
-    """A session of at most `pool_size` connections at once (watches hold one each for their life),
-    whose new TLS connections take their context from `tls_for`."""
-    connector = _Connector(
-        tls_for=tls_for,
+    TLS is given per request (`ssl=`, the context `reloading_tls` has now): aiohttp keys its pool by that
+    context, so calls share kept-alive connections while the files stay the same, and once a rotated
+    certificate or CA makes a new context the next call opens a connection with it; connections already
+    open (a watch) keep theirs until they close, and idle ones made with the old context are closed after
+    IDLE_KEEP_S."""
+    connector = aiohttp.TCPConnector(
         limit=pool_size,
         limit_per_host=0,
         keepalive_timeout=IDLE_KEEP_S,

@@ -31,12 +31,12 @@ def _stamp(paths: Sequence[str]) -> _Stamp:
 
 
 class ReloadingTls:
-    """Call it for the context of a new connection.
+    """Call it for the context of the next request (aiohttp pools connections by context, so a new
+    context means a new connection).
 
-    The files are looked at on every call, that is on every new connection, not on a timer: a few
-    stat() calls cost microseconds against the milliseconds of the handshake that follows, and
-    connections are kept alive, so new ones are rare. Connections already open keep the certificate
-    they were made with until they close.
+    The files are looked at on every call, not on a timer: one stat() per file, tens of microseconds on a
+    slow disk, against the milliseconds of a request. Connections already open keep the certificate they
+    were made with until they close.
 
     A new set of files that does not load (a certificate written before its key, a file cut short) keeps
     the last context that did load, as client-go keeps the last good client certificate: the old

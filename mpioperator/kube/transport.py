@@ -139,7 +139,6 @@ class Transport:
         # A server URL may carry a path (an API proxy's prefix), which goes in front of every path.
         self._origin, self._prefix = f"{url.scheme}://{url.netloc}", url.path
         self._tls = reloading_tls(self.access)
-        self._tls_host = URL(self._origin).raw_host
         proxy = self.access.proxy or None
         if proxy is not None and not proxy.startswith(("http://", "https://")):
             # aiohttp speaks HTTP proxies only; a SOCKS one would need a package we do not ship.
@@ -149,12 +148,13 @@ class Transport:
 
     def _session_now(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            self._session = new_session(self._pool_size, self._tls_for)
+            self._session = new_session(self._pool_size)
         return self._session
 
-    def _tls_for(self, host: str | None) -> ssl.SSLContext | None:
-        """The context of a new TLS connection to `host`: ours (following its files) for the API server."""
-        return self._tls() if self._tls is not None and host == self._tls_host else None
+    def _ssl(self) -> ssl.SSLContext | bool:
+        """TLS for the next request: the context that follows the access's files; True (aiohttp's default,
+        unused) for plain HTTP."""
+        return self._tls() if self._tls is not None else True
 
     async def _fresh_auth(self) -> None:
         """Credentials read again once AUTH_REUSE_S has passed, on a thread: a plugin may run a program.
@@ -225,6 +225,7 @@ class Transport:
                 timeout=self._unary_timeout(timeout),
                 proxy=self._proxy,
                 server_hostname=self._server_hostname,
+                ssl=self._ssl(),
                 allow_redirects=False,
             ) as response:
                 check_encoding(response)
@@ -254,6 +255,7 @@ class Transport:
                 timeout=timeout,
                 proxy=self._proxy,
                 server_hostname=self._server_hostname,
+                ssl=self._ssl(),
                 allow_redirects=False,
             )
             check_encoding(response)

@@ -1,4 +1,4 @@
-"""Backend selection from --gang-scheduling (§3.1)."""
+"""The PodGroup backend the --gang-scheduling flag selects."""
 
 from __future__ import annotations
 

@@ -18,8 +18,9 @@ from mpioperator.api.names import pod_group_name
 from mpioperator.api.objects import Obj
 from mpioperator.kube.resources import KUBERNETES_POD_GROUPS, WORKLOADS, Resource
 from mpioperator.podgroup import maths
+from mpioperator.podgroup.backend import Traits, WithTraits
 from mpioperator.podgroup.maths import PriorityLookup
-from mpioperator.podgroup.render import pod_group_metadata
+from mpioperator.podgroup.render import owned_object
 
 # Kubernetes' name for the feature (its feature gate and scheduler plugin). A scheduler name is a
 # lowercase DNS subdomain, so this value can never mean a scheduler-plugins scheduler.
@@ -42,28 +43,10 @@ def min_count(pod_group: Obj) -> int:
     return int((policy.get("gang") or {}).get("minCount") or 0)
 
 
-class KubernetesBackend:
+class KubernetesBackend(WithTraits):
     """Gang scheduling by kube-scheduler itself: Workload + PodGroup, pods linked by schedulingGroup."""
 
-    @property
-    def name(self) -> str:
-        return NAME
-
-    @property
-    def enabled(self) -> bool:
-        return True
-
-    @property
-    def resource(self) -> Resource:
-        return KUBERNETES_POD_GROUPS
-
-    @property
-    def scheduler_name(self) -> str:
-        return ""
-
-    @property
-    def updates_pod_group(self) -> bool:
-        return False
+    traits = Traits(name=NAME, resource=KUBERNETES_POD_GROUPS, updates_pod_group=False)
 
     def new_pod_group(
         self, job: Obj, priority_of: PriorityLookup | None, *, launcher_in_gang: bool = True
@@ -75,35 +58,22 @@ class KubernetesBackend:
         launcher pod is a member, and once the workers are bound the gang's quorum is already met.
         """
         name = pod_group_name(job)
-        return {
-            "apiVersion": KUBERNETES_POD_GROUPS.api_version,
-            "kind": KUBERNETES_POD_GROUPS.kind,
-            "metadata": pod_group_metadata(job),
-            "spec": {
-                "podGroupTemplateRef": {
-                    "workload": {"workloadName": name, "podGroupTemplateName": TEMPLATE_NAME}
-                },
-                "schedulingPolicy": scheduling_policy(maths.min_member(job, launcher_in_gang)),
+        spec = {
+            "podGroupTemplateRef": {
+                "workload": {"workloadName": name, "podGroupTemplateName": TEMPLATE_NAME}
             },
+            "schedulingPolicy": scheduling_policy(maths.min_member(job, launcher_in_gang)),
         }
+        return owned_object(KUBERNETES_POD_GROUPS, job, spec)
 
     def prerequisite(self, job: Obj, pod_group: Obj) -> tuple[Resource, Obj] | None:
         """The Workload the PodGroup is made from; the API server refuses the PodGroup without it."""
         policy = (pod_group.get("spec") or {}).get("schedulingPolicy") or {}
-        workload = {
-            "apiVersion": WORKLOADS.api_version,
-            "kind": WORKLOADS.kind,
-            "metadata": pod_group_metadata(job),
-            "spec": {
-                "controllerRef": {
-                    "apiGroup": api.GROUP,
-                    "kind": api.KIND,
-                    "name": job["metadata"]["name"],
-                },
-                "podGroupTemplates": [{"name": TEMPLATE_NAME, "schedulingPolicy": policy}],
-            },
+        spec = {
+            "controllerRef": {"apiGroup": api.GROUP, "kind": api.KIND, "name": job["metadata"]["name"]},
+            "podGroupTemplates": [{"name": TEMPLATE_NAME, "schedulingPolicy": policy}],
         }
-        return WORKLOADS, workload
+        return WORKLOADS, owned_object(WORKLOADS, job, spec)
 
     def decorate_pod_template(self, template: Obj, job: Obj) -> None:
         """Link the pod to its group; its schedulerName stays the user's (kube-scheduler by default)."""

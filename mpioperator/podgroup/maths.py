@@ -1,4 +1,5 @@
-"""The PodGroup numbers shared by both backends (§3.5-§3.7) and semantic spec equality (§3.2)."""
+"""The PodGroup numbers the backends share (who counts in the gang, its minimum members, priority class and
+minimum resources, as upstream computes them) and the semantic equality of PodGroup specs."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def _template_spec(replica: Obj | None) -> Obj:
 
 
 def launcher_in_gang(job: Obj, launcher_exists: bool) -> bool:
-    """Whether the gang counts the launcher pod (our fix for upstream #608, docs/decisions-local.md).
+    """Whether the gang counts the launcher pod (our fix of a gang deadlock, docs/decisions-local.md L2).
 
     Under WaitForWorkersReady the launcher Job is made only once every worker is Ready (and for an
     exec-agent job that waits for its hosts, Running), so a gang that
@@ -110,7 +111,7 @@ def computed_min_resources(
     pod_requests: PodRequests | None = None,
     launcher_in_gang: bool = True,
 ) -> ResourceMap | None:
-    """§3.7: the gang's resources when only `members` pods must start, lowest priority cut first.
+    """The gang's resources when only `members` pods must start, lowest priority cut first.
 
     With equal priorities the workers are cut; otherwise the second entry is, whichever type it
     is (so a worker class above the launcher's cuts the launcher, as upstream does). Every map

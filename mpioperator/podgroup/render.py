@@ -7,10 +7,22 @@ import structlog
 from mpioperator.api.names import pod_group_name
 from mpioperator.api.objects import Obj
 from mpioperator.api.ownership import controller_ref
+from mpioperator.kube.resources import Resource
 from mpioperator.podgroup.quantity import format_quantity
 from mpioperator.podgroup.resources import ResourceMap
 
 log = structlog.get_logger(__name__)
+
+
+def owned_object(resource: Resource, job: Obj, spec: Obj) -> Obj:
+    """An object of `resource` with `spec`, named after the job and controlled by it (a PodGroup, a
+    Workload)."""
+    return {
+        "apiVersion": resource.api_version,
+        "kind": resource.kind,
+        "metadata": pod_group_metadata(job),
+        "spec": spec,
+    }
 
 
 def pod_group_metadata(job: Obj) -> Obj:

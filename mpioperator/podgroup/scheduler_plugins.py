@@ -1,4 +1,5 @@
-"""scheduler-plugins' Coscheduling PodGroup (scheduling.x-k8s.io/v1alpha1), §3.4 and §3.8."""
+"""scheduler-plugins' Coscheduling PodGroup (scheduling.x-k8s.io/v1alpha1) and its pods' decoration: the
+scheduler the flag names, and the pod-group label."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ from typing import Final
 from mpioperator.api import accessors
 from mpioperator.api.names import pod_group_name
 from mpioperator.api.objects import Obj
-from mpioperator.kube.resources import SCHEDULER_PLUGINS_POD_GROUPS, Resource
+from mpioperator.kube.resources import SCHEDULER_PLUGINS_POD_GROUPS
 from mpioperator.podgroup import maths
+from mpioperator.podgroup.backend import Traits, WithTraits
 from mpioperator.podgroup.maths import PodRequests, PriorityLookup
 from mpioperator.podgroup.render import (
     force_scheduler_name,
-    pod_group_metadata,
+    owned_object,
     resource_strings,
     template_metadata_map,
 )
@@ -22,34 +24,16 @@ SPEC_FIELDS: Final = ("minMember", "minResources", "scheduleTimeoutSeconds")
 POINTER_FIELDS: Final = ("scheduleTimeoutSeconds",)
 
 
-class SchedulerPluginsBackend:
+class SchedulerPluginsBackend(WithTraits):
     """Coscheduling: pods go to the scheduler named by the flag, verbatim, grouped by a label."""
 
     def __init__(self, scheduler_name: str, pod_requests: PodRequests | None = None) -> None:
         if not scheduler_name:
             raise ValueError("scheduler-plugins gang scheduling needs a scheduler name")
-        self._scheduler_name = scheduler_name
+        self.traits = Traits(
+            name=scheduler_name, resource=SCHEDULER_PLUGINS_POD_GROUPS, scheduler_name=scheduler_name
+        )
         self._pod_requests = pod_requests
-
-    @property
-    def name(self) -> str:
-        return self._scheduler_name
-
-    @property
-    def enabled(self) -> bool:
-        return True
-
-    @property
-    def resource(self) -> Resource:
-        return SCHEDULER_PLUGINS_POD_GROUPS
-
-    @property
-    def scheduler_name(self) -> str:
-        return self._scheduler_name
-
-    @property
-    def updates_pod_group(self) -> bool:
-        return True
 
     def new_pod_group(
         self, job: Obj, priority_of: PriorityLookup | None, *, launcher_in_gang: bool = True
@@ -66,18 +50,10 @@ class SchedulerPluginsBackend:
         # A pointer in Go, set even when 0, so the field is always sent.
         timeout = accessors.scheduling_policy(job).get("scheduleTimeoutSeconds")
         spec["scheduleTimeoutSeconds"] = int(timeout or 0)
-        return {
-            "apiVersion": SCHEDULER_PLUGINS_POD_GROUPS.api_version,
-            "kind": SCHEDULER_PLUGINS_POD_GROUPS.kind,
-            "metadata": pod_group_metadata(job),
-            "spec": spec,
-        }
-
-    def prerequisite(self, job: Obj, pod_group: Obj) -> tuple[Resource, Obj] | None:
-        return None
+        return owned_object(SCHEDULER_PLUGINS_POD_GROUPS, job, spec)
 
     def decorate_pod_template(self, template: Obj, job: Obj) -> None:
-        force_scheduler_name(template, self._scheduler_name)
+        force_scheduler_name(template, self.traits.scheduler_name)
         template_metadata_map(template, "labels")[POD_GROUP_LABEL] = pod_group_name(job)
 
     def pod_group_spec_equal(self, a: Obj, b: Obj) -> bool:

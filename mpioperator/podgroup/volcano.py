@@ -1,4 +1,5 @@
-"""Volcano's PodGroup (scheduling.volcano.sh/v1beta1), §3.3, and its pod decoration, §3.8."""
+"""Volcano's PodGroup (scheduling.volcano.sh/v1beta1) and its pods' decoration: the `volcano` scheduler
+and the group-name annotation."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ from typing import Final
 from mpioperator.api import accessors
 from mpioperator.api.names import pod_group_name
 from mpioperator.api.objects import Obj
-from mpioperator.kube.resources import VOLCANO_POD_GROUPS, Resource
+from mpioperator.kube.resources import VOLCANO_POD_GROUPS
 from mpioperator.podgroup import maths
+from mpioperator.podgroup.backend import Traits, WithTraits
 from mpioperator.podgroup.maths import PodRequests, PriorityLookup
 from mpioperator.podgroup.render import (
     force_scheduler_name,
-    pod_group_metadata,
+    owned_object,
     resource_strings,
     template_metadata_map,
 )
@@ -35,31 +37,13 @@ def queue_name(job: Obj) -> str:
     return str(annotations.get(QUEUE_NAME_ANNOTATION) or "")
 
 
-class VolcanoBackend:
+class VolcanoBackend(WithTraits):
     """Volcano gang scheduling: pods go to the `volcano` scheduler, grouped by an annotation."""
+
+    traits = Traits(name=NAME, resource=VOLCANO_POD_GROUPS, scheduler_name=SCHEDULER_NAME)
 
     def __init__(self, pod_requests: PodRequests | None = None) -> None:
         self._pod_requests = pod_requests
-
-    @property
-    def name(self) -> str:
-        return NAME
-
-    @property
-    def enabled(self) -> bool:
-        return True
-
-    @property
-    def resource(self) -> Resource:
-        return VOLCANO_POD_GROUPS
-
-    @property
-    def scheduler_name(self) -> str:
-        return SCHEDULER_NAME
-
-    @property
-    def updates_pod_group(self) -> bool:
-        return True
 
     def new_pod_group(
         self, job: Obj, priority_of: PriorityLookup | None, *, launcher_in_gang: bool = True
@@ -81,15 +65,7 @@ class VolcanoBackend:
         if resources is not None:
             # A pointer in Go: an empty list is still sent, as {}.
             spec["minResources"] = resource_strings(resources)
-        return {
-            "apiVersion": VOLCANO_POD_GROUPS.api_version,
-            "kind": VOLCANO_POD_GROUPS.kind,
-            "metadata": pod_group_metadata(job),
-            "spec": spec,
-        }
-
-    def prerequisite(self, job: Obj, pod_group: Obj) -> tuple[Resource, Obj] | None:
-        return None
+        return owned_object(VOLCANO_POD_GROUPS, job, spec)
 
     def decorate_pod_template(self, template: Obj, job: Obj) -> None:
         force_scheduler_name(template, SCHEDULER_NAME)

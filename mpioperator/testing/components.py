@@ -147,18 +147,26 @@ def apiserver_argv(
     return argv
 
 
+def _admin_client_flags(layout: Layout) -> list[str]:
+    """How the controller-manager and the scheduler reach the API server: as admin, alone (no election),
+    serving nothing, at a rate the e2e churn needs."""
+    return [
+        f"--kubeconfig={layout.admin_kubeconfig}",
+        "--leader-elect=false",
+        "--secure-port=0",
+        "--kube-api-qps=200",
+        "--kube-api-burst=400",
+    ]
+
+
 def controller_manager_argv(bins: Binaries, layout: Layout, *, workload_gang: bool = False) -> list[str]:
     gates = workload_gang_flags("kube-controller-manager") if workload_gang else []
     return [
         bins.path("kube-controller-manager"),
         *gates,
-        f"--kubeconfig={layout.admin_kubeconfig}",
-        "--leader-elect=false",
-        "--secure-port=0",
+        *_admin_client_flags(layout),
         f"--service-account-private-key-file={layout.sa_key}",
         f"--root-ca-file={layout.serving_cert}",
-        "--kube-api-qps=200",
-        "--kube-api-burst=400",
         # Job/pod churn in e2e is high; more workers keep the Job controller and GC from lagging.
         "--concurrent-job-syncs=20",
         "--concurrent-gc-syncs=40",
@@ -168,16 +176,7 @@ def controller_manager_argv(bins: Binaries, layout: Layout, *, workload_gang: bo
 
 def scheduler_argv(bins: Binaries, layout: Layout, *, workload_gang: bool = False) -> list[str]:
     gates = workload_gang_flags("kube-scheduler") if workload_gang else []
-    return [
-        bins.path("kube-scheduler"),
-        *gates,
-        f"--kubeconfig={layout.admin_kubeconfig}",
-        "--leader-elect=false",
-        "--secure-port=0",
-        "--kube-api-qps=200",
-        "--kube-api-burst=400",
-        "--v=1",
-    ]
+    return [bins.path("kube-scheduler"), *gates, *_admin_client_flags(layout), "--v=1"]
 
 
 def kwok_argv(bins: Binaries, layout: Layout, *, stages: Path) -> list[str]:

@@ -60,7 +60,9 @@ class _ProxyHandler(socketserver.BaseRequestHandler):
 def _pipe(a: socket.socket, b: socket.socket) -> None:
     peers = {a: b, b: a}
     while True:
-        readable, _, _ = select.select(list(peers), [], [], 30)
+        # A TLS socket may hold decrypted bytes that select() cannot see.
+        buffered = [s for s in peers if isinstance(s, ssl.SSLSocket) and s.pending()]
+        readable = buffered or select.select(list(peers), [], [], 30)[0]
         if not readable:
             return
         for sock in readable:
@@ -71,19 +73,26 @@ def _pipe(a: socket.socket, b: socket.socket) -> None:
 
 
 class ConnectProxy(socketserver.ThreadingTCPServer):
-    """`http://127.0.0.1:{port}`; `tunnels` lists what went through it, in order."""
+    """`http://127.0.0.1:{port}`, or `https://` given `tls` (the proxy's own certificate); `tunnels` lists
+    what went through it, in order."""
 
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, routes: dict[str, str] | None = None) -> None:
+    def __init__(self, routes: dict[str, str] | None = None, tls: ssl.SSLContext | None = None) -> None:
         super().__init__(("127.0.0.1", 0), _ProxyHandler)
+        if tls is not None:
+            self.socket = tls.wrap_socket(self.socket, server_side=True)
+        self.scheme = "https" if tls is not None else "http"
         self.routes = routes or {}
         self.tunnels: list[Tunnel] = []
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
+        return f"{self.scheme}://127.0.0.1:{self.server_address[1]}"
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # a client that refuses the proxy's certificate is the test's to see, not the server's to print
 
 
 class _RecordingHandler(BaseHTTPRequestHandler):

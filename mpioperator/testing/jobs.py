@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.rest import RestError
@@ -23,7 +23,7 @@ class Job:
     def path(self) -> str:
         return f"/apis/kubeflow.org/v2beta1/namespaces/{self.ns}/mpijobs/{self.name}"
 
-    def submit(self, body: dict[str, Any]) -> Job:
+    def submit(self, body: dict[str, Any]) -> Self:
         self.cluster.rest.create(f"/apis/kubeflow.org/v2beta1/namespaces/{self.ns}/mpijobs", body)
         return self
 

@@ -192,27 +192,20 @@ class LocalPrometheus:
         return self._process.tail(lines) if self._process else ""
 
 
+def _promtool(prometheus: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(promtool(prometheus)), *args], capture_output=True, text=True, check=False, timeout=60, cwd=cwd
+    )
+
+
 def check_rules(prometheus: Path, rule_file: Path) -> subprocess.CompletedProcess[str]:
     """`promtool check rules`: every expression parses and every rule is well-formed."""
-    return subprocess.run(
-        [str(promtool(prometheus)), "check", "rules", str(rule_file)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
+    return _promtool(prometheus, "check", "rules", str(rule_file))
 
 
 def run_rule_tests(prometheus: Path, test_file: Path) -> subprocess.CompletedProcess[str]:
     """`promtool test rules`: alerts fire (or not) on the input series a test file gives."""
-    return subprocess.run(
-        [str(promtool(prometheus)), "test", "rules", str(test_file)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-        cwd=test_file.parent,
-    )
+    return _promtool(prometheus, "test", "rules", str(test_file), cwd=test_file.parent)
 
 
 def install_monitoring_crds(cluster: LocalCluster) -> None:

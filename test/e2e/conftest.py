@@ -25,6 +25,21 @@ def installed_cluster(full_cluster: LocalCluster) -> LocalCluster:
     return full_cluster
 
 
+def _installed_cluster(
+    *, scheduler_plugins: bool = False, volcano: bool = False, workload_gang: bool = False
+) -> Iterator[LocalCluster]:
+    """A full-tier cluster of its own, without nodes (its tests add their own), with the operator's
+    manifests applied; stopped at the end."""
+    cluster = _start(
+        LocalCluster(
+            "full", nodes=0, scheduler_plugins=scheduler_plugins, volcano=volcano, workload_gang=workload_gang
+        )
+    )
+    install_manifests(cluster)
+    yield cluster
+    cluster.stop()
+
+
 def _run_operator(
     cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory, *extra_args: str
 ) -> Iterator[OperatorProcess]:
@@ -61,10 +76,7 @@ def gang_cluster() -> Iterator[LocalCluster]:
 
     It starts without nodes: every gang test adds its own small labelled nodes, so that what fits is exact.
     """
-    cluster = _start(LocalCluster("full", nodes=0, scheduler_plugins=True))
-    install_manifests(cluster)
-    yield cluster
-    cluster.stop()
+    yield from _installed_cluster(scheduler_plugins=True)
 
 
 @pytest.fixture(scope="session")
@@ -80,10 +92,7 @@ def gang_operator(
 @pytest.fixture(scope="session")
 def volcano_cluster() -> Iterator[LocalCluster]:
     """The full tier plus Volcano's scheduler and CRDs, and the operator's manifests; nodes come per test."""
-    cluster = _start(LocalCluster("full", nodes=0, volcano=True))
-    install_manifests(cluster)
-    yield cluster
-    cluster.stop()
+    yield from _installed_cluster(volcano=True)
 
 
 @pytest.fixture(scope="session")
@@ -98,10 +107,7 @@ def volcano_operator(
 def workload_gang_cluster() -> Iterator[LocalCluster]:
     """The full tier with Kubernetes' own gang scheduling (the Workload API, kube-scheduler's
     GangScheduling plugin) and the operator's manifests; nodes come per test."""
-    cluster = _start(LocalCluster("full", nodes=0, workload_gang=True))
-    install_manifests(cluster)
-    yield cluster
-    cluster.stop()
+    yield from _installed_cluster(workload_gang=True)
 
 
 @pytest.fixture(scope="session")
@@ -119,10 +125,7 @@ def kueue_cluster() -> Iterator[LocalCluster]:
     problem = kueue.host_problem()
     if problem:
         pytest.skip(f"KUEUE TESTS NOT RUN on this machine: {problem}")
-    cluster = _start(LocalCluster("full", nodes=0))
-    install_manifests(cluster)
-    yield cluster
-    cluster.stop()
+    yield from _installed_cluster()
 
 
 @pytest.fixture(scope="session")

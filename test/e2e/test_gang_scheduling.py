@@ -15,6 +15,7 @@ import pytest
 
 from mpioperator.api.objects import Obj
 from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.jobs import Job
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.nodes import NodeShape
 from mpioperator.testing.operator import OperatorProcess
@@ -45,12 +46,17 @@ class NodeGroup:
         return added
 
 
+def node_group(cluster: LocalCluster) -> Iterator[NodeGroup]:
+    """A test's own nodes (NodeGroup.add), removed after it."""
+    group = NodeGroup(cluster)
+    yield group
+    if group.names and cluster.layout is not None:
+        cluster.remove_nodes(group.names)
+
+
 @pytest.fixture
 def nodes(gang_cluster: LocalCluster) -> Iterator[NodeGroup]:
-    group = NodeGroup(gang_cluster)
-    yield group
-    if group.names and gang_cluster.layout is not None:
-        gang_cluster.remove_nodes(group.names)
+    yield from node_group(gang_cluster)
 
 
 @pytest.fixture
@@ -79,26 +85,10 @@ def gang_job(
     return body
 
 
-class Gang:
+class Gang(Job):
     """One MPIJob, its PodGroup and its pods, read through the admin REST client."""
 
     pod_groups_root = PODGROUPS  # the API group of the backend's PodGroups
-
-    def __init__(self, cluster: LocalCluster, namespace: str, name: str) -> None:
-        self.cluster = cluster
-        self.ns = namespace
-        self.name = name
-
-    @property
-    def path(self) -> str:
-        return f"/apis/kubeflow.org/v2beta1/namespaces/{self.ns}/mpijobs/{self.name}"
-
-    def submit(self, body: Obj) -> Gang:
-        self.cluster.rest.create(f"/apis/kubeflow.org/v2beta1/namespaces/{self.ns}/mpijobs", body)
-        return self
-
-    def patch(self, body: Obj) -> None:
-        self.cluster.rest.merge_patch(self.path, body)
 
     def pod_group(self) -> Obj | None:
         try:
@@ -116,19 +106,15 @@ class Gang:
         assert found is not None
         return found
 
-    def pods(self) -> list[Obj]:
+    def pods(self, role: str | None = None) -> list[Obj]:
+        """The job's pods, those being deleted too: a gang counts every pod the scheduler still sees."""
         selector = f"training.kubeflow.org/job-name={self.name}"
+        if role:
+            selector += f",training.kubeflow.org/job-role={role}"
         items: list[Obj] = self.cluster.rest.get(
             f"/api/v1/namespaces/{self.ns}/pods?labelSelector={selector}"
         )["items"]
         return items
-
-    def condition(self, cond_type: str) -> Obj | None:
-        job = self.cluster.rest.get(self.path)
-        for cond in (job.get("status") or {}).get("conditions") or ():
-            if cond["type"] == cond_type and cond["status"] == "True":
-                return dict(cond)
-        return None
 
 
 def is_launcher(pod: Obj) -> bool:
@@ -188,7 +174,7 @@ def observe_gang_left_pending(gang: Gang, members: int) -> None:
     # One last look, after the scheduler's verdict on every member.
     bindings.record(gang.pods())
     assert bindings.bound == {}, f"pods of a gang that does not fit were bound: {bindings.bound}"
-    assert gang.condition("Running") is None
+    assert gang.get() is not None and gang.condition("Running") is None
 
 
 def wait_succeeded_recording_bindings(gang: Gang, bindings: BindingLog) -> None:

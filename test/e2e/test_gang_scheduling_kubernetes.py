@@ -22,6 +22,7 @@ from test.e2e.test_gang_scheduling import (
     attempted_and_unschedulable,
     gang_job,
     holds_node,
+    node_group,
 )
 
 ROOT = "/apis/scheduling.k8s.io/v1alpha2"
@@ -34,10 +35,7 @@ class WorkloadGang(Gang):
 
 @pytest.fixture
 def nodes(workload_gang_cluster: LocalCluster) -> Iterator[NodeGroup]:
-    group = NodeGroup(workload_gang_cluster)
-    yield group
-    if group.names and workload_gang_cluster.layout is not None:
-        workload_gang_cluster.remove_nodes(group.names)
+    yield from node_group(workload_gang_cluster)
 
 
 @pytest.fixture

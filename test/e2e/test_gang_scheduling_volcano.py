@@ -16,6 +16,7 @@ from test.e2e.test_gang_scheduling import (
     Gang,
     NodeGroup,
     gang_that_does_not_fit_stays_pending,
+    node_group,
     pending_gang_is_bound_whole_when_a_node_is_added,
     pending_gang_runs_when_its_min_resources_are_lowered,
     two_gangs_that_fit_only_one_at_a_time_both_succeed_in_turn,
@@ -32,10 +33,7 @@ class VolcanoGang(Gang):
 
 @pytest.fixture
 def nodes(volcano_cluster: LocalCluster) -> Iterator[NodeGroup]:
-    group = NodeGroup(volcano_cluster)
-    yield group
-    if group.names and volcano_cluster.layout is not None:
-        volcano_cluster.remove_nodes(group.names)
+    yield from node_group(volcano_cluster)
 
 
 @pytest.fixture

@@ -117,12 +117,10 @@ async def start(started: list[SharedInformer], informer: SharedInformer) -> Shar
 
 
 async def test_cache_equals_a_fresh_list_after_a_burst_of_2000_writes_seen_in_order(
-    apiserver_cluster: LocalCluster,
-    make_namespace: NamespaceFactory,
+    ns: str,
     client: KubeClient,
     started: list[SharedInformer],
 ) -> None:
-    ns = make_namespace(apiserver_cluster)
     informer = await start(started, SharedInformer(client, CONFIG_MAPS, ns))
     journal = Journal(informer)
     expected: dict[str, list[tuple[str, str]]] = {}
@@ -257,12 +255,10 @@ async def test_bookmarks_advance_the_resource_version_without_notifications(
 
 
 async def test_a_silent_watch_is_abandoned_after_the_inactivity_deadline_and_resumed(
-    apiserver_cluster: LocalCluster,
-    make_namespace: NamespaceFactory,
+    ns: str,
     client: KubeClient,
     started: list[SharedInformer],
 ) -> None:
-    ns = make_namespace(apiserver_cluster)
     informer = await start(started, SharedInformer(client, CONFIG_MAPS, ns, inactivity_timeout=0.5))
     journal = Journal(informer)
     await eventually(lambda: informer.reflector.watches >= 3, "silent watches replaced")

@@ -8,7 +8,7 @@ from mpioperator.api.objects import Obj
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient
 from mpioperator.kube.resources import CONFIG_MAPS, JOBS, NAMESPACES, SERVICES
-from mpioperator.testing.cluster import LocalCluster, NamespaceFactory
+from mpioperator.testing.cluster import LocalCluster
 
 
 def config_map(name: str, data: dict[str, str] | None = None, labels: dict[str, str] | None = None) -> Obj:
@@ -20,10 +20,7 @@ def config_map(name: str, data: dict[str, str] | None = None, labels: dict[str, 
     }
 
 
-async def test_config_map_crud_round_trips_plain_dicts(
-    client: KubeClient, apiserver_cluster: LocalCluster, make_namespace: NamespaceFactory
-) -> None:
-    ns = make_namespace(apiserver_cluster)
+async def test_config_map_crud_round_trips_plain_dicts(client: KubeClient, ns: str) -> None:
     created = await client.create(CONFIG_MAPS, config_map("cm", {"a": "1"}), ns)
     assert type(created) is dict
     assert created["metadata"]["namespace"] == ns
@@ -43,29 +40,20 @@ async def test_config_map_crud_round_trips_plain_dicts(
         await client.get(CONFIG_MAPS, "cm", ns)
 
 
-async def test_get_of_a_missing_object_raises_not_found(
-    client: KubeClient, apiserver_cluster: LocalCluster, make_namespace: NamespaceFactory
-) -> None:
-    ns = make_namespace(apiserver_cluster)
+async def test_get_of_a_missing_object_raises_not_found(client: KubeClient, ns: str) -> None:
     with pytest.raises(errors.NotFound) as caught:
         await client.get(CONFIG_MAPS, "nope", ns)
     assert caught.value.status == 404
     assert caught.value.body["details"]["name"] == "nope"
 
 
-async def test_creating_twice_raises_already_exists(
-    client: KubeClient, apiserver_cluster: LocalCluster, make_namespace: NamespaceFactory
-) -> None:
-    ns = make_namespace(apiserver_cluster)
+async def test_creating_twice_raises_already_exists(client: KubeClient, ns: str) -> None:
     await client.create(CONFIG_MAPS, config_map("twice"), ns)
     with pytest.raises(errors.AlreadyExists):
         await client.create(CONFIG_MAPS, config_map("twice"), ns)
 
 
-async def test_update_with_a_stale_resource_version_raises_conflict(
-    client: KubeClient, apiserver_cluster: LocalCluster, make_namespace: NamespaceFactory
-) -> None:
-    ns = make_namespace(apiserver_cluster)
+async def test_update_with_a_stale_resource_version_raises_conflict(client: KubeClient, ns: str) -> None:
     stale = await client.create(CONFIG_MAPS, config_map("cm", {"v": "0"}), ns)
     fresh = dict(stale, data={"v": "1"})
     await client.update(CONFIG_MAPS, fresh)
@@ -73,10 +61,7 @@ async def test_update_with_a_stale_resource_version_raises_conflict(
         await client.update(CONFIG_MAPS, dict(stale, data={"v": "2"}))
 
 
-async def test_an_invalid_object_raises_invalid_naming_the_field(
-    client: KubeClient, apiserver_cluster: LocalCluster, make_namespace: NamespaceFactory
-) -> None:
-    ns = make_namespace(apiserver_cluster)
+async def test_an_invalid_object_raises_invalid_naming_the_field(client: KubeClient, ns: str) -> None:
     with pytest.raises(errors.Invalid) as caught:
         await client.create(CONFIG_MAPS, config_map("Not_A_DNS_Name"), ns)
     assert caught.value.status == 422
@@ -84,10 +69,7 @@ async def test_an_invalid_object_raises_invalid_naming_the_field(
     assert [c["field"] for c in caught.value.body["details"]["causes"]] == ["metadata.name"]
 
 
-async def test_patch_types_merge_strategic_json_and_apply(
-    client: KubeClient, apiserver_cluster: LocalCluster, make_namespace: NamespaceFactory
-) -> None:
-    ns = make_namespace(apiserver_cluster)
+async def test_patch_types_merge_strategic_json_and_apply(client: KubeClient, ns: str) -> None:
     svc = {
         "metadata": {"name": "svc"},
         "spec": {"selector": {"app": "x"}, "ports": [{"name": "a", "port": 80}]},
@@ -121,10 +103,7 @@ async def test_patch_types_merge_strategic_json_and_apply(
     assert "kube-client-test" in managers
 
 
-async def test_update_status_writes_a_jobs_status_subresource(
-    client: KubeClient, apiserver_cluster: LocalCluster, make_namespace: NamespaceFactory
-) -> None:
-    ns = make_namespace(apiserver_cluster)
+async def test_update_status_writes_a_jobs_status_subresource(client: KubeClient, ns: str) -> None:
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -146,10 +125,7 @@ async def test_update_status_writes_a_jobs_status_subresource(
     assert stored["spec"]["parallelism"] == 1
 
 
-async def test_list_pages_with_limit_and_continue_and_stamps_items(
-    client: KubeClient, apiserver_cluster: LocalCluster, make_namespace: NamespaceFactory
-) -> None:
-    ns = make_namespace(apiserver_cluster)
+async def test_list_pages_with_limit_and_continue_and_stamps_items(client: KubeClient, ns: str) -> None:
     names = [f"cm-{i}" for i in range(5)]
     for name in names:
         await client.create(CONFIG_MAPS, config_map(name, labels={"set": "paged"}), ns)
@@ -170,10 +146,7 @@ async def test_list_pages_with_limit_and_continue_and_stamps_items(
     assert sorted(seen) == names
 
 
-async def test_list_items_of_a_grouped_resource_carry_its_api_version(
-    client: KubeClient, apiserver_cluster: LocalCluster, make_namespace: NamespaceFactory
-) -> None:
-    ns = make_namespace(apiserver_cluster)
+async def test_list_items_of_a_grouped_resource_carry_its_api_version(client: KubeClient, ns: str) -> None:
     listed = await client.list(NAMESPACES, field_selector=f"metadata.name={ns}")
     assert [(i["kind"], i["apiVersion"], i["metadata"]["name"]) for i in listed["items"]] == [
         ("Namespace", "v1", ns)

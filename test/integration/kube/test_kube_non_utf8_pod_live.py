@@ -56,9 +56,8 @@ async def test_a_pod_with_a_non_utf8_owner_kind_lists_from_protobuf_as_the_serve
 
 
 async def test_the_pod_informer_syncs_beside_pods_with_non_utf8_owner_kinds(
-    client: KubeClient, apiserver_cluster: LocalCluster, make_namespace: NamespaceFactory
+    client: KubeClient, ns: str
 ) -> None:
-    ns = make_namespace(apiserver_cluster)
     await create_non_utf8_pod(client, ns, "listed")
     informer = SharedInformer(client, PODS, ns, projection=POD_CACHE_PROJECTION)
     informer.start()

@@ -100,10 +100,7 @@ async def test_protobuf_list_pages_continue_through_every_pod(
     assert sorted(names) == ["deleted", "failed", "pending", "running", "succeeded"]
 
 
-async def test_an_error_answered_in_protobuf_is_a_typed_error(
-    client: KubeClient, apiserver_cluster: LocalCluster, make_namespace: NamespaceFactory
-) -> None:
-    ns = make_namespace(apiserver_cluster)
+async def test_an_error_answered_in_protobuf_is_a_typed_error(client: KubeClient, ns: str) -> None:
     with pytest.raises(errors.ApiError) as raised:
         await client.list(PODS, ns, continue_token="not-a-token", projection=POD_CACHE_PROJECTION)
     assert (raised.value.status, raised.value.reason) == (400, "BadRequest")

@@ -44,9 +44,8 @@ async def current_rv(client: KubeClient, ns: str) -> str:
 
 
 async def test_watch_from_a_resource_version_sees_add_modify_delete_in_order(
-    client: KubeClient, apiserver_cluster: LocalCluster, make_namespace: NamespaceFactory
+    client: KubeClient, ns: str
 ) -> None:
-    ns = make_namespace(apiserver_cluster)
     rv = await current_rv(client, ns)
     await client.create(CONFIG_MAPS, config_map("w"), ns)
     await client.patch(CONFIG_MAPS, "w", {"data": {"k": "v"}}, ns)
@@ -145,9 +144,8 @@ async def test_bookmarks_are_not_sent_unless_asked_for(
 
 
 async def test_a_silent_watch_raises_watch_inactive_after_the_inactivity_timeout(
-    client: KubeClient, apiserver_cluster: LocalCluster, make_namespace: NamespaceFactory
+    client: KubeClient, ns: str
 ) -> None:
-    ns = make_namespace(apiserver_cluster)
     rv = await current_rv(client, ns)
 
     async def watch_quiet() -> None:
@@ -170,10 +168,7 @@ async def test_a_silent_watch_raises_watch_inactive_after_the_inactivity_timeout
     assert not open_sockets() - before
 
 
-async def test_closing_a_watch_early_closes_its_connection(
-    client: KubeClient, apiserver_cluster: LocalCluster, make_namespace: NamespaceFactory
-) -> None:
-    ns = make_namespace(apiserver_cluster)
+async def test_closing_a_watch_early_closes_its_connection(client: KubeClient, ns: str) -> None:
     rv = await current_rv(client, ns)
     await client.create(CONFIG_MAPS, config_map("one"), ns)
 
@@ -191,10 +186,7 @@ async def test_closing_a_watch_early_closes_its_connection(
     )
 
 
-async def test_breaking_out_of_a_watch_loop_closes_its_connection(
-    client: KubeClient, apiserver_cluster: LocalCluster, make_namespace: NamespaceFactory
-) -> None:
-    ns = make_namespace(apiserver_cluster)
+async def test_breaking_out_of_a_watch_loop_closes_its_connection(client: KubeClient, ns: str) -> None:
     rv = await current_rv(client, ns)
     await client.create(CONFIG_MAPS, config_map("one"), ns)
 

@@ -9,7 +9,6 @@ protobuf and JSON differ.
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +19,9 @@ from hypothesis import strategies as st
 
 from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION, POD_FIELDS, slim_pod, slim_pod_message
 from mpioperator.controller.problems import STUCK_REASONS
+from mpioperator.kube.framing import Frames
 from mpioperator.kube.projection import Projection
-from mpioperator.kube.protoapi import MAGIC, ProtoProjection, read_frames, unwrap
+from mpioperator.kube.protoapi import MAGIC, ProtoProjection, unwrap
 from mpioperator.kube.protoschema import POD, Field, Message
 from mpioperator.kube.protoupb import WireError, as_json, message_class
 from mpioperator.testing.protobuf_pods import field
@@ -138,7 +138,7 @@ def test_the_reference_reads_captured_pods_as_the_servers_json_shows_them() -> N
 
 
 def test_captured_watch_frames_give_the_same_cached_pods_as_json_lines() -> None:
-    frames = list(read_frames(io.BytesIO((CAPTURED / "watch.pb").read_bytes()).read))
+    frames = Frames().feed((CAPTURED / "watch.pb").read_bytes())
     from_proto = [CACHED.event(frame) for frame in frames]
     lines = [line for line in (CAPTURED / "watch.json").read_bytes().splitlines() if line.strip()]
     from_json = [POD_CACHE_PROJECTION.event(line) for line in lines]

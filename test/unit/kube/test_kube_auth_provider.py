@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import json
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,3 +82,22 @@ def test_an_identity_provider_that_never_answers_fails_the_load_after_the_bound(
     error = outcome.get("error")
     assert isinstance(error, KubeConfigError), outcome
     assert "gave no credential within 1 s" in str(error)
+
+
+def test_without_the_kubernetes_package_an_auth_provider_kubeconfig_fails_naming_the_extra(
+    tmp_path: Path, silent_issuer: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = oidc_kubeconfig(tmp_path / "config", jwt(time.time() + 3600), silent_issuer)
+    monkeypatch.setitem(sys.modules, "kubernetes", None)  # what an install without the extra has
+    with pytest.raises(KubeConfigError) as failed:
+        load_configuration(kubeconfig=path)
+    assert str(failed.value) == (
+        f"kubeconfig {path}: user u authenticates with auth-provider oidc, which needs the official "
+        "kubernetes client: pip install 'mpioperator[auth-provider]'"
+    )
+
+
+def test_the_operator_and_the_plugin_start_without_importing_the_kubernetes_package() -> None:
+    probe = "import sys, mpioperator.app.main, mpioperator.cli.main; print('kubernetes' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout == "False\n"

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from mpioperator.api.objects import Obj
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient
 from mpioperator.kube.resources import CONFIG_MAPS, LEASES
@@ -41,14 +42,21 @@ def _client(transport: HeldTransport) -> KubeClient:
     return KubeClient(transport, qps=1000, burst=1000)  # type: ignore[arg-type]
 
 
-async def test_settled_waits_for_a_call_already_sent_when_its_caller_was_cancelled() -> None:
-    transport = HeldTransport()
-    client = _client(transport)
+async def cancel_once_sent(client: KubeClient, transport: HeldTransport) -> asyncio.Future[Obj]:
+    """A create whose caller is cancelled once the call is on the wire (in the transport); the caller's
+    future, for the test to hold as long as the caller would."""
     call = asyncio.ensure_future(client.create(CONFIG_MAPS, {"metadata": {"name": "a"}}, "ns"))
     await asyncio.to_thread(transport.entered.wait, 5)
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
+    return call
+
+
+async def test_settled_waits_for_a_call_already_sent_when_its_caller_was_cancelled() -> None:
+    transport = HeldTransport()
+    client = _client(transport)
+    await cancel_once_sent(client, transport)
 
     assert await client.settled(timeout=0.05) is False
     transport.release.set()
@@ -100,11 +108,7 @@ async def test_a_cancelled_call_that_later_fails_is_not_reported_as_an_unretriev
     try:
         transport = FailingTransport()
         client = _client(transport)
-        call = asyncio.ensure_future(client.create(CONFIG_MAPS, {"metadata": {"name": "a"}}, "ns"))
-        await asyncio.to_thread(transport.entered.wait, 5)
-        call.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await call
+        call = await cancel_once_sent(client, transport)
         transport.release.set()
 
         assert await client.settled(timeout=5) is True

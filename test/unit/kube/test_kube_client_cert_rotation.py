@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -92,8 +93,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
-        # Every connection ends with its answer, so each call is a new connection and a new handshake.
-        self.send_header("Connection", "close")
+        if not self.server.keep_alive:
+            # Every connection ends with its answer, so each call is a new connection and a new handshake.
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(body)
 
@@ -111,6 +113,13 @@ class RecordingServer(ThreadingHTTPServer):
         self.presented: list[int] = []
         # The protocol each connection agreed on by ALPN (the server offers h2 first).
         self.alpn: list[str | None] = []
+        # Whether connections stay open after an answer, and how many the clients opened.
+        self.keep_alive = False
+        self.connections = 0
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.connections += 1
+        super().process_request(request, client_address)
 
     def handle_error(self, request: object, client_address: object) -> None:
         pass  # a refused handshake is the client's failure to see, not the server's to print
@@ -238,3 +247,20 @@ async def test_a_half_written_pair_keeps_the_previous_certificate_until_the_new_
         await client.get(NAMESPACES, "seen")
 
     assert setup.presented({old: "old", new: "new"}) == ["old", "old", "old", "new"]
+
+
+async def test_calls_share_one_kept_alive_connection_until_the_files_are_rotated_then_present_the_new(
+    setup: Setup,
+) -> None:
+    setup.server.keep_alive = True
+    old, new = setup.ca.issue("operator"), setup.ca.issue("operator-rotated")
+    setup.install(old)
+    async with client_of(setup) as client:
+        for _ in range(3):
+            await client.get(NAMESPACES, "seen")
+        setup.install(new)
+        for _ in range(2):
+            await client.get(NAMESPACES, "seen")
+
+    assert setup.presented({old: "old", new: "new"}) == ["old", "old", "old", "new", "new"]
+    assert setup.server.connections == 2, "one connection for each certificate"

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +12,10 @@ from structlog.testing import capture_logs
 from mpioperator.api.objects import Obj
 from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION, POD_FIELDS
 from mpioperator.kube import errors
+from mpioperator.kube.framing import Frames, StreamBroken
 from mpioperator.kube.negotiation import ACCEPT_PROTOBUF, UNDECODED, Negotiation
 from mpioperator.kube.projection import Projection
-from mpioperator.kube.protoapi import MAGIC, ProtoProjection, decode_status, list_continue, read_frames
+from mpioperator.kube.protoapi import MAGIC, ProtoProjection, decode_status, list_continue
 from mpioperator.kube.protoschema import LIST_META, OBJECT_META, POD
 from mpioperator.kube.protoupb import WireError, as_json, message_class
 from mpioperator.kube.resources import PODS, stamp_kind
@@ -38,17 +38,12 @@ def captured(name: str) -> bytes:
     return (CAPTURED / name).read_bytes()
 
 
-def reader(data: bytes, step: int) -> Callable[[int], bytes]:
-    """A stream's read(n): at most `step` bytes at a time, never more than asked, b"" at the end."""
-    offset = 0
-
-    def read(n: int) -> bytes:
-        nonlocal offset
-        chunk = data[offset : offset + min(n, step)]
-        offset += len(chunk)
-        return chunk
-
-    return read
+def frames_of(data: bytes, step: int) -> list[bytes]:
+    """The watch frames of a stream whose bytes arrive `step` at a time, as a socket delivers them."""
+    frames, out = Frames(), []
+    for at in range(0, len(data), step):
+        out += frames.feed(data[at : at + step])
+    return out + frames.finish()
 
 
 def test_a_protobuf_pod_list_gives_the_same_cached_pods_as_its_json() -> None:
@@ -66,8 +61,8 @@ def test_a_protobuf_pod_list_gives_the_same_cached_pods_as_its_json() -> None:
 
 
 def test_protobuf_watch_frames_give_the_same_events_as_json_watch_lines() -> None:
-    # Reads of 7 bytes: frames split across reads, as a socket delivers them.
-    frames = list(read_frames(reader(captured("watch.pb"), 7)))
+    # Reads of 7 bytes: frames split across reads.
+    frames = frames_of(captured("watch.pb"), 7)
     from_proto = [PROTO.event(frame) for frame in frames]
     lines = [line for line in captured("watch.json").splitlines() if line.strip()]
     assert from_proto == [POD_CACHE_PROJECTION.event(line) for line in lines]
@@ -191,9 +186,9 @@ def test_list_metadata_reads_as_its_json_and_its_continue_token_ahead_of_the_ite
 
 def test_a_stream_ending_between_frames_ends_cleanly_and_inside_one_is_an_error() -> None:
     frames = captured("watch.pb")
-    assert len(list(read_frames(reader(frames, 4096)))) >= 10
-    with pytest.raises(WireError, match="inside a frame"):
-        list(read_frames(reader(frames[:-3], 4096)))
+    assert len(frames_of(frames, 4096)) >= 10
+    with pytest.raises(StreamBroken, match="inside a frame"):
+        frames_of(frames[:-3], 4096)
 
 
 def test_a_protobuf_list_that_does_not_decode_turns_the_resource_to_json_with_one_log_line() -> None:

@@ -177,3 +177,20 @@ async def test_a_host_override_chooses_the_environments_proxy_again(
     stream.release()
     assert await get_namespace(transport) == "seen"
     assert site.proxy.tunnels == []
+
+
+async def test_an_https_proxy_is_trusted_through_the_clusters_ca_as_client_go_trusts_it(
+    site: Site, tmp_path: Path
+) -> None:
+    # The proxy's certificate is signed by the cluster's CA, which no system trust store holds.
+    pair = site.ca.issue("proxy", common_name="proxy", ips=("127.0.0.1",), server=True)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(pair.cert, pair.key)
+    proxy = ConnectProxy(routes={"kube.test": "127.0.0.1"}, tls=tls)
+    with serving(proxy):
+        path = site.kubeconfig(
+            tmp_path / "config", f"https://kube.test:{site.server.port}", **{"proxy-url": proxy.url}
+        )
+        assert await get_namespace(Transport(load_configuration(kubeconfig=path), "test")) == "seen"
+    assert proxy.url.startswith("https://")
+    assert [t.target for t in proxy.tunnels] == [f"kube.test:{site.server.port}"]

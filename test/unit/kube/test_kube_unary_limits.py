@@ -116,23 +116,29 @@ async def client_of(server: Misbehaving, request_timeout: float) -> AsyncIterato
         await client.close()
 
 
-async def test_an_answer_trickling_in_fails_the_call_once_its_timeout_has_passed() -> None:
-    with misbehaving(trickle) as server:
-        async with client_of(server, request_timeout=1.0) as client:
+@contextlib.asynccontextmanager
+async def refused_get(
+    answer: Callable[[Misbehaving, socket.socket], None], request_timeout: float
+) -> AsyncIterator[tuple[errors.ApiError, Misbehaving]]:
+    """A GET answered by `answer`, which must fail: its error, and the server, still up."""
+    with misbehaving(answer) as server:
+        async with client_of(server, request_timeout) as client:
             with pytest.raises(errors.ApiError) as failed:
                 await client.get(CONFIG_MAPS, "a", "ns")
-        assert failed.value.status == 0
-        assert "TimeoutError" in failed.value.message
+        yield failed.value, server
+
+
+async def test_an_answer_trickling_in_fails_the_call_once_its_timeout_has_passed() -> None:
+    async with refused_get(trickle, request_timeout=1.0) as (error, server):
+        assert error.status == 0
+        assert "TimeoutError" in error.message
         wait_for(server.cut.is_set, timeout=30, what="the server to see the connection closed")
 
 
 async def test_an_answer_whose_content_length_is_over_the_cap_is_refused() -> None:
-    with misbehaving(huge_content_length) as server:
-        async with client_of(server, request_timeout=5.0) as client:
-            with pytest.raises(errors.ApiError) as failed:
-                await client.get(CONFIG_MAPS, "a", "ns")
-        assert failed.value.status == 0
-        assert "BodyTooLarge" in failed.value.message
+    async with refused_get(huge_content_length, request_timeout=5.0) as (error, server):
+        assert error.status == 0
+        assert "BodyTooLarge" in error.message
         wait_for(server.cut.is_set, timeout=30, what="the server to see the connection closed")
 
 
@@ -141,10 +147,7 @@ async def test_an_endless_chunked_answer_is_stopped_once_it_passes_the_cap(
 ) -> None:
     # The real cap is 1 GiB; a smaller one shows the same stop without holding a gigabyte.
     monkeypatch.setattr(transport, "MAX_BODY", TEST_CAP)
-    with misbehaving(endless_chunks) as server:
-        async with client_of(server, request_timeout=30.0) as client:
-            with pytest.raises(errors.ApiError) as failed:
-                await client.get(CONFIG_MAPS, "a", "ns")
-        assert failed.value.status == 0
-        assert "BodyTooLarge" in failed.value.message
+    async with refused_get(endless_chunks, request_timeout=30.0) as (error, server):
+        assert error.status == 0
+        assert "BodyTooLarge" in error.message
         wait_for(server.cut.is_set, timeout=30, what="the server to be cut off mid-body")

@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import yaml
 
+from test.unit.manifests.hack_scripts import load_hack_script
+
 REPO = Path(__file__).resolve().parents[3]
 
 
-def load_generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_chart", REPO / "hack" / "gen_chart.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-gen_chart = load_generator()
+gen_chart = load_hack_script("gen_chart")
 
 
 def test_committed_chart_copies_are_the_generators_output() -> None:
@@ -40,7 +32,9 @@ def test_check_mode_reports_a_stale_copy_with_a_diff(
 
     monkeypatch.setattr(gen_chart, "outputs", with_edited_copy)
     assert gen_chart.main(["--check"]) == 1
-    assert "1 chart file(s) stale" in capsys.readouterr().out
+    said = capsys.readouterr()
+    assert f"--- {edited}\n+++ generated\n" in said.out
+    assert said.err == f"gen_chart: {edited} is stale; run python hack/gen_chart.py\n"
     assert edited.read_text() == "{}\n"
 
 

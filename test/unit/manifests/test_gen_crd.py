@@ -3,11 +3,9 @@ has (§1.10, §5.7) plus our enums (D5 #2) and stays small enough for client-sid
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -15,21 +13,14 @@ import yaml
 
 from mpioperator.controller.phase import PHASES
 from mpioperator.controller.tasks import AGGREGATE_KEYS, MAX_TASK_PODS
+from test.unit.manifests.hack_scripts import load_hack_script
 
 REPO = Path(__file__).resolve().parents[3]
 CRD_PATH = REPO / "manifests" / "base" / "kubeflow.org_mpijobs.yaml"
 Schema = dict[str, Any]
 
 
-def load_generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_crd", REPO / "hack" / "gen_crd.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-gen_crd = load_generator()
+gen_crd = load_hack_script("gen_crd")
 
 
 def resolve(schemas: dict[str, Schema], root: str) -> Schema:

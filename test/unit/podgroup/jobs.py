@@ -5,6 +5,16 @@ from __future__ import annotations
 from mpioperator.api.objects import Obj
 from mpioperator.podgroup.maths import PriorityLookup
 
+# The controller reference every PodGroup (and Workload) of `mpijob()`'s job carries.
+OWNER = {
+    "apiVersion": "kubeflow.org/v2beta1",
+    "kind": "MPIJob",
+    "name": "test",
+    "uid": "uid-1",
+    "controller": True,
+    "blockOwnerDeletion": True,
+}
+
 
 def resources(requests: dict[str, str] | None = None, limits: dict[str, str] | None = None) -> Obj:
     out: Obj = {}

@@ -9,16 +9,8 @@ from mpioperator.api.objects import Obj
 from mpioperator.kube.resources import KUBERNETES_POD_GROUPS, WORKLOADS
 from mpioperator.podgroup.factory import new_backend
 from mpioperator.podgroup.kubernetes import KubernetesBackend, min_count
-from test.unit.podgroup.jobs import container, mpijob, replica
+from test.unit.podgroup.jobs import OWNER, container, mpijob, replica
 
-OWNER = {
-    "apiVersion": "kubeflow.org/v2beta1",
-    "kind": "MPIJob",
-    "name": "test",
-    "uid": "uid-1",
-    "controller": True,
-    "blockOwnerDeletion": True,
-}
 BACKEND = KubernetesBackend()
 
 

@@ -17,16 +17,8 @@ from mpioperator.podgroup.null import NullBackend
 from mpioperator.podgroup.resources import effective_pod_requests
 from mpioperator.podgroup.scheduler_plugins import SchedulerPluginsBackend
 from mpioperator.podgroup.volcano import VolcanoBackend
-from test.unit.podgroup.jobs import container, mpijob, priorities, replica
+from test.unit.podgroup.jobs import OWNER, container, mpijob, priorities, replica
 
-OWNER = {
-    "apiVersion": "kubeflow.org/v2beta1",
-    "kind": "MPIJob",
-    "name": "test",
-    "uid": "uid-1",
-    "controller": True,
-    "blockOwnerDeletion": True,
-}
 METADATA = {"name": "test", "namespace": "default", "ownerReferences": [OWNER]}
 VOLCANO = VolcanoBackend()
 PLUGINS = SchedulerPluginsBackend("default-scheduler")

@@ -112,3 +112,23 @@ def test_a_failure_inside_a_function_names_the_line_that_called_it(tmp_path: Pat
     result = run_bash(tmp_path, "prepare() {\n  false\n}\necho start\nprepare")
     assert result.returncode == 1
     assert "error: [try] failed (exit 1) at step.sh:5: false <- prepare called at step.sh:8" in result.stderr
+
+
+def test_a_go_build_runs_once_then_its_whole_output_is_reused_and_a_partial_one_is_built_again(
+    tmp_path: Path,
+) -> None:
+    build = (
+        f'cache_root={tmp_path}/cache; out="$cache_root/bin/tool-v1"\n'
+        'reuse_or_lock tool "$out/tool" "$out/tool"\n'
+        'echo built >>"$cache_root/builds"; printf "#!/bin/sh\\n" >"$out/tool"; chmod +x "$out/tool"\n'
+        'build_done "$out/tool"'
+    )
+    out = tmp_path / "cache" / "bin" / "tool-v1"
+    first, second = run_bash(tmp_path, build), run_bash(tmp_path, build)
+    assert (first.returncode, first.stdout) == (0, f"{out}/tool\n")
+    assert (second.returncode, second.stdout) == (0, f"{out}/tool\n")
+    assert (tmp_path / "cache" / "builds").read_text() == "built\n", "the second run reused the first's build"
+    (out / ".complete").unlink()  # a build cut short before its stamp
+    assert run_bash(tmp_path, build).returncode == 0
+    assert (tmp_path / "cache" / "builds").read_text() == "built\nbuilt\n"
+    assert (tmp_path / "cache" / ".build-tool.lock").exists()
