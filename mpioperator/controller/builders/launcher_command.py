@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import shlex
 
+from mpioperator.api import annotation_keys, conveniences, replica_modes
 from mpioperator.api import constants as api
-from mpioperator.api import conveniences, replica_modes
 from mpioperator.api.objects import Obj
 from mpioperator.controller.builders.mpirun_command import mpirun_command
 
@@ -15,7 +15,7 @@ from mpioperator.controller.builders.mpirun_command import mpirun_command
 # The sync reads it back to end debug mode when the job's annotation goes.
 DEBUG_MARKER = conveniences.DEBUG_MODE
 # Likewise: the Job was made after a resume, with the resume's settings for the launcher.
-RESUME_MARKER = f"{conveniences.PREFIX}made-after-resume"
+RESUME_MARKER = annotation_keys.MADE_AFTER_RESUME
 
 
 def generated_command(job: Obj, hostfile: str) -> list[str] | None:
