@@ -12,10 +12,11 @@ from mpioperator.api import accessors, conveniences, names
 from mpioperator.api import constants as api
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
-from mpioperator.controller.builders import configmap, launcher_job, secret, service, worker_pod
-from mpioperator.controller.builders.host_waiter import HostWaiter
+from mpioperator.controller.builders import configmap, launcher_job, secret, service
 from mpioperator.controller.builders.podspec import UPSTREAM_KEYS, Decorator, SSHKeys
 from mpioperator.controller.child_state import launcher_done
+from mpioperator.controller.decorators import compose
+from mpioperator.controller.decorators.host_waiter import HostWaiter
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING
 from mpioperator.controller.fields import get_path, same, set_path
@@ -32,6 +33,10 @@ log = structlog.get_logger(__name__)
 
 # Worker pods are created concurrently, but not so many at once that one big job starves the others.
 _CREATE_CONCURRENCY = 16
+
+
+def _listed(decorate: Decorator | None) -> list[Decorator]:
+    return [] if decorate is None else [decorate]
 
 
 def worker_selector(job: Obj) -> dict[str, str]:
@@ -289,12 +294,12 @@ class ChildReconciler:
             return []
         ns = job["metadata"]["namespace"]
         gate = asyncio.Semaphore(_CREATE_CONCURRENCY)
-        decorate = decorator_for(self._backend, job)
+        gang = _listed(decorator_for(self._backend, job))
         keys = self._ssh_keys(job)
 
         async def create(i: int) -> Obj:
             async with gate:
-                desired = worker_pod.new_worker(job, i, decorate, keys)
+                desired = compose.new_worker(job, i, gang, keys)
                 try:
                     return await self._w.create(PODS, desired, ns)
                 except errors.AlreadyExists:
@@ -345,8 +350,8 @@ class ChildReconciler:
 
     async def create_launcher(self, job: Obj) -> Obj:
         decorate = self._launcher_decorator(job, decorator_for(self._backend, job))
-        desired, overridden = launcher_job.new_launcher_job(
-            job, decorate, self._ssh_keys(job), self._host_waiter
+        desired, overridden = compose.new_launcher_job(
+            job, _listed(decorate), self._ssh_keys(job), self._host_waiter
         )
         if overridden:
             self._rec.record(
@@ -386,8 +391,8 @@ class ChildReconciler:
                     del resumed["status"]["startTime"]
                     resumed = await self._w.update_status(JOBS, resumed, ns)
                 # Decorated, so a resume also carries the group label/annotation (upstream merges them too).
-                template, overridden = launcher_job.launcher_pod_template(
-                    job, decorator_for(self._backend, job)
+                template, overridden = compose.launcher_pod_template(
+                    job, _listed(decorator_for(self._backend, job))
                 )
                 if overridden:
                     self._rec.record(

@@ -21,7 +21,7 @@ from mpioperator.cache.informer import SharedInformer
 from mpioperator.cache.keys import DeletedFinalStateUnknown, deleted_object, split_key
 from mpioperator.clock import Clock
 from mpioperator.controller.builders.configmap import max_worker_replicas
-from mpioperator.controller.builders.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
+from mpioperator.controller.decorators.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
 from mpioperator.controller.enqueue import launcher_pod_ended, owning_mpijob_key, spec_changed
 from mpioperator.controller.errors import ControllerStopped, StatusConflict, SyncError
 from mpioperator.controller.events import EventRecorder

@@ -13,15 +13,15 @@ import structlog
 from mpioperator.api import conveniences, names, replica_modes
 from mpioperator.api.objects import Obj
 from mpioperator.controller import conditions
-from mpioperator.controller.builders.launcher_command import (
+from mpioperator.controller.builders.launcher_job import HOSTFILE_PATH
+from mpioperator.controller.child_state import launcher_done
+from mpioperator.controller.children import ChildReconciler
+from mpioperator.controller.decorators.launcher_command import (
     command_line,
     generated_command,
     made_after_resume,
     made_for_debug,
 )
-from mpioperator.controller.builders.launcher_job import HOSTFILE_PATH
-from mpioperator.controller.child_state import launcher_done
-from mpioperator.controller.children import ChildReconciler
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import NORMAL, WARNING
 from mpioperator.controller.ports import Listers, Recorder, Writer

@@ -27,10 +27,10 @@ from mpioperator.api.validation import aggregate_message, validate_mpijob, valid
 from mpioperator.cache.keys import split_key
 from mpioperator.controller import child_state, children, conditions, host_wait, report, status_writer
 from mpioperator.controller.builders.configmap import max_worker_replicas
-from mpioperator.controller.builders.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
-from mpioperator.controller.builders.host_waiter import HostWaiter
 from mpioperator.controller.conditions import format_time
 from mpioperator.controller.conveniences import SECRET_RECHECK_SECONDS, Conveniences
+from mpioperator.controller.decorators.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
+from mpioperator.controller.decorators.host_waiter import HostWaiter
 from mpioperator.controller.errors import StatusConflict
 from mpioperator.controller.events import NORMAL, WARNING
 from mpioperator.controller.exec_agent import ExecAgent

@@ -9,7 +9,7 @@ import shlex
 from mpioperator.api import annotation_keys, conveniences, replica_modes
 from mpioperator.api import constants as api
 from mpioperator.api.objects import Obj
-from mpioperator.controller.builders.mpirun_command import mpirun_command
+from mpioperator.controller.decorators.mpirun_command import mpirun_command
 
 # On the launcher Job's own metadata (which a resume never merges into): the Job was made for debug mode.
 # The sync reads it back to end debug mode when the job's annotation goes.
