@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
 import structlog
@@ -12,6 +11,7 @@ from mpioperator.api import accessors, conveniences, names
 from mpioperator.api import constants as api
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
+from mpioperator.controller.bounded import BoundedSet
 from mpioperator.controller.builders import configmap, launcher_job, secret, service
 from mpioperator.controller.builders.podspec import UPSTREAM_KEYS, Decorator, SSHKeys
 from mpioperator.controller.child_state import launcher_done
@@ -60,24 +60,8 @@ def _named_workers(job: Obj, pods: list[Obj]) -> list[tuple[Obj, int]]:
 RESTART_POLICY_OVERRIDDEN = "Restart policy in pod template overridden by restart policy in replica spec"
 
 
-class RecentlyDeleted:
-    """UIDs of pods this process deleted, the newest `capacity` of them: a UID is never reused, so a pod
-    once deleted never needs another DELETE."""
-
-    def __init__(self, capacity: int = 20_000) -> None:
-        self._uids: OrderedDict[str, None] = OrderedDict()
-        self._capacity = capacity
-
-    def add(self, uid: str) -> None:
-        if not uid:
-            return
-        self._uids[uid] = None
-        self._uids.move_to_end(uid)
-        while len(self._uids) > self._capacity:
-            self._uids.popitem(last=False)
-
-    def seen(self, uid: str) -> bool:
-        return bool(uid) and uid in self._uids
+# UIDs of pods this process deleted: a UID is never reused, so a pod once deleted never needs another DELETE.
+RecentlyDeleted = BoundedSet[str]
 
 
 class ChildReconciler:

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import structlog
 
@@ -26,6 +26,7 @@ from mpioperator.api.objects import Obj
 from mpioperator.api.validation import aggregate_message, validate_mpijob, validate_worker_bound
 from mpioperator.cache.keys import split_key
 from mpioperator.controller import child_state, children, conditions, host_wait, report, status_writer
+from mpioperator.controller.bounded import BoundedSet
 from mpioperator.controller.builders.configmap import max_worker_replicas
 from mpioperator.controller.conditions import format_time
 from mpioperator.controller.conveniences import SECRET_RECHECK_SECONDS, Conveniences
@@ -92,21 +93,8 @@ class _Children:
         return self.held_for is not None
 
 
-@dataclass(slots=True)
-class _Once:
-    """Remembers which jobs already had a one-shot event, so retries do not repeat it (D5 #8)."""
-
-    seen: dict[tuple[str, str], None] = field(default_factory=dict)
-    limit: int = 20000
-
-    def first(self, uid: str, what: str) -> bool:
-        key = (uid, what)
-        if key in self.seen:
-            return False
-        self.seen[key] = None
-        if len(self.seen) > self.limit:
-            self.seen.pop(next(iter(self.seen)))
-        return True
+# Which jobs already had a one-shot event (uid, what), so retries do not repeat it.
+_Once = BoundedSet[tuple[str, str]]
 
 
 def _complete_upstream_eviction(status: Obj) -> None:
@@ -240,7 +228,7 @@ class JobSyncer:
             status["conditions"] = [
                 conditions.new_condition(api.COND_CREATED, "True", api.REASON_CREATED, message, now)
             ]
-            if self._once.first(uid, "created") and not announced:
+            if self._once.first((uid, "created")) and not announced:
                 self._rec.record(job, NORMAL, api.REASON_CREATED, message)
                 self._metrics.created.inc()
 
