@@ -1,4 +1,4 @@
-"""Annotations for habits users bring from other MPI operators (issue 18; docs/extensions.md).
+"""Annotations for habits users bring from other MPI operators (docs/extensions.md).
 
 Debug mode and the generated mpirun line (T9k's MPIJob), a Secret of the user's own for SSH (Kubeflow's
 openmpi prototype) and re-created workers when their template changes (FFFFFaraway's operator). All are

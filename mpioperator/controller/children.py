@@ -1,4 +1,4 @@
-"""Get-or-create-or-update of each child object (§2.6), reading caches and writing only differences."""
+"""Get-or-create-or-update of each child object, reading caches and writing only differences."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ class ChildReconciler:
         self._w = writer
         self._rec = recorder
         self._domain = cluster_domain
-        # Gang scheduling decorates worker pods and the launcher template (§3.8); off by default.
+        # Gang scheduling decorates worker pods and the launcher template; off by default.
         self._backend: PodGroupBackend = backend or NullBackend()
         self._deleted = RecentlyDeleted()
         self._hostfiles = VerifiedConfigMaps()
@@ -201,7 +201,7 @@ class ChildReconciler:
 
     async def ssh_secret(self, job: Obj) -> Obj:
         """The job's generated SSH Secret. An existing one of ours keeps its keys unless some are missing
-        (upstream compares key names, never values, D5 #6): workers already running hold the public key
+        (upstream compares key names, never values): workers already running hold the public key
         as their authorized_keys, so new keys would lock the launcher out."""
         ns = job["metadata"]["namespace"]
         name = names.secret_name(job)
@@ -311,7 +311,8 @@ class ChildReconciler:
         for pod in listed:
             label = pod["metadata"].get("labels", {}).get(api.LABEL_REPLICA_INDEX)
             if label is None:
-                # D5 #5: upstream silently abandons the worker step here; we skip just this pod.
+                # Deliberately unlike upstream, which silently abandons the worker step here: we skip
+                # just this pod.
                 log.warning("worker pod without index label ignored", pod=pod["metadata"]["name"])
                 continue
             try:
@@ -365,7 +366,7 @@ class ChildReconciler:
         self, job: Obj, launcher: Obj, suspended: bool, *, may_resume: bool = True
     ) -> Obj:
         """Suspend the launcher Job with the job; resume it with the job once `may_resume` (under
-        WaitForWorkersReady, once the workers are Ready again: upstream #615)."""
+        WaitForWorkersReady, once the workers are Ready again, as upstream's own fix does)."""
         ns = job["metadata"]["namespace"]
         launcher_suspended = bool(launcher.get("spec", {}).get("suspend"))
         try:
@@ -401,7 +402,7 @@ class ChildReconciler:
         return launcher
 
     async def clean_up_workers(self, job: Obj, status: Obj) -> None:
-        """Delete worker pods per cleanPodPolicy and zero the Worker counts (§2.11)."""
+        """Delete worker pods per cleanPodPolicy and zero the Worker counts."""
         keep_finished = accessors.clean_pod_policy(job) == api.CLEAN_POD_POLICY_RUNNING
         doomed: list[Obj] = []
         replicas = accessors.worker_replicas(job)
@@ -421,7 +422,8 @@ class ChildReconciler:
         replica_statuses[api.WORKER] = {}
 
     async def stop_launcher(self, job: Obj) -> None:
-        """D5 #11: under cleanPodPolicy All a finished job's launcher stops too, through its Job, once.
+        """Under cleanPodPolicy All a finished job's launcher stops too, through its Job, once
+        (decisions-local L7).
 
         An unfinished launcher Job (the job ended by eviction) is suspended: the Job controller deletes
         its pods and makes no new one. Deleting the pod instead left the Job active, so the Job

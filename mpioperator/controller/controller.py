@@ -214,7 +214,7 @@ class MPIJobController:
             return None
         return [job for informer in self._informers[MPIJOBS] for job in informer.list()]
 
-    # Event handlers: compute a key and enqueue. A job's creation and spec changes are a plain add (D4);
+    # Event handlers: compute a key and enqueue. A job's creation and spec changes are a plain add;
     # everything else settles first (L6).
     def _on_job_add(self, obj: dict[str, Any]) -> None:
         # Upstream also defaults the cached object here; each sync defaults its own copy instead, so

@@ -1,6 +1,6 @@
-"""The sync handler's hooks for issue 18's annotations: the user's SSH Secret, debug mode and the generated
-launcher command (the roll on a template change is worker_roll.py's). Each does nothing for a job without
-its annotation, so such a job is synced exactly as before.
+"""The sync handler's hooks for the annotations of docs/extensions.md: the user's SSH Secret, debug mode and
+the generated launcher command (the roll on a template change is worker_roll.py's). Each does nothing for a
+job without its annotation, so such a job is synced exactly as before.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One reconcile of one MPIJob, in upstream's order (§2.5), with our deliberate fixes (D5).
+"""One reconcile of one MPIJob, in upstream's order, with our deliberate fixes (docs/decisions-local.md).
 
 The handler reads only from caches and writes only what differs from them, so a converged job
 costs no API request. A returned `SyncResult.requeue_after` asks for a timed revisit (the TTL, a held
@@ -98,9 +98,9 @@ _Once = BoundedSet[tuple[str, str]]
 
 
 def _complete_upstream_eviction(status: Obj) -> None:
-    """D5 #7 for a job evicted under upstream, which leaves it Failed without a completionTime: it is
-    finished, and its completionTime is when it failed, so it is not synced as a running job again
-    (which would create its missing workers)."""
+    """Deliberately unlike upstream, for a job evicted under upstream, which leaves it Failed without a
+    completionTime: it is finished, and its completionTime is when it failed, so it is not synced as a running
+    job again (which would create its missing workers)."""
     failed = conditions.find(status, api.COND_FAILED)
     if status.get("completionTime") or failed is None or failed.get("status") != "True":
         return
@@ -145,7 +145,7 @@ class JobSyncer:
             launcher_decorator=self._exec_agent.launcher_decorator,
             before_delete=self._exec_agent.withdraw,
         )
-        self._conveniences = Conveniences(listers, writer, recorder)  # issue 18's annotations
+        self._conveniences = Conveniences(listers, writer, recorder)  # docs/extensions.md
         self._pod_groups = PodGroupReconciler(
             backend, listers.pod_groups, listers.priority_classes, writer, recorder
         )
@@ -298,8 +298,8 @@ class JobSyncer:
         return SyncResult(requeue_after=min(waits) if waits else None)
 
     async def _reconcile_children(self, job: Obj, *, suspended: bool, now: dt.datetime) -> _Children:
-        """Upstream's children step (§2.5 steps 10-13), unless the job is held after a refusal (L11), with
-        issue 18's hooks: debug mode's end, the user's own SSH Secret, the worker roll (L14)."""
+        """Upstream's children step, unless the job is held after a refusal (L11), with our extensions'
+        hooks (docs/extensions.md): debug mode's end, the user's own SSH Secret, the worker roll (L14)."""
         meta = job["metadata"]
         uid, generation = meta.get("uid", ""), int(meta.get("generation") or 0)
         clock = now.timestamp()
@@ -321,7 +321,7 @@ class JobSyncer:
                 agent_refused = not await self._exec_agent.prepare(job, job["status"], now)
                 if not suspended and not waits_for_secret and not agent_refused:
                     if self._pod_groups.enabled:
-                        # Before the workers, so their scheduler finds the gang already defined (§3.9).
+                        # Before the workers, so their scheduler finds the gang already defined.
                         # A suspended launcher Job (a resume under WaitForWorkersReady) has no pod yet.
                         running = launcher is not None and not launcher.get("spec", {}).get("suspend")
                         await self._pod_groups.get_or_create(job, launcher_exists=running)
@@ -355,8 +355,8 @@ class JobSyncer:
         """The Service, ConfigMap and SSH Secret; True when the job waits for the user's own Secret.
 
         A new job's three are created together: none needs another, and its first sync then waits one
-        round trip for them instead of three (issue 22). Once any of them exists they are seen to one
-        after another, as upstream does, so an object in the way that is not ours stops the sync before
+        round trip for them instead of three (decisions-local L21). Once any of them exists they are seen
+        to one after another, as upstream does, so an object in the way that is not ours stops the sync before
         the next is touched. A failure among the three made together is raised as upstream would have
         met it first."""
         if not self._children.none_shared_cached(job):
@@ -425,12 +425,13 @@ class JobSyncer:
         return bool(host_wait.gave_up(self._l.pods.owned_by(launcher["metadata"].get("uid", ""))))
 
     async def _clean_up(self, job: Obj, status: Obj) -> None:
-        """upstream's cleanUpWorkerPods: worker pods per cleanPodPolicy, then the gang's PodGroup (§3.9)."""
+        """upstream's cleanUpWorkerPods: worker pods per cleanPodPolicy, then the gang's PodGroup."""
         await self._children.clean_up_workers(job, status)
         await self._pod_groups.delete(job)
 
     async def _expire(self, job: Obj) -> SyncResult:
-        """D5 #12: after ttlSecondsAfterFinished the MPIJob itself goes, not only its launcher."""
+        """Deliberately unlike upstream: after ttlSecondsAfterFinished the MPIJob itself goes, not only its
+        launcher."""
         ttl = accessors.ttl_seconds_after_finished(job)
         finished = conditions.parse_time(job["status"].get("completionTime"))
         if ttl is None or finished is None:

@@ -1,4 +1,4 @@
-"""The launcher batch/v1 Job and its pod template (§2.6.5), and the resume-time directive merge."""
+"""The launcher batch/v1 Job and its pod template, and the resume-time directive merge."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Worker pods: bare Pods named `<job>-worker-<i>`, running sshd unless told otherwise (§2.6.4)."""
+"""Worker pods: bare Pods named `<job>-worker-<i>`, running sshd unless told otherwise."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""What the launcher container runs when the job asks us to choose (issue 18): the generated mpirun line,
-or in debug mode a command that waits while the user works in the launcher by hand; and after a resume, or
-in debug mode, the command and init containers the job's per-replica annotations choose (replica_modes)."""
+"""What the launcher container runs when the job asks us to choose (docs/extensions.md): the generated mpirun
+line, or in debug mode a command that waits while the user works in the launcher by hand; and after a resume,
+or in debug mode, the command and init containers the job's per-replica annotations choose (replica_modes)."""
 
 from __future__ import annotations
 
