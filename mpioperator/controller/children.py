@@ -333,18 +333,19 @@ class ChildReconciler:
             return UPSTREAM_KEYS
         return key_names(self._l.secrets.get(job["metadata"]["namespace"], name))
 
+    def _say_overridden(self, job: Obj, overridden: bool) -> None:
+        """Upstream's Warning when the launcher template's own restartPolicy gave way to the replica's."""
+        if overridden:
+            self._rec.record(
+                job, WARNING, api.REASON_SET_POD_TEMPLATE_RESTART_POLICY, RESTART_POLICY_OVERRIDDEN
+            )
+
     async def create_launcher(self, job: Obj) -> Obj:
         decorate = self._launcher_decorator(job, decorator_for(self._backend, job))
         desired, overridden = compose.new_launcher_job(
             job, _listed(decorate), self._ssh_keys(job), self._host_waiter
         )
-        if overridden:
-            self._rec.record(
-                job,
-                WARNING,
-                api.REASON_SET_POD_TEMPLATE_RESTART_POLICY,
-                RESTART_POLICY_OVERRIDDEN,
-            )
+        self._say_overridden(job, overridden)
         ns = job["metadata"]["namespace"]
         try:
             created: Obj = await self._w.create(JOBS, desired, ns)
@@ -379,13 +380,7 @@ class ChildReconciler:
                 template, overridden = compose.launcher_pod_template(
                     job, _listed(decorator_for(self._backend, job))
                 )
-                if overridden:
-                    self._rec.record(
-                        job,
-                        WARNING,
-                        api.REASON_SET_POD_TEMPLATE_RESTART_POLICY,
-                        RESTART_POLICY_OVERRIDDEN,
-                    )
+                self._say_overridden(job, overridden)
                 launcher_job.merge_scheduling_directives(resumed["spec"]["template"], template)
                 resumed["spec"]["suspend"] = False
                 updated: Obj = await self._w.update(JOBS, resumed, ns)

@@ -105,14 +105,12 @@ def worker_decorators(job: Obj) -> list[Decorator]:
 
 
 def launcher_pod_template(
-    job: Obj,
-    then: Sequence[Decorator] = (),
-    ssh_keys: SSHKeys = UPSTREAM_KEYS,
-    waiter: HostWaiter | None = None,
+    job: Obj, then: Sequence[Decorator] = (), waiter: HostWaiter | None = None
 ) -> tuple[Obj, bool]:
-    """The launcher's pod template as the operator makes it, and whether its restartPolicy was overridden."""
+    """The launcher's pod template as the operator makes it (with upstream's SSH keys: only its scheduling
+    directives are read, on a resume), and whether its restartPolicy was overridden."""
     ours = launcher_template_decorators(job, waiter or HostWaiter())
-    return launcher_job.launcher_pod_template(job, [*ours, *then], ssh_keys)
+    return launcher_job.launcher_pod_template(job, [*ours, *then])
 
 
 def new_launcher_job(
