@@ -10,7 +10,7 @@ import copy
 import pytest
 
 from mpioperator.api.objects import Obj
-from mpioperator.controller.decorators import exec_agent
+from mpioperator.controller.decorators import exec_agent_objects as exec_agent
 from mpioperator.controller.decorators.compose import launcher_pod_template
 from mpioperator.controller.decorators.host_waiter import HostWaiter
 from test.unit.controller.sync_fixtures import job

@@ -10,7 +10,7 @@ import yaml
 
 from mpioperator.api.objects import Obj
 from mpioperator.api.validation import validate_mpijob
-from mpioperator.controller.decorators import exec_agent
+from mpioperator.controller.decorators import exec_agent_objects as exec_agent
 from mpioperator.controller.decorators.compose import new_launcher_job
 from mpioperator.controller.sync import SyncSettings
 from test.unit.controller.sync_fixtures import SHARED_CREATES, Scene, job
