@@ -149,7 +149,13 @@ class JobSyncer:
         self._pod_groups = PodGroupReconciler(
             backend, listers.pod_groups, listers.priority_classes, writer, recorder
         )
-        self._restarter = Restarter(listers, writer, recorder, self._children, self._recent)
+        self._restarter = Restarter(
+            listers,
+            writer,
+            recorder,
+            self._children,
+            lambda cached, status: self._write_status(cached, status, []),
+        )
         # Edits reaching the pods (L14); the agent's Role lets go of a rolled worker before it is deleted.
         self._rolls = Rolls(listers, writer, recorder, self._exec_agent.withdraw)
 
@@ -374,11 +380,12 @@ class JobSyncer:
                 raise outcome
         return outcomes[2] is True
 
-    async def _write_status(self, cached: Obj, status: Obj, events: list[StatusEvent]) -> None:
-        """Write the status computed from `cached`; on a Conflict the sync ends (L42), and the next one does
-        not record `events` again."""
+    async def _write_status(self, cached: Obj, status: Obj, events: list[StatusEvent]) -> bool:
+        """The one path of the job's status to the API server: write the status computed from `cached`
+        unless it has it (True if written); on a Conflict the sync ends (L42), and the next one does not
+        record `events` again."""
         try:
-            await status_writer.write_if_changed(self._w, cached, status, self._recent)
+            return await status_writer.write_if_changed(self._w, cached, status, self._recent)
         except StatusConflict:
             self._said.keep(cached["metadata"].get("uid", ""), events)
             raise
@@ -414,7 +421,7 @@ class JobSyncer:
         if policy == api.CLEAN_POD_POLICY_ALL or self._launcher_gave_up(job):
             await self._children.stop_launcher(job)
         await self._exec_agent.follow(job, [])
-        await status_writer.write_if_changed(self._w, cached, status, self._recent)
+        await self._write_status(cached, status, [])
         return await self._expire(job)
 
     def _launcher_gave_up(self, job: Obj) -> bool:
