@@ -1,4 +1,4 @@
-"""Annotations for habits users bring from other MPI operators (issue 18; docs/extensions.md).
+"""Annotations for habits users bring from other MPI operators (docs/extensions.md).
 
 Debug mode and the generated mpirun line (T9k's MPIJob), a Secret of the user's own for SSH (Kubeflow's
 openmpi prototype) and re-created workers when their template changes (FFFFFaraway's operator). All are
@@ -13,38 +13,31 @@ from __future__ import annotations
 
 import posixpath
 import re
-import shlex
 from dataclasses import dataclass
 
 from mpioperator.api import accessors, extensions
+from mpioperator.api import annotation_keys as keys
 from mpioperator.api import constants as api
+from mpioperator.api.annotation_keys import DEBUG_COMMAND as DEBUG_COMMAND
+from mpioperator.api.annotation_keys import DEBUG_MODE as DEBUG_MODE
+from mpioperator.api.annotation_keys import DEBUG_SKIP_INIT_CONTAINERS as DEBUG_SKIP_INIT_CONTAINERS
+from mpioperator.api.annotation_keys import DEBUG_WORKER_COMMAND as DEBUG_WORKER_COMMAND
+from mpioperator.api.annotation_keys import DEFAULT_DEBUG_COMMAND as DEFAULT_DEBUG_COMMAND
+from mpioperator.api.annotation_keys import HOSTFILE_PATH as HOSTFILE_PATH
+from mpioperator.api.annotation_keys import LAUNCHER_PROGRAM as LAUNCHER_PROGRAM
+from mpioperator.api.annotation_keys import MAX_WORDS_BYTES as MAX_WORDS_BYTES
+from mpioperator.api.annotation_keys import MCA_PARAMS as MCA_PARAMS
+from mpioperator.api.annotation_keys import MPI_HOME as MPI_HOME
+from mpioperator.api.annotation_keys import MPIRUN_EXTRA_ARGS as MPIRUN_EXTRA_ARGS
+from mpioperator.api.annotation_keys import RESUME_LAUNCHER_COMMAND as RESUME_LAUNCHER_COMMAND
+from mpioperator.api.annotation_keys import RESUME_SKIP_INIT_CONTAINERS as RESUME_SKIP_INIT_CONTAINERS
+from mpioperator.api.annotation_keys import RESUME_WORKER_COMMAND as RESUME_WORKER_COMMAND
+from mpioperator.api.annotation_keys import ROLL_WORKERS as ROLL_WORKERS
+from mpioperator.api.annotation_keys import SSH_SECRET as SSH_SECRET
 from mpioperator.api.field_errors import FieldError, JSONString, invalid, not_supported, too_long
 from mpioperator.api.objects import Obj
 
-PREFIX = "mpioperator.io/"
-DEBUG_MODE = f"{PREFIX}debug-mode"
-DEBUG_COMMAND = f"{PREFIX}debug-command"
-LAUNCHER_PROGRAM = f"{PREFIX}launcher-program"
-MPIRUN_EXTRA_ARGS = f"{PREFIX}mpirun-extra-args"
-MCA_PARAMS = f"{PREFIX}mca-params"
-MPI_HOME = f"{PREFIX}mpi-home"
-SSH_SECRET = f"{PREFIX}ssh-secret"
-ROLL_WORKERS = f"{PREFIX}roll-workers-on-template-change"
-HOSTFILE_PATH = f"{PREFIX}hostfile-path"
-# Per replica type in debug mode and after a resume (T9k's runMode.debug.replicaSpecs and resumeSpecs);
-# read by replica_modes.py. The launcher's command in debug mode is DEBUG_COMMAND.
-DEBUG_WORKER_COMMAND = f"{PREFIX}debug-worker-command"
-DEBUG_SKIP_INIT_CONTAINERS = f"{PREFIX}debug-skip-init-containers"
-RESUME_LAUNCHER_COMMAND = f"{PREFIX}resume-launcher-command"
-RESUME_WORKER_COMMAND = f"{PREFIX}resume-worker-command"
-RESUME_SKIP_INIT_CONTAINERS = f"{PREFIX}resume-skip-init-containers"
-
-DEFAULT_DEBUG_COMMAND = ("sleep", "infinity")
-# shlex reads about 100 KB a second and a sync reads the words a few times: a 200 KB value held the event
-# loop (and the Lease renewals on it) for 2.4 s per sync. Longer than any command line a user writes.
-MAX_WORDS_BYTES = 16 * 1024
 _WORD_KEYS = (DEBUG_COMMAND, LAUNCHER_PROGRAM, MPIRUN_EXTRA_ARGS)
-_BOOLEANS = ("false", "true")
 _MCA_KEY = re.compile(r"[A-Za-z0-9_]+")
 _MCA_SEPARATORS = re.compile(r"[;\n]")
 # A Secret's name: a DNS-1123 subdomain, at most 253 characters.
@@ -83,13 +76,11 @@ class LauncherProgram:
     mpi_home: str | None
 
 
-def job_annotations(job: Obj) -> dict[str, str]:
-    found = (job.get("metadata") or {}).get("annotations") or {}
-    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+job_annotations = keys.of
 
 
 def _true(job: Obj, key: str) -> bool:
-    return job_annotations(job).get(key, "").strip().lower() == "true"
+    return keys.flag(keys.of(job).get(key, "")) is True
 
 
 def debug_mode(job: Obj) -> bool:
@@ -102,19 +93,10 @@ def roll_workers(job: Obj) -> bool:
 
 def _words(value: str | None) -> tuple[str, ...] | None:
     """Shell words (quotes allowed, no expansion); None when the quoting is broken or the value too long."""
-    if value is None:
-        return ()
-    if _too_long(value):
-        return None
-    try:
-        return tuple(shlex.split(value))
-    except ValueError:
-        return None
+    return () if value is None else keys.shell_words(value)
 
 
-def _too_long(value: str) -> bool:
-    # Bytes as the API server counts them; a lone surrogate from a JSON escape must not raise here.
-    return len(value) > MAX_WORDS_BYTES or len(value.encode("utf-8", "surrogatepass")) > MAX_WORDS_BYTES
+_too_long = keys.too_long
 
 
 def shell_words(value: str | None) -> tuple[str, ...] | None:
@@ -144,13 +126,16 @@ def _mca_pairs(value: str) -> tuple[list[tuple[str, str]], list[str]]:
 
 
 def launcher_program(job: Obj) -> LauncherProgram | None:
-    """The generated command's inputs, or None when the job does not ask for one (or asks badly)."""
-    found = job_annotations(job)
-    if LAUNCHER_PROGRAM not in found or validate_conveniences(job):
+    """The generated command's inputs, or None when the job does not ask for one (or asks badly). Not
+    validated again here: the sync validated the job before anything is built from it."""
+    found = keys.of(job)
+    if LAUNCHER_PROGRAM not in found:
         return None
-    words = _words(found[LAUNCHER_PROGRAM]) or ()
+    words = _words(found[LAUNCHER_PROGRAM])
     resolved = program_path(job, words[0]) if words else None
-    program = (resolved, *words[1:]) if resolved is not None else words
+    if words is None or resolved is None:
+        return None  # validation says why; a job it refuses gets no children
+    program = (resolved, *words[1:])
     extra = _words(found.get(MPIRUN_EXTRA_ARGS)) or ()
     mca, _ = _mca_pairs(found.get(MCA_PARAMS, ""))
     home = found.get(MPI_HOME, "").strip().rstrip("/") or None
@@ -220,8 +205,8 @@ def validate_conveniences(job: Obj) -> list[FieldError]:
 
     for key in (DEBUG_MODE, ROLL_WORKERS):
         value = found.get(key)
-        if value is not None and value.strip().lower() not in _BOOLEANS:
-            errors.append(not_supported(_field(key), JSONString(value), _BOOLEANS))
+        if value is not None and keys.flag(value) is None:
+            errors.append(not_supported(_field(key), JSONString(value), keys.BOOLEANS))
     long = {key for key in _WORD_KEYS if key in found and _too_long(found[key])}
     errors += [too_long(_field(key), MAX_WORDS_BYTES) for key in _WORD_KEYS if key in long]
     for key in (DEBUG_COMMAND, MPIRUN_EXTRA_ARGS):
@@ -247,8 +232,7 @@ def validate_conveniences(job: Obj) -> list[FieldError]:
     return errors
 
 
-def _field(key: str) -> str:
-    return f"metadata.annotations[{key}]"
+_field = keys.field_path
 
 
 def _program_errors(job: Obj, found: dict[str, str]) -> list[FieldError]:

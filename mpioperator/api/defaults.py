@@ -1,7 +1,7 @@
-"""Defaulting of an MPIJob, as upstream's controller does in memory at every sync (§1.9).
+"""Defaulting of an MPIJob, as upstream's controller does in memory at every sync.
 
 Pure: returns a defaulted deep copy; the stored object is never changed, and the defaults are
-never written back (only status is). One deliberate difference (decisions.md D5 #1):
+never written back (only status is). One deliberate difference:
 cleanPodPolicy defaults to Running, as the API doc and user docs say, not upstream's None.
 """
 

@@ -23,7 +23,7 @@ def json_copy(obj: T) -> T:
     """A deep copy of a JSON tree (what the API server sends, what builders make).
 
     About ten times faster than copy.deepcopy, which keeps a memo of every node and looks up a copier
-    for each: a sync copies the MPIJob and its status several times (issue 22's paced CPU). Anything that
+    for each: a sync copies the MPIJob and its status several times (decisions-local L20). Anything that
     is not plain JSON falls back to copy.deepcopy; a tuple comes back as a list.
     """
     try:

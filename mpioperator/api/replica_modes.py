@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mpioperator.api import accessors, conveniences
+from mpioperator.api import accessors, annotation_keys, conveniences
 from mpioperator.api import constants as api
 from mpioperator.api.field_errors import FieldError, JSONString, invalid, too_long
 from mpioperator.api.objects import Obj
@@ -101,5 +101,4 @@ def validate(job: Obj) -> list[FieldError]:
     return errors
 
 
-def _field(key: str) -> str:
-    return f"metadata.annotations[{key}]"
+_field = annotation_keys.field_path

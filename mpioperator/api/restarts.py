@@ -13,54 +13,38 @@ a worker that exits at once would otherwise cost a whole attempt's writes every 
 
 from __future__ import annotations
 
-import re
-
+from mpioperator.api import annotation_keys as keys
+from mpioperator.api.annotation_keys import ATTEMPT_LABEL as ATTEMPT_LABEL
+from mpioperator.api.annotation_keys import DEFAULT_MAX_RESTARTS as DEFAULT_MAX_RESTARTS
+from mpioperator.api.annotation_keys import MAX_MAX_RESTARTS as MAX_MAX_RESTARTS
+from mpioperator.api.annotation_keys import MAX_RESTARTS as MAX_RESTARTS
+from mpioperator.api.annotation_keys import NEVER as NEVER
+from mpioperator.api.annotation_keys import ON_FAILURE as ON_FAILURE
+from mpioperator.api.annotation_keys import ON_WORKER_FAILURE as ON_WORKER_FAILURE
+from mpioperator.api.annotation_keys import POLICIES as POLICIES
+from mpioperator.api.annotation_keys import RESTART_BACKOFF as RESTART_BACKOFF
+from mpioperator.api.annotation_keys import RESTART_POLICY as RESTART_POLICY
 from mpioperator.api.field_errors import FieldError, JSONString, invalid, not_supported
 from mpioperator.api.objects import Obj
 
-PREFIX = "mpioperator.io/"
-RESTART_POLICY = f"{PREFIX}restart-policy"
-MAX_RESTARTS = f"{PREFIX}max-restarts"
-ATTEMPT_LABEL = f"{PREFIX}attempt"
-RESTART_BACKOFF = f"{PREFIX}restart-backoff-seconds"
-
-NEVER = "Never"
-ON_WORKER_FAILURE = "OnWorkerFailure"
-ON_FAILURE = "OnFailure"  # a worker's or the launcher's
-POLICIES = (NEVER, ON_WORKER_FAILURE, ON_FAILURE)
-
-DEFAULT_MAX_RESTARTS = 3
-# An int32, as status counts are; far beyond any sensible number of restarts.
-MAX_MAX_RESTARTS = 2**31 - 1
-_DIGITS = re.compile(r"[0-9]{1,10}")
 # The operator's --max-restarts-cap by default: what a job may ask for unless the administrator says more.
 DEFAULT_MAX_RESTARTS_CAP = 100
 
 # The wait before a restart's new attempt: the annotation's (or the default) first, doubled with each
 # restart whose attempt failed within RESET_AFTER_SECONDS of starting, never above the cap. An attempt
 # that ran that long failed for a reason of its own, so its restart waits the first wait again.
-DEFAULT_BACKOFF_SECONDS = 10
+DEFAULT_BACKOFF_SECONDS = keys.DEFAULT_BACKOFF_SECONDS
 MAX_BACKOFF_SECONDS = 300
 RESET_AFTER_SECONDS = 600
 
 
-def _annotations(job: Obj) -> dict[str, str]:
-    found = (job.get("metadata") or {}).get("annotations") or {}
-    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
-
-
-def _count(value: str) -> int | None:
-    """A whole, non-negative number in ASCII digits up to MAX_MAX_RESTARTS; None for anything else."""
-    text = value.strip()
-    if _DIGITS.fullmatch(text) is None:
-        return None
-    number = int(text)
-    return number if number <= MAX_MAX_RESTARTS else None
+# A whole, non-negative number in ASCII digits up to MAX_MAX_RESTARTS; None for anything else.
+_count = keys.whole_number(MAX_MAX_RESTARTS)
 
 
 def policy(job: Obj) -> str:
     """The job's restart policy; Never when it sets none (or a bad one, which validation reports)."""
-    value = _annotations(job).get(RESTART_POLICY, NEVER).strip()
+    value = keys.of(job).get(RESTART_POLICY, NEVER).strip()
     return value if value in POLICIES else NEVER
 
 
@@ -73,7 +57,7 @@ def restarts_launcher(job: Obj) -> bool:
 
 
 def max_restarts(job: Obj) -> int:
-    value = _annotations(job).get(MAX_RESTARTS)
+    value = keys.of(job).get(MAX_RESTARTS)
     parsed = None if value is None else _count(value)
     return DEFAULT_MAX_RESTARTS if parsed is None else parsed
 
@@ -81,7 +65,7 @@ def max_restarts(job: Obj) -> int:
 def backoff_seconds(job: Obj) -> int:
     """The first wait between attempts: the annotation's when it is a count in bounds (validation reports
     any other value), else the default."""
-    value = _annotations(job).get(RESTART_BACKOFF)
+    value = keys.of(job).get(RESTART_BACKOFF)
     parsed = None if value is None else _count(value)
     if parsed is None or not 1 <= parsed <= MAX_BACKOFF_SECONDS:
         return DEFAULT_BACKOFF_SECONDS
@@ -137,16 +121,15 @@ def attempt_labels(job: Obj) -> dict[str, str]:
 
 def validate_restarts(job: Obj) -> list[FieldError]:
     errors: list[FieldError] = []
-    annotations = _annotations(job)
-    path = "metadata.annotations[{}]"
+    annotations = keys.of(job)
     value = annotations.get(RESTART_POLICY)
     if value is not None and value.strip() not in POLICIES:
-        errors.append(not_supported(path.format(RESTART_POLICY), JSONString(value), POLICIES))
+        errors.append(not_supported(keys.field_path(RESTART_POLICY), JSONString(value), POLICIES))
     limit = annotations.get(MAX_RESTARTS)
     if limit is not None and _count(limit) is None:
         errors.append(
             invalid(
-                path.format(MAX_RESTARTS),
+                keys.field_path(MAX_RESTARTS),
                 JSONString(limit),
                 f"must be a whole number, at most {MAX_MAX_RESTARTS}",
             )
@@ -155,7 +138,7 @@ def validate_restarts(job: Obj) -> list[FieldError]:
     if backoff is not None and not 1 <= (_count(backoff) or 0) <= MAX_BACKOFF_SECONDS:
         errors.append(
             invalid(
-                path.format(RESTART_BACKOFF),
+                keys.field_path(RESTART_BACKOFF),
                 JSONString(backoff),
                 f"must be a whole number of seconds from 1 to {MAX_BACKOFF_SECONDS}",
             )
@@ -166,13 +149,13 @@ def validate_restarts(job: Obj) -> list[FieldError]:
 def validate_cap(job: Obj, cap: int) -> list[FieldError]:
     """`max-restarts` above what the operator allows (--max-restarts-cap): each restart costs a whole
     attempt's writes, so an administrator bounds how many one job may make."""
-    limit = _annotations(job).get(MAX_RESTARTS)
+    limit = keys.of(job).get(MAX_RESTARTS)
     count = None if limit is None else _count(limit)
     if limit is None or count is None or count <= cap:
         return []
     return [
         invalid(
-            f"metadata.annotations[{MAX_RESTARTS}]",
+            keys.field_path(MAX_RESTARTS),
             JSONString(limit),
             f"must be at most {cap} (the operator's --max-restarts-cap)",
         )

@@ -1,4 +1,4 @@
-"""Validation of an MPIJob exactly as upstream's controller runs it after defaulting (§1.11):
+"""Validation of an MPIJob exactly as upstream's controller runs it after defaulting:
 the same checks, order, field paths, error types and messages."""
 
 from __future__ import annotations
@@ -86,9 +86,9 @@ def validate_mpijob(job: Obj) -> list[FieldError]:
         errors.append(
             not_supported("spec.mpiImplementation", JSONString(implementation), _SUPPORTED_IMPLEMENTATIONS)
         )
-    errors += validate_conveniences(job)  # our annotations (issue 18), after upstream's checks
+    errors += validate_conveniences(job)  # our annotations (docs/extensions.md), after upstream's
     errors += replica_modes.validate(job)  # and T9k's per replica type
-    return errors + validate_annotations(job) + validate_restarts(job)  # and issue 17's, then restarts'
+    return errors + validate_annotations(job) + validate_restarts(job)  # and the other extensions'
 
 
 def validate_worker_bound(job: Obj, maximum: int) -> list[FieldError]:

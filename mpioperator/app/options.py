@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from mpioperator.api.extensions import MAX_SECONDS
 from mpioperator.api.restarts import DEFAULT_MAX_RESTARTS_CAP, MAX_MAX_RESTARTS
 from mpioperator.controller.builders.configmap import max_worker_replicas, worker_replicas_ceiling
-from mpioperator.controller.builders.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
+from mpioperator.controller.decorators.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
 from mpioperator.kube.protoapi import PROTOBUF
 
 # Upstream v1's flag and image name: the init container that hands the launcher a kubectl.

@@ -28,7 +28,7 @@ def pod_running(pod: Obj) -> bool:
 
 def may_create_launcher(job: Obj, workers: list[Obj]) -> bool:
     """Whether the launcher may run now: always under AtStartup; under WaitForWorkersReady once every
-    worker is Ready, and never while the job is suspended (upstream #615: with no workers, 0 == 0).
+    worker is Ready, and never while the job is suspended (as upstream's own fix: with no workers, 0 == 0).
     Ours: an exec-agent job that asks to wait for its hosts also waits until every worker is Running,
     the one state in which the API server's exec reaches a pod."""
     waits_ready = accessors.launcher_creation_policy(job) != api.AT_STARTUP

@@ -1,9 +1,8 @@
-"""Get-or-create-or-update of each child object (§2.6), reading caches and writing only differences."""
+"""Get-or-create-or-update of each child object, reading caches and writing only differences."""
 
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
 import structlog
@@ -12,10 +11,12 @@ from mpioperator.api import accessors, conveniences, names
 from mpioperator.api import constants as api
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
-from mpioperator.controller.builders import configmap, launcher_job, secret, service, worker_pod
-from mpioperator.controller.builders.host_waiter import HostWaiter
+from mpioperator.controller.bounded import BoundedSet
+from mpioperator.controller.builders import configmap, launcher_job, secret, service
 from mpioperator.controller.builders.podspec import UPSTREAM_KEYS, Decorator, SSHKeys
 from mpioperator.controller.child_state import launcher_done
+from mpioperator.controller.decorators import compose
+from mpioperator.controller.decorators.host_waiter import HostWaiter
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING
 from mpioperator.controller.fields import get_path, same, set_path
@@ -32,6 +33,10 @@ log = structlog.get_logger(__name__)
 
 # Worker pods are created concurrently, but not so many at once that one big job starves the others.
 _CREATE_CONCURRENCY = 16
+
+
+def _listed(decorate: Decorator | None) -> list[Decorator]:
+    return [] if decorate is None else [decorate]
 
 
 def worker_selector(job: Obj) -> dict[str, str]:
@@ -55,24 +60,8 @@ def _named_workers(job: Obj, pods: list[Obj]) -> list[tuple[Obj, int]]:
 RESTART_POLICY_OVERRIDDEN = "Restart policy in pod template overridden by restart policy in replica spec"
 
 
-class RecentlyDeleted:
-    """UIDs of pods this process deleted, the newest `capacity` of them: a UID is never reused, so a pod
-    once deleted never needs another DELETE."""
-
-    def __init__(self, capacity: int = 20_000) -> None:
-        self._uids: OrderedDict[str, None] = OrderedDict()
-        self._capacity = capacity
-
-    def add(self, uid: str) -> None:
-        if not uid:
-            return
-        self._uids[uid] = None
-        self._uids.move_to_end(uid)
-        while len(self._uids) > self._capacity:
-            self._uids.popitem(last=False)
-
-    def seen(self, uid: str) -> bool:
-        return bool(uid) and uid in self._uids
+# UIDs of pods this process deleted: a UID is never reused, so a pod once deleted never needs another DELETE.
+RecentlyDeleted = BoundedSet[str]
 
 
 class ChildReconciler:
@@ -92,7 +81,7 @@ class ChildReconciler:
         self._w = writer
         self._rec = recorder
         self._domain = cluster_domain
-        # Gang scheduling decorates worker pods and the launcher template (§3.8); off by default.
+        # Gang scheduling decorates worker pods and the launcher template; off by default.
         self._backend: PodGroupBackend = backend or NullBackend()
         self._deleted = RecentlyDeleted()
         self._hostfiles = VerifiedConfigMaps()
@@ -212,7 +201,7 @@ class ChildReconciler:
 
     async def ssh_secret(self, job: Obj) -> Obj:
         """The job's generated SSH Secret. An existing one of ours keeps its keys unless some are missing
-        (upstream compares key names, never values, D5 #6): workers already running hold the public key
+        (upstream compares key names, never values): workers already running hold the public key
         as their authorized_keys, so new keys would lock the launcher out."""
         ns = job["metadata"]["namespace"]
         name = names.secret_name(job)
@@ -289,12 +278,12 @@ class ChildReconciler:
             return []
         ns = job["metadata"]["namespace"]
         gate = asyncio.Semaphore(_CREATE_CONCURRENCY)
-        decorate = decorator_for(self._backend, job)
+        gang = _listed(decorator_for(self._backend, job))
         keys = self._ssh_keys(job)
 
         async def create(i: int) -> Obj:
             async with gate:
-                desired = worker_pod.new_worker(job, i, decorate, keys)
+                desired = compose.new_worker(job, i, gang, keys)
                 try:
                     return await self._w.create(PODS, desired, ns)
                 except errors.AlreadyExists:
@@ -322,7 +311,8 @@ class ChildReconciler:
         for pod in listed:
             label = pod["metadata"].get("labels", {}).get(api.LABEL_REPLICA_INDEX)
             if label is None:
-                # D5 #5: upstream silently abandons the worker step here; we skip just this pod.
+                # Deliberately unlike upstream, which silently abandons the worker step here: we skip
+                # just this pod.
                 log.warning("worker pod without index label ignored", pod=pod["metadata"]["name"])
                 continue
             try:
@@ -343,18 +333,19 @@ class ChildReconciler:
             return UPSTREAM_KEYS
         return key_names(self._l.secrets.get(job["metadata"]["namespace"], name))
 
-    async def create_launcher(self, job: Obj) -> Obj:
-        decorate = self._launcher_decorator(job, decorator_for(self._backend, job))
-        desired, overridden = launcher_job.new_launcher_job(
-            job, decorate, self._ssh_keys(job), self._host_waiter
-        )
+    def _say_overridden(self, job: Obj, overridden: bool) -> None:
+        """Upstream's Warning when the launcher template's own restartPolicy gave way to the replica's."""
         if overridden:
             self._rec.record(
-                job,
-                WARNING,
-                api.REASON_SET_POD_TEMPLATE_RESTART_POLICY,
-                RESTART_POLICY_OVERRIDDEN,
+                job, WARNING, api.REASON_SET_POD_TEMPLATE_RESTART_POLICY, RESTART_POLICY_OVERRIDDEN
             )
+
+    async def create_launcher(self, job: Obj) -> Obj:
+        decorate = self._launcher_decorator(job, decorator_for(self._backend, job))
+        desired, overridden = compose.new_launcher_job(
+            job, _listed(decorate), self._ssh_keys(job), self._host_waiter
+        )
+        self._say_overridden(job, overridden)
         ns = job["metadata"]["namespace"]
         try:
             created: Obj = await self._w.create(JOBS, desired, ns)
@@ -376,7 +367,7 @@ class ChildReconciler:
         self, job: Obj, launcher: Obj, suspended: bool, *, may_resume: bool = True
     ) -> Obj:
         """Suspend the launcher Job with the job; resume it with the job once `may_resume` (under
-        WaitForWorkersReady, once the workers are Ready again: upstream #615)."""
+        WaitForWorkersReady, once the workers are Ready again, as upstream's own fix does)."""
         ns = job["metadata"]["namespace"]
         launcher_suspended = bool(launcher.get("spec", {}).get("suspend"))
         try:
@@ -386,16 +377,10 @@ class ChildReconciler:
                     del resumed["status"]["startTime"]
                     resumed = await self._w.update_status(JOBS, resumed, ns)
                 # Decorated, so a resume also carries the group label/annotation (upstream merges them too).
-                template, overridden = launcher_job.launcher_pod_template(
-                    job, decorator_for(self._backend, job)
+                template, overridden = compose.launcher_pod_template(
+                    job, _listed(decorator_for(self._backend, job))
                 )
-                if overridden:
-                    self._rec.record(
-                        job,
-                        WARNING,
-                        api.REASON_SET_POD_TEMPLATE_RESTART_POLICY,
-                        RESTART_POLICY_OVERRIDDEN,
-                    )
+                self._say_overridden(job, overridden)
                 launcher_job.merge_scheduling_directives(resumed["spec"]["template"], template)
                 resumed["spec"]["suspend"] = False
                 updated: Obj = await self._w.update(JOBS, resumed, ns)
@@ -412,7 +397,7 @@ class ChildReconciler:
         return launcher
 
     async def clean_up_workers(self, job: Obj, status: Obj) -> None:
-        """Delete worker pods per cleanPodPolicy and zero the Worker counts (§2.11)."""
+        """Delete worker pods per cleanPodPolicy and zero the Worker counts."""
         keep_finished = accessors.clean_pod_policy(job) == api.CLEAN_POD_POLICY_RUNNING
         doomed: list[Obj] = []
         replicas = accessors.worker_replicas(job)
@@ -432,7 +417,8 @@ class ChildReconciler:
         replica_statuses[api.WORKER] = {}
 
     async def stop_launcher(self, job: Obj) -> None:
-        """D5 #11: under cleanPodPolicy All a finished job's launcher stops too, through its Job, once.
+        """Under cleanPodPolicy All a finished job's launcher stops too, through its Job, once
+        (decisions-local L7).
 
         An unfinished launcher Job (the job ended by eviction) is suspended: the Job controller deletes
         its pods and makes no new one. Deleting the pod instead left the Job active, so the Job

@@ -1,4 +1,4 @@
-"""Job conditions with upstream's exact update rules (mpi_job_controller_status.go, §2.12.3)."""
+"""Job conditions with upstream's exact update rules (upstream's mpi_job_controller_status.go)."""
 
 from __future__ import annotations
 

@@ -18,10 +18,10 @@ import structlog
 from mpioperator.api.restarts import DEFAULT_MAX_RESTARTS_CAP
 from mpioperator.cache.factory import SharedInformerFactory
 from mpioperator.cache.informer import SharedInformer
-from mpioperator.cache.keys import DeletedFinalStateUnknown, deleted_object, split_key
+from mpioperator.cache.keys import DeletedFinalStateUnknown, deleted_object, object_key, split_key
 from mpioperator.clock import Clock
 from mpioperator.controller.builders.configmap import max_worker_replicas
-from mpioperator.controller.builders.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
+from mpioperator.controller.decorators.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
 from mpioperator.controller.enqueue import launcher_pod_ended, owning_mpijob_key, spec_changed
 from mpioperator.controller.errors import ControllerStopped, StatusConflict, SyncError
 from mpioperator.controller.events import EventRecorder
@@ -95,11 +95,6 @@ def gang_backend(gang_scheduling: str) -> PodGroupBackend:
     """The --gang-scheduling backend; minResources counts what kube-scheduler reserves per pod (init
     containers, native sidecars, overhead), not upstream's regular containers only (decisions-local)."""
     return new_backend(gang_scheduling, effective_pod_requests)
-
-
-def _key(obj: dict[str, Any]) -> str:
-    meta = obj.get("metadata", {})
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 def _resource_version(obj: dict[str, Any]) -> object:
@@ -219,20 +214,20 @@ class MPIJobController:
             return None
         return [job for informer in self._informers[MPIJOBS] for job in informer.list()]
 
-    # Event handlers: compute a key and enqueue. A job's creation and spec changes are a plain add (D4);
+    # Event handlers: compute a key and enqueue. A job's creation and spec changes are a plain add;
     # everything else settles first (L6).
     def _on_job_add(self, obj: dict[str, Any]) -> None:
         # Upstream also defaults the cached object here; each sync defaults its own copy instead, so
         # the cache keeps exactly what the API server said.
-        self.queue.add(_key(obj))
+        self.queue.add(object_key(obj))
 
     def _on_job_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         if spec_changed(old, new):
-            self.queue.add(_key(new))
+            self.queue.add(object_key(new))
         else:
             # Mostly the echo of our own status write, which tells the last sync nothing new: it joins
             # the children's events instead of costing a sync while the pods are still starting.
-            self.queue.add_after(_key(new), self._settings.child_settle, retry=False)
+            self.queue.add_after(object_key(new), self._settings.child_settle, retry=False)
 
     def _on_job_delete(self, obj: dict[str, Any] | DeletedFinalStateUnknown) -> None:
         meta = deleted_object(obj).get("metadata", {})

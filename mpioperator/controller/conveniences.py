@@ -1,27 +1,27 @@
-"""The sync handler's hooks for issue 18's annotations: the user's SSH Secret, debug mode and the generated
-launcher command (the roll on a template change is worker_roll.py's). Each does nothing for a job without
-its annotation, so such a job is synced exactly as before.
+"""The sync handler's hooks for the annotations of docs/extensions.md: the user's SSH Secret, debug mode and
+the generated launcher command (the roll on a template change is worker_roll.py's). Each does nothing for a
+job without its annotation, so such a job is synced exactly as before.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections import OrderedDict
 
 import structlog
 
 from mpioperator.api import conveniences, names, replica_modes
 from mpioperator.api.objects import Obj
 from mpioperator.controller import conditions
-from mpioperator.controller.builders.launcher_command import (
+from mpioperator.controller.bounded import BoundedSet
+from mpioperator.controller.builders.launcher_job import HOSTFILE_PATH
+from mpioperator.controller.child_state import launcher_done
+from mpioperator.controller.children import ChildReconciler
+from mpioperator.controller.decorators.launcher_command import (
     command_line,
     generated_command,
     made_after_resume,
     made_for_debug,
 )
-from mpioperator.controller.builders.launcher_job import HOSTFILE_PATH
-from mpioperator.controller.child_state import launcher_done
-from mpioperator.controller.children import ChildReconciler
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import NORMAL, WARNING
 from mpioperator.controller.ports import Listers, Recorder, Writer
@@ -43,28 +43,8 @@ REASON_LAUNCHER_RENEWED = "LauncherRenewedForResume"
 SECRET_RECHECK_SECONDS = 5.0
 
 
-class _Seen:
-    """The newest `capacity` UIDs acted on, so a lagging cache does not make us act twice."""
-
-    def __init__(self, capacity: int = 20_000) -> None:
-        self._uids: OrderedDict[str, None] = OrderedDict()
-        self._capacity = capacity
-
-    def seen(self, uid: str) -> bool:
-        return bool(uid) and uid in self._uids
-
-    def add(self, uid: str) -> None:
-        if uid:
-            self._uids[uid] = None
-            while len(self._uids) > self._capacity:
-                self._uids.popitem(last=False)
-
-    def first(self, uid: str) -> bool:
-        """True the first time `uid` is offered (and remembers it)."""
-        if not uid or self.seen(uid):
-            return False
-        self.add(uid)
-        return True
+# The UIDs acted on, so a lagging cache does not make us act twice.
+_Seen = BoundedSet[str]
 
 
 def exec_line(job: Obj) -> str:

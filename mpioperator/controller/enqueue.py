@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from mpioperator.api import constants as api
 from mpioperator.api.objects import Obj
+from mpioperator.cache.keys import make_key
 
 
 def controller_ref(obj: Obj) -> Obj | None:
@@ -48,7 +49,7 @@ def owning_mpijob_key(obj: Obj, get_job: Callable[[str, str], Obj | None]) -> st
         or _version(api_version) != api.VERSION
     ):
         return None
-    return f"{namespace}/{ref.get('name', '')}"
+    return make_key(namespace, str(ref.get("name", "")))
 
 
 def spec_changed(old: Obj, new: Obj) -> bool:

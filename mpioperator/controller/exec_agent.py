@@ -20,8 +20,8 @@ from mpioperator.api import extensions
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller import conditions
-from mpioperator.controller.builders import exec_agent
 from mpioperator.controller.builders.podspec import Decorator
+from mpioperator.controller.decorators import exec_agent_objects as exec_agent
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING
 from mpioperator.controller.exec_grants import FINALIZER, ROLE_BINDINGS, ROLES, ExecGrants

@@ -26,8 +26,8 @@ from mpioperator.api import constants as api
 from mpioperator.api import restarts as policy
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
-from mpioperator.controller.builders import exec_agent
 from mpioperator.controller.children import RecentlyDeleted
+from mpioperator.controller.decorators import exec_agent_objects as exec_agent
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.ports import Listers, Writer
 from mpioperator.controller.rejections import ChildRejected, not_managed_message, refused

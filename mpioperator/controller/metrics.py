@@ -60,7 +60,7 @@ class JobMetrics:
         )
 
     def forget_job(self, namespace: str, name: str) -> None:
-        """Drop the per-job series of a deleted MPIJob (D5 #9: upstream never removes them)."""
+        """Drop the per-job series of a deleted MPIJob (deliberately: upstream never removes them)."""
         with contextlib.suppress(KeyError):
             self.job_info.remove(f"{name}-launcher", namespace)
 

@@ -1,4 +1,4 @@
-"""The gang's PodGroup: get-or-create-or-update before the workers, delete on cleanup (§3.9).
+"""The gang's PodGroup: get-or-create-or-update before the workers, delete on cleanup.
 
 The backend renders the desired object and says whether two specs differ; this module does the API
 calls on the backend's resource, with the same ownership rule as every other child.

@@ -21,6 +21,7 @@ earlier attempt, whose pods are only deleted.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import structlog
@@ -30,7 +31,7 @@ from mpioperator.api import conveniences, names
 from mpioperator.api import restarts as policy
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
-from mpioperator.controller import conditions, status_writer, worker_roll
+from mpioperator.controller import conditions, worker_roll
 from mpioperator.controller.builders.podspec import role_labels
 from mpioperator.controller.children import ChildReconciler
 from mpioperator.controller.errors import SyncError
@@ -39,7 +40,7 @@ from mpioperator.controller.phase import PENDING
 from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.problems import worker_endings
 from mpioperator.kube import errors
-from mpioperator.kube.resources import JOBS, MPIJOBS
+from mpioperator.kube.resources import JOBS
 
 log = structlog.get_logger(__name__)
 
@@ -75,13 +76,15 @@ class Restarter:
         writer: Writer,
         recorder: Recorder,
         children: ChildReconciler,
-        recent: status_writer.RecentStatusWrites,
+        write_status: Callable[[Obj, Obj], Awaitable[bool]],
     ) -> None:
         self._l = listers
         self._w = writer
         self._rec = recorder
         self._children = children
-        self._recent = recent
+        # The sync's one status-write path (status_writer.write_if_changed): a Conflict reads the newer job
+        # and ends the sync, whose next run sees whether this failure was counted already (L42).
+        self._write_status = write_status
 
     def failure(self, job: Obj) -> Failure | None:
         """The current attempt's failure that the job's policy restarts, if any (None once the limit is
@@ -170,15 +173,8 @@ class Restarter:
             status, conditions.new_condition(api.COND_RESTARTING, "True", REASON_RESTARTING, message, now)
         )
         status["phase"] = PENDING
-        target = json_copy(cached)
-        target["status"] = status
-        try:
-            # The cached resourceVersion and no retry over a newer object: a Conflict means another
-            # writer (a leader before us) may have counted this failure already; the next sync reads it.
-            written = await self._w.update_status(MPIJOBS, target, ns)
-        except errors.ApiError as exc:
-            raise SyncError(f"counting a restart: {exc.server_message}") from exc
-        self._recent.remember(target, written)
+        if not await self._write_status(cached, status):
+            return  # the job is gone: nothing is left to restart
         log.info(
             "restarting MPIJob as a whole",
             job=f"{ns}/{name}",

@@ -1,4 +1,4 @@
-"""The MPIJob status from what the caches show (§2.12), as a pure function.
+"""The MPIJob status from what the caches show, as a pure function.
 
 Differences from upstream (decisions.md D5): eviction is a finished failure with a completionTime
 (#7), and every event is emitted only when its condition changes, so a finished or converged job
@@ -56,7 +56,7 @@ def _counts(**values: int) -> Obj:
 
 
 def failure(job: Obj, launcher: Obj, launcher_pods: list[Obj]) -> tuple[str, str]:
-    """Reason and message of a failed launcher Job, with the newest failed pod's detail (§2.12.2)."""
+    """Reason and message of a failed launcher Job, with the newest failed pod's detail."""
     ns, name = job["metadata"].get("namespace", ""), job["metadata"]["name"]
     cond = _job_condition(launcher, "Failed") or {}
     reason = cond.get("reason") or api.REASON_FAILED
@@ -144,7 +144,7 @@ def compute_status(
         if set_condition(status, new_condition(api.COND_FAILED, TRUE, api.REASON_EVICTED, message, now)):
             events.append(StatusEvent(WARNING, api.REASON_EVICTED, message))
         if not status.get("completionTime"):
-            status["completionTime"] = format_time(now)  # D5 #7: a finished job, cleaned up per policy
+            status["completionTime"] = format_time(now)  # deliberately: a finished job, cleaned up per policy
 
     if deadline_missed and not is_finished(status):
         message = _detailed(deadline_missed, failure_detail)

@@ -1,4 +1,4 @@
-"""One reconcile of one MPIJob, in upstream's order (§2.5), with our deliberate fixes (D5).
+"""One reconcile of one MPIJob, in upstream's order, with our deliberate fixes (docs/decisions-local.md).
 
 The handler reads only from caches and writes only what differs from them, so a converged job
 costs no API request. A returned `SyncResult.requeue_after` asks for a timed revisit (the TTL, a held
@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import structlog
 
@@ -26,11 +26,12 @@ from mpioperator.api.objects import Obj
 from mpioperator.api.validation import aggregate_message, validate_mpijob, validate_worker_bound
 from mpioperator.cache.keys import split_key
 from mpioperator.controller import child_state, children, conditions, host_wait, report, status_writer
+from mpioperator.controller.bounded import BoundedSet
 from mpioperator.controller.builders.configmap import max_worker_replicas
-from mpioperator.controller.builders.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
-from mpioperator.controller.builders.host_waiter import HostWaiter
 from mpioperator.controller.conditions import format_time
 from mpioperator.controller.conveniences import SECRET_RECHECK_SECONDS, Conveniences
+from mpioperator.controller.decorators.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
+from mpioperator.controller.decorators.host_waiter import HostWaiter
 from mpioperator.controller.errors import StatusConflict
 from mpioperator.controller.events import NORMAL, WARNING
 from mpioperator.controller.exec_agent import ExecAgent
@@ -92,27 +93,14 @@ class _Children:
         return self.held_for is not None
 
 
-@dataclass(slots=True)
-class _Once:
-    """Remembers which jobs already had a one-shot event, so retries do not repeat it (D5 #8)."""
-
-    seen: dict[tuple[str, str], None] = field(default_factory=dict)
-    limit: int = 20000
-
-    def first(self, uid: str, what: str) -> bool:
-        key = (uid, what)
-        if key in self.seen:
-            return False
-        self.seen[key] = None
-        if len(self.seen) > self.limit:
-            self.seen.pop(next(iter(self.seen)))
-        return True
+# Which jobs already had a one-shot event (uid, what), so retries do not repeat it.
+_Once = BoundedSet[tuple[str, str]]
 
 
 def _complete_upstream_eviction(status: Obj) -> None:
-    """D5 #7 for a job evicted under upstream, which leaves it Failed without a completionTime: it is
-    finished, and its completionTime is when it failed, so it is not synced as a running job again
-    (which would create its missing workers)."""
+    """Deliberately unlike upstream, for a job evicted under upstream, which leaves it Failed without a
+    completionTime: it is finished, and its completionTime is when it failed, so it is not synced as a running
+    job again (which would create its missing workers)."""
     failed = conditions.find(status, api.COND_FAILED)
     if status.get("completionTime") or failed is None or failed.get("status") != "True":
         return
@@ -157,11 +145,17 @@ class JobSyncer:
             launcher_decorator=self._exec_agent.launcher_decorator,
             before_delete=self._exec_agent.withdraw,
         )
-        self._conveniences = Conveniences(listers, writer, recorder)  # issue 18's annotations
+        self._conveniences = Conveniences(listers, writer, recorder)  # docs/extensions.md
         self._pod_groups = PodGroupReconciler(
             backend, listers.pod_groups, listers.priority_classes, writer, recorder
         )
-        self._restarter = Restarter(listers, writer, recorder, self._children, self._recent)
+        self._restarter = Restarter(
+            listers,
+            writer,
+            recorder,
+            self._children,
+            lambda cached, status: self._write_status(cached, status, []),
+        )
         # Edits reaching the pods (L14); the agent's Role lets go of a rolled worker before it is deleted.
         self._rolls = Rolls(listers, writer, recorder, self._exec_agent.withdraw)
 
@@ -240,7 +234,7 @@ class JobSyncer:
             status["conditions"] = [
                 conditions.new_condition(api.COND_CREATED, "True", api.REASON_CREATED, message, now)
             ]
-            if self._once.first(uid, "created") and not announced:
+            if self._once.first((uid, "created")) and not announced:
                 self._rec.record(job, NORMAL, api.REASON_CREATED, message)
                 self._metrics.created.inc()
 
@@ -310,8 +304,8 @@ class JobSyncer:
         return SyncResult(requeue_after=min(waits) if waits else None)
 
     async def _reconcile_children(self, job: Obj, *, suspended: bool, now: dt.datetime) -> _Children:
-        """Upstream's children step (§2.5 steps 10-13), unless the job is held after a refusal (L11), with
-        issue 18's hooks: debug mode's end, the user's own SSH Secret, the worker roll (L14)."""
+        """Upstream's children step, unless the job is held after a refusal (L11), with our extensions'
+        hooks (docs/extensions.md): debug mode's end, the user's own SSH Secret, the worker roll (L14)."""
         meta = job["metadata"]
         uid, generation = meta.get("uid", ""), int(meta.get("generation") or 0)
         clock = now.timestamp()
@@ -333,7 +327,7 @@ class JobSyncer:
                 agent_refused = not await self._exec_agent.prepare(job, job["status"], now)
                 if not suspended and not waits_for_secret and not agent_refused:
                     if self._pod_groups.enabled:
-                        # Before the workers, so their scheduler finds the gang already defined (§3.9).
+                        # Before the workers, so their scheduler finds the gang already defined.
                         # A suspended launcher Job (a resume under WaitForWorkersReady) has no pod yet.
                         running = launcher is not None and not launcher.get("spec", {}).get("suspend")
                         await self._pod_groups.get_or_create(job, launcher_exists=running)
@@ -367,8 +361,8 @@ class JobSyncer:
         """The Service, ConfigMap and SSH Secret; True when the job waits for the user's own Secret.
 
         A new job's three are created together: none needs another, and its first sync then waits one
-        round trip for them instead of three (issue 22). Once any of them exists they are seen to one
-        after another, as upstream does, so an object in the way that is not ours stops the sync before
+        round trip for them instead of three (decisions-local L21). Once any of them exists they are seen
+        to one after another, as upstream does, so an object in the way that is not ours stops the sync before
         the next is touched. A failure among the three made together is raised as upstream would have
         met it first."""
         if not self._children.none_shared_cached(job):
@@ -386,11 +380,12 @@ class JobSyncer:
                 raise outcome
         return outcomes[2] is True
 
-    async def _write_status(self, cached: Obj, status: Obj, events: list[StatusEvent]) -> None:
-        """Write the status computed from `cached`; on a Conflict the sync ends (L42), and the next one does
-        not record `events` again."""
+    async def _write_status(self, cached: Obj, status: Obj, events: list[StatusEvent]) -> bool:
+        """The one path of the job's status to the API server: write the status computed from `cached`
+        unless it has it (True if written); on a Conflict the sync ends (L42), and the next one does not
+        record `events` again."""
         try:
-            await status_writer.write_if_changed(self._w, cached, status, self._recent)
+            return await status_writer.write_if_changed(self._w, cached, status, self._recent)
         except StatusConflict:
             self._said.keep(cached["metadata"].get("uid", ""), events)
             raise
@@ -426,7 +421,7 @@ class JobSyncer:
         if policy == api.CLEAN_POD_POLICY_ALL or self._launcher_gave_up(job):
             await self._children.stop_launcher(job)
         await self._exec_agent.follow(job, [])
-        await status_writer.write_if_changed(self._w, cached, status, self._recent)
+        await self._write_status(cached, status, [])
         return await self._expire(job)
 
     def _launcher_gave_up(self, job: Obj) -> bool:
@@ -437,12 +432,13 @@ class JobSyncer:
         return bool(host_wait.gave_up(self._l.pods.owned_by(launcher["metadata"].get("uid", ""))))
 
     async def _clean_up(self, job: Obj, status: Obj) -> None:
-        """upstream's cleanUpWorkerPods: worker pods per cleanPodPolicy, then the gang's PodGroup (§3.9)."""
+        """upstream's cleanUpWorkerPods: worker pods per cleanPodPolicy, then the gang's PodGroup."""
         await self._children.clean_up_workers(job, status)
         await self._pod_groups.delete(job)
 
     async def _expire(self, job: Obj) -> SyncResult:
-        """D5 #12: after ttlSecondsAfterFinished the MPIJob itself goes, not only its launcher."""
+        """Deliberately unlike upstream: after ttlSecondsAfterFinished the MPIJob itself goes, not only its
+        launcher."""
         ttl = accessors.ttl_seconds_after_finished(job)
         finished = conditions.parse_time(job["status"].get("completionTime"))
         if ttl is None or finished is None:

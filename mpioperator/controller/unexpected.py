@@ -8,7 +8,8 @@ same place.
 from __future__ import annotations
 
 import traceback
-from collections import OrderedDict
+
+from mpioperator.controller.bounded import BoundedSet
 
 Signature = tuple[str, str, str, int]
 
@@ -24,19 +25,6 @@ def signature(exc: BaseException) -> Signature:
     )
 
 
-class FirstSeen:
-    """Remembers the newest `capacity` error signatures; `first(exc)` is True only for a new one."""
-
-    def __init__(self, capacity: int = 256) -> None:
-        self._seen: OrderedDict[Signature, None] = OrderedDict()
-        self._capacity = capacity
-
-    def first(self, exc: BaseException) -> bool:
-        key = signature(exc)
-        if key in self._seen:
-            self._seen.move_to_end(key)
-            return False
-        self._seen[key] = None
-        while len(self._seen) > self._capacity:
-            self._seen.popitem(last=False)
-        return True
+def FirstSeen(capacity: int = 256) -> BoundedSet[BaseException]:
+    """The newest `capacity` error signatures; `first(exc)` is True only for a new one."""
+    return BoundedSet(capacity, key=signature)

@@ -20,14 +20,14 @@ from mpioperator.api import conveniences, names
 from mpioperator.api import restarts as policy
 from mpioperator.api.objects import Obj
 from mpioperator.controller import conditions
-from mpioperator.controller.builders.worker_template import (
+from mpioperator.controller.child_state import launcher_done
+from mpioperator.controller.children import RecentlyDeleted
+from mpioperator.controller.decorators.worker_template import (
     launcher_template_hash,
     stamped_hash,
     stamped_launcher_hash,
     template_hash,
 )
-from mpioperator.controller.child_state import launcher_done
-from mpioperator.controller.children import RecentlyDeleted
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import NORMAL, WARNING
 from mpioperator.controller.ports import Listers, Recorder, Writer

@@ -1,4 +1,4 @@
-"""The hostfile and discover_hosts.sh, byte for byte as upstream writes them (§2.6.2), and how many
+"""The hostfile and discover_hosts.sh, byte for byte as upstream writes them, and how many
 workers a job may have for the ConfigMap holding them to stay within what the API server stores."""
 
 from __future__ import annotations

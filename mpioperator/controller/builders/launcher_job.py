@@ -1,17 +1,14 @@
-"""The launcher batch/v1 Job and its pod template (§2.6.5), and the resume-time directive merge."""
+"""The launcher batch/v1 Job and its pod template, and the resume-time directive merge."""
 
 from __future__ import annotations
 
-import posixpath
+from collections.abc import Sequence
 
-from mpioperator.api import accessors, conveniences, extensions, restarts
+from mpioperator.api import accessors
 from mpioperator.api import constants as api
 from mpioperator.api.names import config_map_name, launcher_name
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import child_metadata, controller_ref
-from mpioperator.controller.builders import worker_template
-from mpioperator.controller.builders.host_waiter import HostWaiter, add_host_waiter
-from mpioperator.controller.builders.launcher_command import mark_debug, set_launcher_command
 from mpioperator.controller.builders.podspec import (
     UPSTREAM_KEYS,
     Decorator,
@@ -26,7 +23,6 @@ from mpioperator.controller.builders.podspec import (
 
 CONFIG_VOLUME = "mpi-job-config"
 CONFIG_MOUNT = "/etc/mpi"
-EXTRA_HOSTFILE_VOLUME = "mpi-job-hostfile"
 HOSTFILE_PATH = "/etc/mpi/hostfile"
 SSH_RETRY_ARGS = "-o ConnectionAttempts=10"
 
@@ -80,18 +76,15 @@ def _unless_set_by_user(container: Obj, pairs: list[tuple[str, str | None]]) -> 
 
 
 def launcher_pod_template(
-    job: Obj,
-    decorate: Decorator | None = None,
-    ssh_keys: SSHKeys = UPSTREAM_KEYS,
-    waiter: HostWaiter | None = None,
+    job: Obj, decorators: Sequence[Decorator] = (), ssh_keys: SSHKeys = UPSTREAM_KEYS
 ) -> tuple[Obj, bool]:
-    """The launcher's pod template, and whether the user's template restartPolicy was overridden."""
+    """The launcher's pod template, and whether the user's template restartPolicy was overridden;
+    `decorators` (ours, then gang scheduling's) change the template in turn before the replica index."""
     replica = job["spec"]["mpiReplicaSpecs"][api.LAUNCHER]
     template = json_copy(replica.get("template") or {})
     source_meta = template.get("metadata") or {}
     labels = dict(source_meta.get("labels") or {})
     labels.update(role_labels(job, api.ROLE_LAUNCHER))
-    labels.update(restarts.attempt_labels(job))  # ours: only for a job that restarts as a whole
     metadata: Obj = {"labels": labels}
     if source_meta.get("annotations"):
         metadata["annotations"] = dict(source_meta["annotations"])
@@ -116,10 +109,6 @@ def launcher_pod_template(
     spec["restartPolicy"] = pod_restart_policy(
         replica.get("restartPolicy") or api.DEFAULT_LAUNCHER_RESTART_POLICY
     )
-    if extensions.keep_failed_launcher(job):
-        # Each attempt its own pod, which the Job controller keeps when it fails; restarted in place
-        # (OnFailure), the pod is deleted once the back-off limit is reached, its log with it (#354).
-        spec["restartPolicy"] = api.RESTART_POLICY_NEVER
     config_volume = {
         "name": CONFIG_VOLUME,
         "configMap": {
@@ -131,22 +120,8 @@ def launcher_pod_template(
         },
     }
     add_volume(spec, container, config_volume, CONFIG_MOUNT)
-    extra_hostfile = conveniences.hostfile_path(job)
-    if extra_hostfile is not None:
-        # Ours (annotation): the same hostfile where the openmpi prototype's exec lines look for it.
-        directory, file_name = posixpath.split(extra_hostfile)
-        hostfile_volume = {
-            "name": EXTRA_HOSTFILE_VOLUME,
-            "configMap": {
-                "name": config_map_name(job),
-                "items": [{"key": "hostfile", "path": file_name, "mode": 0o444}],
-            },
-        }
-        add_volume(spec, container, hostfile_volume, directory)
     pod_template: Obj = {"metadata": metadata, "spec": spec}
-    set_launcher_command(job, pod_template, HOSTFILE_PATH)  # ours (issue 18); nothing without annotations
-    add_host_waiter(job, pod_template, waiter or HostWaiter(), CONFIG_VOLUME, CONFIG_MOUNT)  # ours: opt-in
-    if decorate is not None:
+    for decorate in decorators:
         decorate(pod_template)
     if launcher_as_worker:
         metadata["labels"][api.LABEL_REPLICA_INDEX] = "0"
@@ -155,11 +130,12 @@ def launcher_pod_template(
 
 def new_launcher_job(
     job: Obj,
-    decorate: Decorator | None = None,
+    decorators: Sequence[Decorator] = (),
     ssh_keys: SSHKeys = UPSTREAM_KEYS,
-    waiter: HostWaiter | None = None,
+    job_decorators: Sequence[Decorator] = (),
 ) -> tuple[Obj, bool]:
-    template, overridden = launcher_pod_template(job, decorate, ssh_keys, waiter)
+    """The launcher Job; `decorators` change its pod template, `job_decorators` the Job itself."""
+    template, overridden = launcher_pod_template(job, decorators, ssh_keys)
     run_policy = accessors.run_policy(job)
     spec: Obj = {}
     for ours, theirs in (
@@ -174,10 +150,9 @@ def new_launcher_job(
         spec["suspend"] = True
     spec["template"] = template
     metadata = child_metadata(job, launcher_name(job))
-    metadata["labels"].update(restarts.attempt_labels(job))  # ours: only for a job that restarts as a whole
     body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
-    mark_debug(job, body)
-    worker_template.stamp_launcher(job, body)  # ours: only with the roll annotation
+    for decorate in job_decorators:
+        decorate(body)
     return body, overridden
 
 

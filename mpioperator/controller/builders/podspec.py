@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from mpioperator.api import accessors
 from mpioperator.api import constants as api
-from mpioperator.api.conveniences import ssh_secret
 from mpioperator.api.names import secret_name
 from mpioperator.api.objects import Obj
 
@@ -33,9 +32,9 @@ UPSTREAM_KEYS = SSHKeys()
 
 def ssh_volume(job: Obj, keys: SSHKeys = UPSTREAM_KEYS) -> Obj:
     secret: Obj = {
-        # A Secret of the user's own (issue 18) is mounted at the same paths with the same mode; its keys
-        # may be named as the openmpi prototype's (controller/user_ssh_secret.py).
-        "secretName": ssh_secret(job) or secret_name(job),
+        # A Secret of the user's own is mounted at the same paths with the same mode (a decorator names
+        # it); its keys may be named as the openmpi prototype's (controller/user_ssh_secret.py).
+        "secretName": secret_name(job),
         "items": [
             {"key": keys.private, "path": "id_rsa"},
             {"key": keys.public, "path": "id_rsa.pub"},

@@ -1,4 +1,4 @@
-"""The SSH key pair pods use to reach each other: ECDSA P-521 in upstream's formats (§2.6.3)."""
+"""The SSH key pair pods use to reach each other: ECDSA P-521 in upstream's formats."""
 
 from __future__ import annotations
 

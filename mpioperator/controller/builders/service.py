@@ -1,4 +1,4 @@
-"""The headless Service through which pods resolve each other's hostnames (§2.6.1)."""
+"""The headless Service through which pods resolve each other's hostnames."""
 
 from __future__ import annotations
 

@@ -1,13 +1,14 @@
-"""Worker pods: bare Pods named `<job>-worker-<i>`, running sshd unless told otherwise (§2.6.4)."""
+"""Worker pods: bare Pods named `<job>-worker-<i>`, running sshd unless told otherwise."""
 
 from __future__ import annotations
 
-from mpioperator.api import accessors, replica_modes, restarts
+from collections.abc import Sequence
+
+from mpioperator.api import accessors
 from mpioperator.api import constants as api
 from mpioperator.api.names import worker_name
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import controller_ref
-from mpioperator.controller.builders import worker_template
 from mpioperator.controller.builders.podspec import (
     UPSTREAM_KEYS,
     Decorator,
@@ -24,8 +25,9 @@ SSHD_COMMAND = ["/usr/sbin/sshd", "-De"]
 
 
 def new_worker(
-    job: Obj, index: int, decorate: Decorator | None = None, ssh_keys: SSHKeys = UPSTREAM_KEYS
+    job: Obj, index: int, decorators: Sequence[Decorator] = (), ssh_keys: SSHKeys = UPSTREAM_KEYS
 ) -> Obj:
+    """Worker `index`'s pod; `decorators` (ours, then gang scheduling's) change it in turn."""
     replica = job["spec"]["mpiReplicaSpecs"][api.WORKER]
     template = json_copy(replica.get("template") or {})
     source_meta = template.get("metadata") or {}
@@ -34,7 +36,6 @@ def new_worker(
     labels.update(role_labels(job, api.ROLE_WORKER))
     offset = 1 if accessors.run_launcher_as_worker(job) else 0
     labels[api.LABEL_REPLICA_INDEX] = str(index + offset)
-    labels.update(restarts.attempt_labels(job))  # ours: only for a job that restarts as a whole
     metadata: Obj = {
         "name": name,
         "namespace": job["metadata"].get("namespace", ""),
@@ -55,11 +56,9 @@ def new_worker(
     container = spec["containers"][0]
     if not container.get("command") and not container.get("args"):
         container["command"] = list(SSHD_COMMAND)
-    replica_modes.apply(job, api.WORKER, spec)  # ours: debug mode's or a resume's worker settings
     add_env(container, ("K_MPI_JOB_ROLE", "worker"))
     add_volume(spec, container, ssh_volume(job, ssh_keys), accessors.ssh_auth_mount_path(job))
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
-    worker_template.stamp(job, pod)  # ours (issue 18): only with the roll annotation
-    if decorate is not None:
+    for decorate in decorators:
         decorate(pod)
     return pod

@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 
 from mpioperator.api.defaults import set_defaults
 from mpioperator.api.objects import Obj
-from mpioperator.controller.builders import configmap, launcher_job, secret, service, worker_pod
+from mpioperator.controller.builders import configmap, secret, service
 from mpioperator.controller.controller import gang_backend
+from mpioperator.controller.decorators import compose
 from mpioperator.podgroup import maths
 from mpioperator.podgroup.backend import decorator_for
 from mpioperator.testing.cluster import LocalCluster
@@ -66,10 +67,10 @@ def dry_run(cluster: LocalCluster, namespace: str, obj: Obj) -> Obj:
 
 def children(job: Obj, backend_name: str, launcher_exists: bool) -> list[Obj]:
     backend = gang_backend(backend_name)
-    decorate = decorator_for(backend, job)
+    decorate = [d] if (d := decorator_for(backend, job)) else []
     workers = int((job["spec"]["mpiReplicaSpecs"].get("Worker") or {}).get("replicas") or 0)
-    pods = [worker_pod.new_worker(job, i, decorate) for i in range(workers)]
-    launcher, _ = launcher_job.new_launcher_job(job, decorate)
+    pods = [compose.new_worker(job, i, decorate) for i in range(workers)]
+    launcher, _ = compose.new_launcher_job(job, decorate)
     built = [
         service.new_service(job),
         configmap.new_config_map(job, pods),

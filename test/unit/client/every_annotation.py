@@ -3,7 +3,7 @@ SDK's setters and of the CLI's submit flags both build it: the same values throu
 
 from __future__ import annotations
 
-from mpioperator.api import conveniences, extensions, restarts
+from mpioperator.api import annotation_keys
 
 EVERY_ANNOTATION = {
     "mpioperator.io/worker-startup-deadline-seconds": "300",
@@ -31,15 +31,8 @@ EVERY_ANNOTATION = {
 
 
 def documented_annotations() -> set[str]:
-    """Every job annotation the operator reads: the modules' constants under our prefix."""
-    found = set()
-    for module in (extensions, conveniences, restarts):
-        for name, value in vars(module).items():
-            is_key = isinstance(value, str) and value.startswith("mpioperator.io/")
-            # The attempt is a label on pods, not a job's annotation.
-            if name.isupper() and is_key and value not in (conveniences.PREFIX, restarts.ATTEMPT_LABEL):
-                found.add(value)
-    return found
+    """Every job annotation the operator reads: the keys of the one table."""
+    return {entry.key for entry in annotation_keys.TABLE}
 
 
 def assert_every_annotation(annotations: dict[str, str]) -> None:

@@ -23,7 +23,8 @@ from prometheus_client import CollectorRegistry
 from mpioperator.api import names
 from mpioperator.api.objects import Obj
 from mpioperator.clock import FakeClock
-from mpioperator.controller.builders import configmap, launcher_job, secret, service, worker_pod
+from mpioperator.controller.builders import configmap, secret, service
+from mpioperator.controller.decorators import compose
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.ports import Listers
 from mpioperator.controller.secret_cache import SECRET_CACHE_PROJECTION
@@ -219,7 +220,7 @@ def _cached(obj: Obj, uid: str) -> Obj:
 
 
 def worker(job: Obj, index: int, phase: str = "Running", *, ready: bool = True, **status: Any) -> Obj:
-    pod = worker_pod.new_worker(job, index)
+    pod = compose.new_worker(job, index)
     conditions = [{"type": "Ready", "status": "True" if ready and phase == "Running" else "False"}]
     pod["status"] = {"phase": phase, "conditions": conditions, **status}
     return _cached(pod, f"worker-{index}")
@@ -227,7 +228,7 @@ def worker(job: Obj, index: int, phase: str = "Running", *, ready: bool = True, 
 
 def launcher(job: Obj, condition: str | None = None, *, suspended: bool = False, **status: Any) -> Obj:
     """The launcher Job; `condition` ("Complete", "Failed") finishes it."""
-    made, _ = launcher_job.new_launcher_job(job)
+    made, _ = compose.new_launcher_job(job)
     made["spec"]["suspend"] = suspended
     made["status"] = dict(status)
     if condition is not None:

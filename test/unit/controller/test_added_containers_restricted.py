@@ -10,9 +10,9 @@ import copy
 import pytest
 
 from mpioperator.api.objects import Obj
-from mpioperator.controller.builders import exec_agent
-from mpioperator.controller.builders.host_waiter import HostWaiter
-from mpioperator.controller.builders.launcher_job import launcher_pod_template
+from mpioperator.controller.decorators import exec_agent_objects as exec_agent
+from mpioperator.controller.decorators.compose import launcher_pod_template
+from mpioperator.controller.decorators.host_waiter import HostWaiter
 from test.unit.controller.sync_fixtures import job
 
 IMAGE = "mpioperator/kubectl-delivery:latest"
@@ -85,7 +85,7 @@ def test_the_exec_agents_delivery_container_passes_restricted_when_the_template_
     user_template = pi["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
     assert restricted_violations(user_template) == []
 
-    template, _ = launcher_pod_template(pi, exec_agent.with_exec_agent(None, pi, IMAGE))
+    template, _ = launcher_pod_template(pi, [exec_agent.with_exec_agent(None, pi, IMAGE)])
 
     assert [c["name"] for c in template["spec"]["initContainers"]] == ["kubectl-delivery"]
     assert restricted_violations(template["spec"]) == []
@@ -97,7 +97,7 @@ def test_the_host_waiter_passes_restricted_when_the_template_does(
 ) -> None:
     pi = restricted_job(pod_security, container_security, {"mpioperator.io/wait-for-ssh-port": "2222"})
 
-    template, _ = launcher_pod_template(pi, None, waiter=HostWaiter())
+    template, _ = launcher_pod_template(pi, (), waiter=HostWaiter())
 
     assert [c["name"] for c in template["spec"]["initContainers"]] == ["mpioperator-wait-for-hosts"]
     assert restricted_violations(template["spec"]) == []
@@ -118,7 +118,7 @@ def test_the_delivery_runs_as_the_launchers_user_and_as_a_non_root_one_when_aske
 ) -> None:
     pi = restricted_job(pod_security, container_security, {"mpioperator.io/launch-agent": "exec"})
 
-    template, _ = launcher_pod_template(pi, exec_agent.with_exec_agent(None, pi, IMAGE))
+    template, _ = launcher_pod_template(pi, [exec_agent.with_exec_agent(None, pi, IMAGE)])
 
     (delivery,) = template["spec"]["initContainers"]
     assert delivery["securityContext"]["runAsUser"] == user
@@ -129,7 +129,7 @@ def test_the_delivery_runs_as_the_launchers_user_and_as_a_non_root_one_when_aske
 def test_a_launcher_that_says_nothing_of_its_user_keeps_the_delivery_images_user_hardened() -> None:
     pi = restricted_job({}, {}, {"mpioperator.io/launch-agent": "exec"})
 
-    template, _ = launcher_pod_template(pi, exec_agent.with_exec_agent(None, pi, IMAGE))
+    template, _ = launcher_pod_template(pi, [exec_agent.with_exec_agent(None, pi, IMAGE)])
 
     (delivery,) = template["spec"]["initContainers"]
     assert delivery["securityContext"] == {**HARDENED, "seccompProfile": RUNTIME_DEFAULT}

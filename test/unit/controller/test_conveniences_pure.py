@@ -16,10 +16,10 @@ from mpioperator.api.conveniences import (
     validate_conveniences,
 )
 from mpioperator.api.objects import Obj
-from mpioperator.controller.builders.mpirun_command import mpirun_command
 from mpioperator.controller.builders.podspec import UPSTREAM_KEYS, SSHKeys
 from mpioperator.controller.builders.secret import new_key_pair
-from mpioperator.controller.builders.worker_pod import new_worker
+from mpioperator.controller.decorators.compose import new_worker
+from mpioperator.controller.decorators.mpirun_command import mpirun_command
 from mpioperator.controller.user_ssh_secret import UserSecretChecks, key_names, problem
 from mpioperator.controller.worker_roll import launcher_started, workers_to_roll
 from mpioperator.kube import errors
@@ -97,7 +97,7 @@ def test_pods_mount_the_prototypes_keys_by_their_own_names_and_upstreams_when_bo
     job["metadata"]["annotations"] = {SSH_SECRET: "site"}
     volume = next(
         v
-        for v in new_worker(job, 0, None, key_names(_files(id_rsa=b"k", id_rsa_pub=b"p")))["spec"]["volumes"]
+        for v in new_worker(job, 0, (), key_names(_files(id_rsa=b"k", id_rsa_pub=b"p")))["spec"]["volumes"]
         if v["name"] == "ssh-auth"
     )
     assert volume["secret"]["secretName"] == "site"

@@ -10,8 +10,8 @@ import yaml
 
 from mpioperator.api.objects import Obj
 from mpioperator.api.validation import validate_mpijob
-from mpioperator.controller.builders import exec_agent
-from mpioperator.controller.builders.launcher_job import new_launcher_job
+from mpioperator.controller.decorators import exec_agent_objects as exec_agent
+from mpioperator.controller.decorators.compose import new_launcher_job
 from mpioperator.controller.sync import SyncSettings
 from test.unit.controller.sync_fixtures import SHARED_CREATES, Scene, job
 
@@ -92,7 +92,7 @@ def test_the_launchers_mpi_is_told_to_start_its_daemons_with_the_agent(
     implementation: str, expected: dict[str, str]
 ) -> None:
     pi = exec_job(implementation=implementation)
-    body, _ = new_launcher_job(pi, exec_agent.with_exec_agent(None, pi, IMAGE))
+    body, _ = new_launcher_job(pi, [exec_agent.with_exec_agent(None, pi, IMAGE)])
 
     env = env_of(body["spec"]["template"]["spec"]["containers"][0])
     assert {name: env.get(name) for name in expected} == expected
@@ -104,7 +104,7 @@ def test_the_launcher_runs_as_the_jobs_account_with_the_agent_delivered_into_an_
     pi["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["securityContext"] = {
         "runAsUser": 1000
     }
-    body, _ = new_launcher_job(pi, exec_agent.with_exec_agent(None, pi, IMAGE))
+    body, _ = new_launcher_job(pi, [exec_agent.with_exec_agent(None, pi, IMAGE)])
 
     spec = body["spec"]["template"]["spec"]
     assert spec["serviceAccountName"] == "pi-launcher"

@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from mpioperator.api.defaults import set_defaults
 from mpioperator.api.objects import Obj
 from mpioperator.api.validation import validate_mpijob
-from mpioperator.controller.builders import configmap, launcher_job, secret, service, worker_pod
+from mpioperator.controller.builders import configmap, launcher_job, secret, service
 from mpioperator.controller.conditions import is_finished
 from mpioperator.controller.controller import gang_backend
+from mpioperator.controller.decorators import compose
 from mpioperator.controller.status import compute_status
 from mpioperator.podgroup import maths
 from mpioperator.podgroup.backend import decorator_for
@@ -125,10 +126,10 @@ def test_every_builder_builds_every_child_of_a_valid_spec(
     children = [service.new_service(job), keys]
     for backend_name in BACKENDS:
         backend = gang_backend(backend_name)
-        decorate = decorator_for(backend, job)
-        pods = [worker_pod.new_worker(job, i, decorate) for i in indices]
-        launcher, _ = launcher_job.new_launcher_job(job, decorate)
-        template, _ = launcher_job.launcher_pod_template(job, decorate)
+        decorate = [d] if (d := decorator_for(backend, job)) else []
+        pods = [compose.new_worker(job, i, decorate) for i in indices]
+        launcher, _ = compose.new_launcher_job(job, decorate)
+        template, _ = compose.launcher_pod_template(job, decorate)
         resumed = copy.deepcopy(launcher["spec"]["template"])
         launcher_job.merge_scheduling_directives(resumed, template)
         children += [*pods, launcher, configmap.new_config_map(job, pods)]

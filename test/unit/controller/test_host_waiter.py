@@ -9,8 +9,8 @@ import pytest
 
 from mpioperator.api.objects import Obj
 from mpioperator.api.validation import validate_mpijob
-from mpioperator.controller.builders.host_waiter import HostWaiter
-from mpioperator.controller.builders.launcher_job import launcher_pod_template
+from mpioperator.controller.decorators.compose import launcher_pod_template
+from mpioperator.controller.decorators.host_waiter import HostWaiter
 from mpioperator.controller.pod_cache import slim_pod
 from mpioperator.controller.sync import SyncSettings
 from mpioperator.podgroup.resources import effective_pod_requests

@@ -12,6 +12,7 @@ from mpioperator.controller.builders.launcher_job import (
     merge_scheduling_directives,
     new_launcher_job,
 )
+from mpioperator.controller.decorators import compose
 from test.unit.controller.jobs import OWNER, reference_job, with_spec
 
 SSH_ITEMS = [
@@ -195,7 +196,7 @@ def test_launcher_as_worker_gets_replica_index_zero_after_decoration() -> None:
         template["metadata"]["labels"]["training.kubeflow.org/replica-index"] = "9"
 
     job = with_spec(reference_job(), runLauncherAsWorker=True)
-    body, _ = new_launcher_job(job, decorate)
+    body, _ = new_launcher_job(job, [decorate])
     template = body["spec"]["template"]
     assert template["metadata"]["labels"] == {
         **ROLE_LABELS,
@@ -385,7 +386,7 @@ def test_keep_failed_launcher_makes_each_attempt_a_pod_of_its_own(value: str, po
     """Ours (#354): restarted in place, a failed launcher's pod is deleted at the back-off limit."""
     job = reference_job()
     job["metadata"]["annotations"] = {"mpioperator.io/keep-failed-launcher": value}
-    body, _ = new_launcher_job(job)
+    body, _ = compose.new_launcher_job(job)  # ours: a decorator, not upstream's builder
     assert body["spec"]["template"]["spec"]["restartPolicy"] == policy
 
 

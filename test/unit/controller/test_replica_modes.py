@@ -8,9 +8,8 @@ import pytest
 from mpioperator.api import replica_modes
 from mpioperator.api.objects import Obj
 from mpioperator.api.validation import validate_mpijob
-from mpioperator.controller.builders.launcher_command import made_after_resume, made_for_debug
-from mpioperator.controller.builders.launcher_job import new_launcher_job
-from mpioperator.controller.builders.worker_pod import new_worker
+from mpioperator.controller.decorators.compose import new_launcher_job, new_worker
+from mpioperator.controller.decorators.launcher_command import made_after_resume, made_for_debug
 from test.unit.controller.jobs import reference_job
 
 P = "mpioperator.io/"

@@ -196,6 +196,6 @@ def test_worker_decorator_runs_on_the_finished_pod() -> None:
         pod["spec"]["schedulerName"] = "volcano"
         pod["metadata"].setdefault("annotations", {})["scheduling.k8s.io/group-name"] = "pi"
 
-    pod = new_worker(reference_job(), 0, decorate)
+    pod = new_worker(reference_job(), 0, [decorate])
     assert pod["spec"]["schedulerName"] == "volcano"
     assert pod["metadata"]["annotations"] == {"scheduling.k8s.io/group-name": "pi"}

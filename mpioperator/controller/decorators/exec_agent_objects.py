@@ -10,7 +10,7 @@ so the user's image needs nothing but `/bin/sh`.
 
 from __future__ import annotations
 
-from mpioperator.api import accessors, extensions
+from mpioperator.api import accessors, annotation_keys, extensions
 from mpioperator.api import constants as api
 from mpioperator.api.names import launcher_name
 from mpioperator.api.objects import Obj
@@ -27,9 +27,9 @@ DELIVERY_USER = 65532
 # Which container of a worker pod the agent execs into: the worker template's first (the main one).
 CONTAINER_ENV = "MPIOPERATOR_EXEC_CONTAINER"
 # On an exec-agent job while the operator may hold grants for it: they are revoked before the job goes.
-FINALIZER = f"{extensions.PREFIX}exec-grants"
+FINALIZER = annotation_keys.EXEC_GRANTS_FINALIZER
 # On the per-job ServiceAccount, Role and RoleBinding the operator makes, with the job's uid.
-GRANT_LABEL = f"{extensions.PREFIX}exec-grant"
+GRANT_LABEL = annotation_keys.EXEC_GRANT_LABEL
 
 
 def account_name(job: Obj) -> str:

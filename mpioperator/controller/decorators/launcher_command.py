@@ -1,21 +1,21 @@
-"""What the launcher container runs when the job asks us to choose (issue 18): the generated mpirun line,
-or in debug mode a command that waits while the user works in the launcher by hand; and after a resume, or
-in debug mode, the command and init containers the job's per-replica annotations choose (replica_modes)."""
+"""What the launcher container runs when the job asks us to choose (docs/extensions.md): the generated mpirun
+line, or in debug mode a command that waits while the user works in the launcher by hand; and after a resume,
+or in debug mode, the command and init containers the job's per-replica annotations choose (replica_modes)."""
 
 from __future__ import annotations
 
 import shlex
 
+from mpioperator.api import annotation_keys, conveniences, replica_modes
 from mpioperator.api import constants as api
-from mpioperator.api import conveniences, replica_modes
 from mpioperator.api.objects import Obj
-from mpioperator.controller.builders.mpirun_command import mpirun_command
+from mpioperator.controller.decorators.mpirun_command import mpirun_command
 
 # On the launcher Job's own metadata (which a resume never merges into): the Job was made for debug mode.
 # The sync reads it back to end debug mode when the job's annotation goes.
 DEBUG_MARKER = conveniences.DEBUG_MODE
 # Likewise: the Job was made after a resume, with the resume's settings for the launcher.
-RESUME_MARKER = f"{conveniences.PREFIX}made-after-resume"
+RESUME_MARKER = annotation_keys.MADE_AFTER_RESUME
 
 
 def generated_command(job: Obj, hostfile: str) -> list[str] | None:

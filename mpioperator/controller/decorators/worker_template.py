@@ -9,12 +9,12 @@ from __future__ import annotations
 import hashlib
 import json
 
-from mpioperator.api import accessors, conveniences
+from mpioperator.api import accessors, annotation_keys, conveniences
 from mpioperator.api import constants as api
 from mpioperator.api.objects import Obj
 
-TEMPLATE_HASH = f"{conveniences.PREFIX}worker-template-hash"
-LAUNCHER_TEMPLATE_HASH = f"{conveniences.PREFIX}launcher-template-hash"
+TEMPLATE_HASH = annotation_keys.WORKER_TEMPLATE_HASH
+LAUNCHER_TEMPLATE_HASH = annotation_keys.LAUNCHER_TEMPLATE_HASH
 
 
 def _digest(job: Obj, replica_type: str) -> str:

@@ -1,4 +1,5 @@
-"""The launcher's mpirun line built from the job, so users need not know each MPI's flags (issue 18).
+"""The launcher's mpirun line built from the job, so users need not know each MPI's flags
+(docs/extensions.md).
 
 Each implementation gets the hostfile the operator mounts, the number of ranks (slots on every host) and
 the ranks per host in its own words: Open MPI `--hostfile`/`-np` (the hostfile's `slots=` places them)
