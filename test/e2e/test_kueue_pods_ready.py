@@ -234,6 +234,7 @@ def test_job_whose_workers_never_become_ready_is_evicted_by_kueue_after_the_time
     collapsed = [f for i, f in enumerate(flags) if i == 0 or f != flags[i - 1]]
     assert collapsed == [True, False, True, False], flags
     assert len(watched.pods_of("stuck", "launcher")) == 2
+    assert len(watched.launcher_jobs_of("stuck")) == 1, "the launcher Job is kept across the eviction"
     first_run = {e.name for e in watched.pods_of("stuck", "worker")[:WORKERS]}
     deleted = {e.name for e in watched.pods.events() if e.type == "DELETED"}
     assert first_run <= deleted, f"the first run's workers were left: {first_run - deleted}"
