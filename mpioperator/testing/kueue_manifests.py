@@ -25,6 +25,13 @@ NAMESPACE = "kueue-system"
 METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")
 # Hooks kept: those for Kueue's own kinds, and the MPIJob ones, by the path the webhook server serves.
 _KEPT_PATH = re.compile(r"^/(mutate|validate)-(kueue-x-k8s-io-[^/]+|kubeflow-org-v2beta1-mpijob)$")
+# WaitForPodsReady as the tests run it. Kueue has it on by default since v0.19, with 30 minutes; for an
+# MPIJob its PodsReady is our `Running` condition. The timeout is short enough for a test to see a job that
+# never gets there evicted, and long enough that a job whose pods start at once on kwok is never evicted;
+# the requeuing backoff (base * 2^(n-1) seconds, plus jitter) is cut to about a second.
+PODS_READY_TIMEOUT_SECONDS = 30
+REQUEUING_BACKOFF_BASE_SECONDS = 1
+REQUEUING_BACKOFF_MAX_SECONDS = 10
 
 
 def kept_webhook(hook: Mapping[str, Any]) -> bool:
@@ -75,7 +82,8 @@ def configuration(
     """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2) for one local process; `overrides` are merged in.
 
     VisibilityOnDemand is off: its API server reads a certificate from a hard-wired /visibility directory
-    and Kueue exits without it; nothing here uses the visibility API.
+    and Kueue exits without it; nothing here uses the visibility API. WaitForPodsReady is on, with the
+    short timeout and backoff above; requeuing is unlimited, as Kueue's default.
     """
     config: dict[str, Any] = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
@@ -89,6 +97,15 @@ def configuration(
         "manageJobsWithoutQueueName": False,
         "featureGates": {"VisibilityOnDemand": False},
         "integrations": {"frameworks": [MPIJOB_FRAMEWORK]},
+        "waitForPodsReady": {
+            "timeout": f"{PODS_READY_TIMEOUT_SECONDS}s",
+            "blockAdmission": False,
+            "requeuingStrategy": {
+                "timestamp": "Eviction",
+                "backoffBaseSeconds": REQUEUING_BACKOFF_BASE_SECONDS,
+                "backoffMaxSeconds": REQUEUING_BACKOFF_MAX_SECONDS,
+            },
+        },
     }
     return _merge(config, overrides or {})
 

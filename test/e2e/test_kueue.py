@@ -1,4 +1,4 @@
-"""Kueue v0.17 queueing MPIJobs beside the operator, on one shared full-tier cluster with kwok nodes.
+"""Kueue v0.19 queueing MPIJobs beside the operator, on one shared full-tier cluster with kwok nodes.
 
 Kueue's own webhook suspends each queued job at creation and its controller admits it against the
 ClusterQueue's quota, preempts it, requeues it and resumes it; the operator only follows
@@ -116,13 +116,17 @@ def queued_job(
     runs_for: str,
     priority: str | None = None,
     annotations: dict[str, str] | None = None,
+    worker_annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
+    """A job of WORKERS workers queued to `queue_name`; `annotations` go on both pod templates,
+    `worker_annotations` on the workers' only."""
     body = mpijob(name, workers=WORKERS, launcher_runs_for=runs_for)
     for role, cpu in (("Launcher", "500m"), ("Worker", "1")):
         template = body["spec"]["mpiReplicaSpecs"][role]["template"]
         template["spec"]["containers"][0]["resources"] = {"requests": {"cpu": cpu}}
-        if annotations:
-            template.setdefault("metadata", {}).setdefault("annotations", {}).update(annotations)
+        extra = {**(annotations or {}), **((worker_annotations or {}) if role == "Worker" else {})}
+        if extra:
+            template.setdefault("metadata", {}).setdefault("annotations", {}).update(extra)
     return ko.queued(body, queue_name, priority_class=priority)
 
 
@@ -294,3 +298,67 @@ def test_topology_aware_job_gets_one_rack_through_kueues_scheduling_gate(
     racks = {cluster.rest.get(f"/api/v1/nodes/{node}")["metadata"]["labels"][RACK] for node in nodes.values()}
     assert len(racks) == 1, f"pods spread over racks {racks}: {nodes}"
     assert len(set(nodes.values())) > 1, "all pods on one node: the rack was never needed"
+
+
+def _gated_then_placed_in_one_rack(cluster: LocalCluster, watched: Watched, run: list[Event]) -> set[str]:
+    """Asserts that every pod of `run` was created with Kueue's topology gate and bound only once ungated,
+    all in one rack; returns the nodes they ran on."""
+    names = {e.name for e in run}
+    for event in run:
+        gates = [g["name"] for g in event.object["spec"].get("schedulingGates") or ()]
+        assert ko.TOPOLOGY_GATE in gates, f"{event.name} was created without Kueue's gate: {gates}"
+    nodes: dict[str, str] = {}
+    for event in watched.pods.events():
+        node = event.object["spec"].get("nodeName")
+        if event.name in names and node:
+            nodes[event.name] = node
+            assert not event.object["spec"].get("schedulingGates"), f"{event.name} bound while gated"
+    assert set(nodes) == names, f"pods never bound: {names - set(nodes)}"
+    racks = {cluster.rest.get(f"/api/v1/nodes/{node}")["metadata"]["labels"][RACK] for node in nodes.values()}
+    assert len(racks) == 1, f"pods spread over racks {racks}: {nodes}"
+    return set(nodes.values())
+
+
+def test_topology_gate_holds_every_pod_of_both_runs_of_a_preempted_job_and_each_run_gets_one_rack(
+    kueue_cluster: LocalCluster, kueue_process: Kueue, ns: str
+) -> None:
+    cluster, kueue = kueue_cluster, kueue_process
+    # Quota for one 2.5-CPU job at a time in the racked flavor: the high job must preempt the low one.
+    lq = queue(kueue, ns, flavor=TAS_FLAVOR, preemption={"withinClusterQueue": "LowerPriority"})
+    watched = Watched(cluster, ns)
+    annotations = {ko.PODSET_REQUIRED_TOPOLOGY: RACK, ko.PODSET_GROUP_NAME: "job"}
+    low = Job(cluster, ns, "low").submit(
+        queued_job("low", lq, runs_for="15s", priority="low", annotations=annotations)
+    )
+    wait_for(
+        lambda: any(p["status"].get("phase") == "Running" for p in low.pods("launcher")),
+        timeout=TIMEOUT,
+        what="the low-priority job's launcher to run",
+    )
+    high = Job(cluster, ns, "high").submit(
+        queued_job("high", lq, runs_for="2s", priority="high", annotations=annotations)
+    )
+    wait_for(
+        lambda: suspended(low), timeout=TIMEOUT, what="Kueue to preempt and suspend the low-priority job"
+    )
+    high.wait_condition("Succeeded", timeout=TIMEOUT)
+    low.wait_condition("Succeeded", timeout=TIMEOUT)
+    watched.stop()
+
+    low_workload = watched.workload_conditions("low")
+    assert in_order(low_workload, "Admitted", "Preempted", "Requeued", "Admitted", "Finished"), low_workload
+    # The low job's pods, in creation order: its first run (made before the preemption) and its second
+    # (made after the resume, once the first run's pods were gone).
+    low_pods = [e for e in watched.pods.created().values() if e.label(JOB_NAME) == "low"]
+    high_pods = [e for e in watched.pods.created().values() if e.label(JOB_NAME) == "high"]
+    assert len(low_pods) == 2 * (1 + WORKERS), [e.name for e in low_pods]
+    assert len(high_pods) == 1 + WORKERS, [e.name for e in high_pods]
+    first, second = low_pods[: 1 + WORKERS], low_pods[1 + WORKERS :]
+    assert sorted(e.label(JOB_ROLE) or "" for e in second) == ["launcher", "worker", "worker"]
+    # Each run, the high job's included, was gated at creation, ungated by Kueue and placed in one rack;
+    # the relaunched launcher pod comes from the launcher Job kept across the suspension, so the gate on
+    # it is the one the operator took into that Job's template at the resume.
+    for run in (first, high_pods, second):
+        nodes = _gated_then_placed_in_one_rack(cluster, watched, run)
+        assert len(nodes) > 1, f"all pods of a run on one node: the rack was never needed: {nodes}"
+    assert len(watched.launcher_jobs_of("low")) == 1

@@ -40,8 +40,9 @@ FLAVOR = "multikueue-flavor"
 MANAGER_QUEUE = "multikueue-manager-cq"
 CHECK = "multikueue"
 TIMEOUT = 180.0
-# Labels MultiKueue puts on the worker's copy of a job.
-PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+# What MultiKueue marks the worker's copy of a job with: the manager's Workload, as an annotation (a
+# label before Kueue v0.18's WorkloadIdentifierAnnotations, on by default), and the origin, as a label.
+PREBUILT_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/prebuilt-workload-name"
 ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 # Status fields of ours (docs/extensions.md) that a running job's status always has.
 EXTENSIONS = ("phase", "podCounts", "aggregate", "tasks")
@@ -235,8 +236,9 @@ def test_job_queued_on_the_manager_runs_on_the_worker_and_its_status_comes_back(
     original = Job(manager.cluster, NAMESPACE, name).submit(_remote_job(name, runs_for="6s"))
 
     copy = _wait_running_on_worker(worker, name)
-    labels = copy["metadata"].get("labels") or {}
-    assert labels.get(PREBUILT_WORKLOAD_LABEL) and labels.get(ORIGIN_LABEL), labels
+    annotations = copy["metadata"].get("annotations") or {}
+    assert annotations.get(PREBUILT_WORKLOAD_ANNOTATION), annotations
+    assert (copy["metadata"].get("labels") or {}).get(ORIGIN_LABEL), copy["metadata"].get("labels")
     assert "managedBy" not in copy["spec"]["runPolicy"], "the copy is our operator's to run"
     assert not copy["spec"]["runPolicy"].get("suspend"), "admitted by the worker's Kueue"
     for pod in Job(worker.cluster, NAMESPACE, name).pods("worker"):

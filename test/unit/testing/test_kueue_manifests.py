@@ -88,6 +88,15 @@ def test_configuration_serves_on_loopback_with_our_certificates_and_manages_only
     assert config["featureGates"] == {"VisibilityOnDemand": False}
 
 
+def test_configuration_turns_wait_for_pods_ready_on_with_a_short_timeout_and_backoff() -> None:
+    config = configuration(webhook_port=1, health_port=2, cert_dir=Path("/c"))
+    assert config["waitForPodsReady"] == {
+        "timeout": "30s",
+        "blockAdmission": False,
+        "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 1, "backoffMaxSeconds": 10},
+    }
+
+
 def test_configuration_overrides_merge_into_nested_settings() -> None:
     config = configuration(
         webhook_port=1,
