@@ -257,8 +257,10 @@ def test_elastic_example_trains_on_through_two_three_two_three_workers_and_the_r
     # Horovod's own lines: its driver started a process on the third worker twice (once per time it was
     # added), reset the workers to 3, to 2 after blacklisting the vanished third, and to 3 again.
     assert log.count(f"start worker process: {third_host}[0]") >= 2, log
-    joined = rf"^\[\d+\]<stdout>:.*start: rank 2 of 3 on {third}$"
-    assert len(re.findall(joined, log, re.MULTILINE)) == 2, log
+    # horovodrun forwards each rank's output as it comes, so Horovod's own C++ log may cut into the line,
+    # before it or right after the host name ("...-worker-22026-11-28 22:46:18.838034: I ..."); the job's
+    # workers are -0 to -2, so the name cannot be the start of another one.
+    assert log.count(f"start: rank 2 of 3 on {third}") == 2, log
     assert f"blacklist failing host: {third_host}" in log, log
     resets = [int(size) for size in re.findall(r"reset workers: (\d+)$", log, re.MULTILINE)]
     # A name still in discover_hosts.sh once its blacklisting cools down is tried again and fails again
