@@ -1,8 +1,9 @@
 """Horovod training that really trains: the Horovod examples, applied as they are, run TensorFlow on the
-real node's workers, and the elastic one keeps training while its workers are scaled 2 -> 3 -> 2."""
+real node's workers, and the elastic one keeps training while its workers are scaled 2 -> 3 -> 2 -> 3."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.jobs import Job
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.ranks import ranks_by_host
-from mpioperator.testing.wait import WaitTimeout, wait_for, wait_while_progressing
+from mpioperator.testing.wait import ProbeAborted, WaitTimeout, wait_for, wait_while_progressing
 from test.real.test_real_mpijobs import diagnosis, launcher_log
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,7 +24,13 @@ EPOCH_LOSS = re.compile(r"^epoch (\d+) loss (\d+\.\d+) accuracy", re.MULTILINE)
 START_END = re.compile(r"^loss at start (\d+\.\d+), at end (\d+\.\d+)$", re.MULTILINE)
 RANK_ENV = re.compile(r"^rank (\d+) env NCCL_DEBUG=(\S+)$", re.MULTILINE)
 IMAGES_PER_SEC = re.compile(r"^images/sec: (\d+\.\d+) total on (\d+) ranks", re.MULTILINE)
-ELASTIC_EPOCH = re.compile(r"^\[0\]<stdout>:epoch (\d+) size (\d+) loss (\d+\.\d+)$", re.MULTILINE)
+ELASTIC_EPOCH = re.compile(r"^\[0\]<stdout>:epoch (\d+) step (\d+) size (\d+) loss (\d+\.\d+)$", re.MULTILINE)
+ELASTIC_WAITING = re.compile(
+    r"^\[0\]<stdout>:waiting for size (\d+) \(now \d+\) before epoch (\d+)$", re.MULTILINE
+)
+ELASTIC_START_END = re.compile(r"^\[0\]<stdout>:loss at start (\d+\.\d+), at end (\d+\.\d+)$", re.MULTILINE)
+# Each change of size waits for the kubelet to refresh the launcher's copy of discover_hosts.sh (its pod
+# sync, about a minute) and for a new rank to import TensorFlow on shared cores.
 ELASTIC_TIMEOUT = 270.0
 # Training on 2 shared cores runs as fast as whatever else the machine does lets it: a run is waited for
 # as long as its pods or its launcher's log keep changing, and fails once nothing has moved for this long.
@@ -121,11 +128,13 @@ def test_t9k_recipe_example_trains_and_every_rank_sees_the_worker_templates_nccl
 
 
 class ElasticRun:
-    """The elastic example's launcher as a person watches it: its log, and discover_hosts.sh inside it."""
+    """The elastic example's launcher as a person watches it: its log, its pod, discover_hosts.sh inside
+    it. Every wait gives up at once if the job ends or its launcher pod is replaced."""
 
     def __init__(self, job: Job) -> None:
         self.job = job
         self.cluster = job.cluster
+        self.launcher_uid = ""
 
     def log(self) -> str:
         result = self.cluster.kubectl("-n", self.job.ns, "logs", f"job/{self.job.name}-launcher", check=False)
@@ -143,56 +152,125 @@ class ElasticRun:
         )
         return result.stdout if result.returncode == 0 else ""
 
-    def sizes(self) -> list[int]:
-        return [int(size) for _, size, _ in ELASTIC_EPOCH.findall(self.log())]
+    def epochs(self) -> list[tuple[int, int, int, float]]:
+        """Rank 0's epoch lines: (epoch, step count, world size, loss)."""
+        return [(int(e), int(s), int(n), float(loss)) for e, s, n, loss in ELASTIC_EPOCH.findall(self.log())]
+
+    def waits(self) -> list[tuple[int, int]]:
+        """Rank 0's waits for a world size: (size, before epoch)."""
+        return [(int(size), int(epoch)) for size, epoch in ELASTIC_WAITING.findall(self.log())]
+
+    def same_launcher(self) -> None:
+        """Raises ProbeAborted once the launcher is not the pod it started with: waiting longer cannot help."""
+        uid = self.launcher_pod()["metadata"]["uid"]
+        if self.launcher_uid and uid != self.launcher_uid:
+            raise ProbeAborted(f"the launcher pod was replaced: {self.launcher_uid} -> {uid}")
+
+    def ended(self) -> dict[str, Any] | None:
+        return self.job.condition("Succeeded") or self.job.condition("Failed")
 
     def wait(self, check: Any, what: str) -> Any:
+        """Waits for `check` while the job runs on its first launcher pod."""
+
+        def probe() -> Any:
+            self.same_launcher()
+            seen = check()
+            ended = None if seen else self.ended()
+            if ended:
+                seen = check()  # it may have ended since the first look
+                if not seen:
+                    raise ProbeAborted(f"{self.job.name} ended: {ended}")
+            return seen
+
+        return self._wait(probe, what)
+
+    def wait_to_end(self) -> dict[str, Any]:
+        def probe() -> dict[str, Any] | None:
+            self.same_launcher()
+            return self.ended()
+
+        ended: dict[str, Any] = self._wait(probe, f"{self.job.name} to finish")
+        return ended
+
+    def _wait(self, probe: Any, what: str) -> Any:
         try:
-            return wait_for(check, timeout=ELASTIC_TIMEOUT, what=what)
-        except WaitTimeout as timeout:
-            raise AssertionError(f"{timeout}\n{diagnosis(self.job)}") from None
+            return wait_for(probe, timeout=ELASTIC_TIMEOUT, what=what, interval=1.0)
+        except (WaitTimeout, ProbeAborted) as stopped:
+            raise AssertionError(f"{stopped}\n{diagnosis(self.job)}") from None
 
     def scale(self, workers: int) -> None:
         self.job.patch({"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": workers}}}})
 
+    def walk_to(self, workers: int, wait_number: int) -> None:
+        """Waits for the run's `wait_number`-th wait (it asks for `workers`), scales the job to them, and
+        waits for an epoch at that size after the wait."""
+        self.wait(lambda: len(self.waits()) >= wait_number, f"the run's wait number {wait_number}")
+        size, before = self.waits()[wait_number - 1]
+        assert size == workers, self.waits()
+        self.scale(workers)
+        self.wait(
+            lambda: any(epoch >= before and n == workers for epoch, _, n, _ in self.epochs()),
+            f"epoch {before} on {workers} workers",
+        )
 
-def test_elastic_example_keeps_training_while_scaled_from_two_to_three_to_two_workers(
+
+def test_elastic_example_trains_on_through_two_three_two_three_workers_and_the_removed_worker_rejoins(
     real_cluster: LocalCluster, ns: str
 ) -> None:
+    """The example walks through the sizes 2, 3, 2, 3 (--world-sizes): before each quarter of its epochs
+    it waits until Horovod has reset it to that size, and this test scales the job when the run says it
+    waits, so neither side races the kubelet's refresh of discover_hosts.sh. The third worker leaves and
+    comes back under the same name; the epoch and step counts carry on across the resets and the loss
+    falls, all under one launcher pod that never restarts."""
     job = apply_example(real_cluster, ns, "horovod/tensorflow-digits-elastic.yaml")
     run = ElasticRun(job)
-    third = f"{job.name}-worker-2.{job.name}.{ns}.svc"
+    third = f"{job.name}-worker-2"
+    third_host = f"{third}.{job.name}.{ns}.svc"
 
-    run.wait(lambda: run.sizes()[:1] == [2], "the first epoch on two workers")
-    run.scale(3)
-    # The operator lists the new worker once it runs; the kubelet refreshes the launcher's copy.
-    run.wait(lambda: third in run.discovered(), f"{third} in the launcher's discover_hosts.sh")
-    run.wait(lambda: 3 in run.sizes(), "an epoch on three workers")
-    log = run.log()
-    assert f"start worker process: {third}[0]" in log, log
-    # horovodrun forwards each rank's stdout as it comes: Horovod's own C++ log may cut into the line.
-    joined = rf"^\[\d+\]<stdout>:.*start: rank \d of 3 on {job.name}-worker-2$"
-    assert re.search(joined, log, re.MULTILINE), log
+    run.wait(lambda: run.epochs()[:1], "the first epoch")
+    run.launcher_uid = run.launcher_pod()["metadata"]["uid"]
+    run.walk_to(3, 1)
+    run.walk_to(2, 2)
+    # The worker's pod is gone at once, its name from the launcher's discover_hosts.sh only once the kubelet
+    # refreshes it; coming back before then is the other way to rejoin, so nothing waits for it here.
+    run.walk_to(3, 3)
+    ended = run.wait_to_end()
 
-    run.scale(2)
-    run.wait(lambda: third not in run.discovered(), f"{third} gone from the launcher's discover_hosts.sh")
-    run.wait(lambda: run.sizes()[-1:] == [2] and 3 in run.sizes(), "an epoch on two workers again")
-    run.wait(lambda: job.condition("Succeeded") or job.condition("Failed"), f"{job.name} to finish")
-
-    assert job.condition("Succeeded"), diagnosis(job)
+    assert ended["type"] == "Succeeded", diagnosis(job)
     log = run.log()
     print(log)  # the launcher's log, for a person reading the run (pytest -rP)
-    sizes = run.sizes()
-    first_three, last_three = sizes.index(3), len(sizes) - 1 - sizes[::-1].index(3)
-    assert set(sizes[:first_three]) == {2} and set(sizes[last_three + 1 :]) == {2}, sizes
-    assert "training complete: 50 epochs, final size 2" in log, log
-    # Horovod's driver dropped the third worker and reset the job to two. Its pod is gone (and its rank
-    # with it) before the kubelet refreshes discover_hosts.sh, so the driver learns it as a failing host.
-    assert "reset workers: 3" in log and log.rindex("reset workers: 2") > log.index("reset workers: 3"), log
-    assert f"blacklist failing host: {third}" in log, log
-    epochs = [int(epoch) for epoch, _, _ in ELASTIC_EPOCH.findall(log)]
-    assert epochs[-1] == 49, log
+    epochs = run.epochs()
+    # Every epoch once, in order, and the step count never goes back: no reset started training over.
+    assert [epoch for epoch, _, _, _ in epochs] == list(range(20)), epochs
+    steps = [step for _, step, _, _ in epochs]
+    assert all(later > earlier for earlier, later in itertools.pairwise(steps)), epochs
+    sizes = [n for _, _, n, _ in epochs]
+    assert sizes == [2] * 5 + [3] * 5 + [2] * 5 + [3] * 5, epochs
+    assert run.waits() == [(3, 5), (2, 10), (3, 15)], run.waits()
+    found = ELASTIC_START_END.search(log)
+    assert found, log
+    start, end = float(found.group(1)), float(found.group(2))
+    assert (start, end) == (epochs[0][3], epochs[-1][3]), log
+    assert end < start / 2, log
+    assert "training complete: 20 epochs" in log and "final size 3" in log, log
+
+    # Horovod's own lines: its driver started a process on the third worker twice (once per time it was
+    # added), reset the workers to 3, to 2 after blacklisting the vanished third, and to 3 again.
+    assert log.count(f"start worker process: {third_host}[0]") >= 2, log
+    # horovodrun forwards each rank's output as it comes, so Horovod's own C++ log may cut into the line,
+    # before it or right after the host name ("...-worker-22026-11-28 22:46:18.838034: I ..."); the job's
+    # workers are -0 to -2, so the name cannot be the start of another one.
+    assert log.count(f"start: rank 2 of 3 on {third}") == 2, log
+    assert f"blacklist failing host: {third_host}" in log, log
+    resets = [int(size) for size in re.findall(r"reset workers: (\d+)$", log, re.MULTILINE)]
+    # A name still in discover_hosts.sh once its blacklisting cools down is tried again and fails again
+    # while its pod is away: such tries add a 3 and a 2 between the changes, never change their order.
+    first_three = resets.index(3)
+    back_to_two = resets.index(2, first_three)
+    assert resets[0] == 2 and resets[-1] == 3 and 3 in resets[back_to_two:], resets
+
     launcher = run.launcher_pod()
+    assert launcher["metadata"]["uid"] == run.launcher_uid, launcher["metadata"]
     restarts = [s["restartCount"] for s in launcher["status"]["containerStatuses"]]
     assert restarts == [0], launcher["status"]
     assert not (job.launcher() or {}).get("status", {}).get("failed"), job.launcher()

@@ -35,10 +35,15 @@ from test.real.test_real_mpijobs import (
 SSHD = "/usr/sbin/sshd -De -f /home/mpiuser/.sshd_config"
 # The image's entrypoint still runs (args, not command): it writes the environment for sshd, then runs this.
 LATE_SSHD_SECONDS = 15
-# The gate's test, with its control run: long enough that a launcher which does not wait loses the race on
-# this loaded machine. 15 s was not (3 of 5 launchers without the gate got through at their first try, as
-# their pod started later than the workers' sshd), so a waiter that never waited passed most runs.
+# The gate's tests: long enough that a launcher which does not wait loses the race on this loaded
+# machine. 15 s was not (3 of 5 launchers without the gate got through at their first try, as their pod
+# started later than the workers' sshd and ssh's ConnectionAttempts=10 covers about 10 s more), so a
+# waiter that never waited passed most runs.
 CONTROL_SSHD_SECONDS = 60
+# What each gated run's waiter must have waited to show that a launcher without it would have failed:
+# started that much before sshd answered, past the 10 s that ssh's retries cover.
+HONEST_WAIT_SECONDS = 20.0
+WAITED = re.compile(r"all \d+ host\(s\) reachable after (\d+\.\d+)s")
 RANK_LINE = re.compile(r"^(\S+) rank \d+ of \d+ on \S+$", re.MULTILINE)
 
 
@@ -128,6 +133,20 @@ def waiter_diagnosis(job: Job) -> str:
     return "\n".join(out)
 
 
+def launcher_runs(job: Job) -> str:
+    """Each launcher pod's container statuses and the log of its launcher container's last ended run, for
+    a test that finds a launcher restarted: what made mpirun fail."""
+    out = []
+    for pod in job.pods("launcher"):
+        name = pod["metadata"]["name"]
+        out.append(f"{name}: {(pod.get('status') or {}).get('containerStatuses')}")
+        log = job.cluster.kubectl(
+            "-n", job.ns, "logs", "--timestamps", "--previous", name, "-c", "launcher", check=False
+        )
+        out.append(f"its launcher container's previous run:\n{log.stdout}{log.stderr}")
+    return "\n".join(out)
+
+
 def finished(job: Job) -> dict[str, Any]:
     try:
         found = wait_for(
@@ -141,8 +160,11 @@ def finished(job: Job) -> dict[str, Any]:
     return found
 
 
-def run_late_sshd_job(job: Job, body: dict[str, Any]) -> Outcome:
-    job.submit(body)
+def run_late_sshd_job(job: Job, body: dict[str, Any] | None = None) -> Outcome:
+    """Submits `body` (unless the job is already submitted), waits for the job to end, and reads what its
+    launchers went through."""
+    if body is not None:
+        job.submit(body)
     ended = finished(job)
     launchers = sorted(
         job.pods("launcher"), key=lambda p: (p["metadata"]["creationTimestamp"], p["metadata"]["name"])
@@ -211,6 +233,19 @@ def waiter_log(job: Job) -> str:
     return job.cluster.kubectl("-n", job.ns, "logs", pod, "-c", CONTAINER_NAME).stdout
 
 
+def assert_waited_longer_than_ssh_retries(job: Job, hosts: int) -> None:
+    """The waiter found all hosts reachable only after HONEST_WAIT_SECONDS: a launcher that started without
+    waiting would have run out of ssh's retries, so this run tells a waiter that waits from one that does
+    not."""
+    log = waiter_log(job)
+    found = WAITED.search(log)
+    assert found and f"all {hosts} host(s)" in found.group(0), log
+    assert float(found.group(1)) >= HONEST_WAIT_SECONDS, (
+        f"{job.name}'s waiter waited only {found.group(1)}s: a launcher that does not wait might have got "
+        f"through too, so this run shows nothing\n{log}"
+    )
+
+
 def test_workers_whose_sshd_starts_late_run_without_a_launcher_restart_when_the_launcher_waits(
     real_cluster: LocalCluster, ns: str
 ) -> None:
@@ -242,26 +277,47 @@ def test_workers_whose_sshd_starts_late_run_without_a_launcher_restart_when_the_
     assert "all 2 host(s) reachable after" in waiter_log(after_job)
 
 
-@pytest.mark.parametrize("implementation", ["MPICH", "Intel"])
-def test_hydra_launchers_wait_for_late_workers_too(
-    real_cluster: LocalCluster, ns: str, implementation: str
+def test_mpich_and_intel_launchers_wait_for_workers_whose_sshd_starts_a_minute_late(
+    real_cluster: LocalCluster, ns: str
 ) -> None:
-    """Hydra's hostfile (`host:slots`) read by the same waiter; its mpirun's first attempt succeeds."""
-    name = implementation.lower()
-    job = Job(real_cluster, ns, name)
-    body = late_sshd_job(
-        name, policy="AtStartup", annotations={WAIT_FOR_SSH_PORT: "2222"}, implementation=implementation
-    )
+    """Hydra's hostfile (`host:slots`) read by the same waiter; each mpirun's first attempt succeeds. All
+    four jobs run at once, each with sshd CONTROL_SSHD_SECONDS late: with the annotation for MPICH and
+    Intel MPI, and a control of each without it, which must lose the race (else the delay did not outlast
+    the launcher's start and a waiter that never waits would pass too)."""
+    gated: dict[str, Job] = {}
+    controls: dict[str, Job] = {}
+    for implementation in ("MPICH", "Intel"):
+        name = implementation.lower()
+        for jobs, job_name, waits in (
+            (gated, name, {WAIT_FOR_SSH_PORT: "2222"}),
+            (controls, f"{name}-control", None),
+        ):
+            body = late_sshd_job(
+                job_name,
+                policy="AtStartup",
+                annotations=waits,
+                implementation=implementation,
+                sshd_after=CONTROL_SSHD_SECONDS,
+            )
+            jobs[implementation] = Job(real_cluster, ns, job_name).submit(body)
 
-    outcome = run_late_sshd_job(job, body)
-
-    print(f"{implementation} with the annotation: {outcome.line()}")
-    assert outcome.result == "Succeeded", diagnosis(job)
-    assert outcome.launcher_pods == 1 and outcome.launcher_ends == [0], outcome.line()
-    assert_pi_ran_where_the_hostfile_says(
-        real_cluster, ns, name, launcher_log(real_cluster, ns, name), ranks=2
-    )
-    assert "all 2 host(s) reachable after" in waiter_log(job)
+    for implementation, job in gated.items():
+        control = run_late_sshd_job(controls[implementation])
+        outcome = run_late_sshd_job(job)
+        print(f"{implementation} without the annotation: {control.line()}")
+        print(f"{implementation} with the annotation:    {outcome.line()}")
+        assert control.launcher_ends and control.launcher_ends[0] != 0, (
+            f"{implementation}'s control launcher got through at its first try, so sshd "
+            f"{CONTROL_SSHD_SECONDS}s late did not make a launcher that does not wait fail: {control.line()}"
+        )
+        assert outcome.result == "Succeeded", diagnosis(job)
+        assert outcome.launcher_pods == 1 and outcome.launcher_ends == [0], (
+            f"{outcome.line()}\n{waiter_diagnosis(job)}\n{launcher_runs(job)}"
+        )
+        assert_pi_ran_where_the_hostfile_says(
+            real_cluster, ns, job.name, launcher_log(real_cluster, ns, job.name), ranks=2
+        )
+        assert_waited_longer_than_ssh_retries(job, hosts=2)
 
 
 def test_workers_whose_sshd_never_starts_fail_the_job_at_its_deadline_naming_them(
@@ -301,7 +357,12 @@ def test_a_resumed_job_waits_again_and_the_launcher_as_worker_waits_for_its_own_
 ) -> None:
     """Suspended while its launcher waits, then resumed: the new launcher pod waits for the new workers.
     Under runLauncherAsWorker the hostfile names the launcher too, whose name only has to resolve."""
-    body = late_sshd_job("resumed", policy="AtStartup", annotations={WAIT_FOR_SSH_PORT: "2222"})
+    body = late_sshd_job(
+        "resumed",
+        policy="AtStartup",
+        annotations={WAIT_FOR_SSH_PORT: "2222"},
+        sshd_after=CONTROL_SSHD_SECONDS,
+    )
     body["spec"]["runLauncherAsWorker"] = True
     launcher = body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
     launcher["args"] = ["mpirun", "-n", "3", "/home/mpiuser/pi"]
@@ -326,6 +387,6 @@ def test_a_resumed_job_waits_again_and_the_launcher_as_worker_waits_for_its_own_
     assert launcher_pod["metadata"]["uid"] != first_launcher
     (waiter,) = launcher_pod["status"]["initContainerStatuses"]
     assert waiter["restartCount"] == 0 and waiter["state"]["terminated"]["exitCode"] == 0, waiter
-    assert "all 3 host(s) reachable after" in waiter_log(job)
+    assert_waited_longer_than_ssh_retries(job, hosts=3)
     log = launcher_log(real_cluster, ns, "resumed")
     assert_pi_ran_where_the_hostfile_says(real_cluster, ns, "resumed", log, ranks=3)
