@@ -15,7 +15,6 @@ from mpioperator.controller import conditions
 from mpioperator.controller.bounded import BoundedSet
 from mpioperator.controller.builders.launcher_job import HOSTFILE_PATH
 from mpioperator.controller.child_state import launcher_done
-from mpioperator.controller.children import ChildReconciler
 from mpioperator.controller.decorators.launcher_command import (
     command_line,
     generated_command,
@@ -24,6 +23,7 @@ from mpioperator.controller.decorators.launcher_command import (
 )
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import NORMAL, WARNING
+from mpioperator.controller.feature import ChildOperations
 from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.user_ssh_secret import UserSecretChecks
 from mpioperator.kube import errors
@@ -68,7 +68,7 @@ class Conveniences:
         self._user_secrets = UserSecretChecks(writer)
 
     # --- the user's own SSH Secret ------------------------------------------------------------------
-    async def ssh_secret(self, job: Obj, status: Obj, now: dt.datetime, children: ChildReconciler) -> bool:
+    async def ssh_secret(self, job: Obj, status: Obj, now: dt.datetime, children: ChildOperations) -> bool:
         """Our generated Secret, or a check of the user's; True when the job must wait for the user's."""
         name = conveniences.ssh_secret(job)
         if name is None:

@@ -33,9 +33,9 @@ from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller import conditions, worker_roll
 from mpioperator.controller.builders.podspec import role_labels
-from mpioperator.controller.children import ChildReconciler
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING, truncate_message
+from mpioperator.controller.feature import ChildOperations
 from mpioperator.controller.phase import PENDING
 from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.problems import worker_endings
@@ -75,7 +75,7 @@ class Restarter:
         listers: Listers,
         writer: Writer,
         recorder: Recorder,
-        children: ChildReconciler,
+        children: ChildOperations,
         write_status: Callable[[Obj, Obj], Awaitable[bool]],
     ) -> None:
         self._l = listers
