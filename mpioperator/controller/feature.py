@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from mpioperator.api.objects import Obj
@@ -128,89 +128,105 @@ class Feature:
         """The status after its events are recorded, before it is written."""
 
 
-@dataclass(slots=True)
 class FeatureSet:
-    """The features in the order the sync asks them; built once (controller/features/__init__.py)."""
+    """The features in the order the sync asks them; built once (controller/features/__init__.py).
 
-    features: Sequence[Feature] = field(default_factory=list)
+    A hook asks only the features that override it: the others' no-op would cost a call each, at every
+    hook of every sync."""
+
+    def __init__(self, features: Sequence[Feature] = ()) -> None:
+        self.use(features)
+
+    def use(self, features: Sequence[Feature]) -> None:
+        self._features = list(features)
+        self._asked: dict[str, list[Feature]] = {}
+
+    def _with(self, hook: str) -> list[Feature]:
+        asked = self._asked.get(hook)
+        if asked is None:
+            default = getattr(Feature, hook)
+            asked = self._asked[hook] = [f for f in self._features if getattr(type(f), hook) is not default]
+        return asked
 
     async def guard(self, cached: Obj, job: Obj) -> Obj:
-        for feature in self.features:
+        for feature in self._with("guard"):
             cached = await feature.guard(cached, job)
         return cached
 
     async def on_deleting(self, cached: Obj, job: Obj) -> None:
-        for feature in self.features:
+        for feature in self._with("on_deleting"):
             await feature.on_deleting(cached, job)
 
     async def before_children(self, cached: Obj, job: Obj, now: dt.datetime, suspended: bool) -> Stop | None:
-        for feature in self.features:
+        for feature in self._with("before_children"):
             if (stop := await feature.before_children(cached, job, now, suspended)) is not None:
                 return stop
         return None
 
     async def with_launcher(self, job: Obj, launcher: Obj | None) -> bool:
         renew = False
-        for feature in self.features:
+        for feature in self._with("with_launcher"):
             renew = await feature.with_launcher(job, launcher) or renew
         return renew
 
     async def with_shared_children(self, job: Obj, now: dt.datetime) -> float | None:
         """The shortest wait any feature asks for; None when none waits."""
-        waits = [await feature.with_shared_children(job, now) for feature in self.features]
+        waits = [
+            await feature.with_shared_children(job, now) for feature in self._with("with_shared_children")
+        ]
         return min((w for w in waits if w is not None), default=None)
 
     async def before_pods(self, job: Obj, now: dt.datetime) -> bool:
         allowed = True
-        for feature in self.features:
+        for feature in self._with("before_pods"):
             allowed = await feature.before_pods(job, now) and allowed
         return allowed
 
     async def before_workers(self, job: Obj, launcher: Obj | None) -> None:
-        for feature in self.features:
+        for feature in self._with("before_workers"):
             await feature.before_workers(job, launcher)
 
     async def after_workers(
         self, job: Obj, launcher: Obj | None, workers: list[Obj]
     ) -> tuple[bool, Obj | None]:
         wait = False
-        for feature in self.features:
+        for feature in self._with("after_workers"):
             waits, launcher = await feature.after_workers(job, launcher, workers)
             wait = wait or waits
         return wait, launcher
 
     def launcher_created(self, job: Obj, launcher: Obj) -> None:
-        for feature in self.features:
+        for feature in self._with("launcher_created"):
             feature.launcher_created(job, launcher)
 
     def decorate_launcher(self, job: Obj, decorate: Decorator | None) -> Decorator | None:
-        for feature in self.features:
+        for feature in self._with("decorate_launcher"):
             decorate = feature.decorate_launcher(job, decorate)
         return decorate
 
     async def before_delete(self, job: Obj, pods: list[Obj]) -> None:
-        for feature in self.features:
+        for feature in self._with("before_delete"):
             await feature.before_delete(job, pods)
 
     async def after_clean_up(self, job: Obj) -> None:
-        for feature in self.features:
+        for feature in self._with("after_clean_up"):
             await feature.after_clean_up(job)
 
     async def follow(self, job: Obj, workers: list[Obj]) -> None:
-        for feature in self.features:
+        for feature in self._with("follow"):
             await feature.follow(job, workers)
 
     def failure_detail(self, job: Obj, detail: str) -> str:
-        for feature in self.features:
+        for feature in self._with("failure_detail"):
             detail = feature.failure_detail(job, detail)
         return detail
 
     def amend_status(self, status: Obj, now: dt.datetime) -> None:
-        for feature in self.features:
+        for feature in self._with("amend_status"):
             feature.amend_status(status, now)
 
     def describe(self, job: Obj, status: Obj, seen: Seen) -> None:
-        for feature in self.features:
+        for feature in self._with("describe"):
             feature.describe(job, status, seen)
 
 

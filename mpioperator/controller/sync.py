@@ -116,7 +116,7 @@ class JobSyncer:
             backend,
             self._settings.exec_agent_image,
         )
-        self._features.features = list(features(ports)) if features is not None else []
+        self._features.use(features(ports) if features is not None else [])
         self._step = ChildrenStep(self._children, self._features)
 
     def has_job(self, namespace: str, name: str) -> bool:
