@@ -21,6 +21,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from mpioperator.controller.features import default_features  # noqa: E402
 from mpioperator.controller.sync import JobSyncer, SyncSettings  # noqa: E402
 from mpioperator.podgroup.scheduler_plugins import SchedulerPluginsBackend  # noqa: E402
 from test.unit.controller import sync_fixtures as fx  # noqa: E402
@@ -93,6 +94,7 @@ async def _sync(footprint: Footprint) -> None:
         utcnow=scene.clock.utcnow,
         settings=SyncSettings(exec_agent_image="kubectl:1"),
         backend=SchedulerPluginsBackend("scheduler-plugins-scheduler"),
+        features=default_features,
     )
     sys.setprofile(footprint)
     try:

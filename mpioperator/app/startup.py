@@ -12,7 +12,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_e
 from mpioperator import __version__
 from mpioperator.app.options import Options
 from mpioperator.controller.controller import gang_backend
-from mpioperator.controller.exec_agent import OPERATOR_RIGHTS
+from mpioperator.controller.features.exec_agent import OPERATOR_RIGHTS
 from mpioperator.controller.watched import Scopes
 from mpioperator.controller.watched import watched as watched_resources
 from mpioperator.kube import errors

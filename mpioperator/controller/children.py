@@ -85,7 +85,7 @@ class ChildReconciler:
         self._backend: PodGroupBackend = backend or NullBackend()
         self._deleted = RecentlyDeleted()
         self._hostfiles = VerifiedConfigMaps()
-        # The exec launch agent's additions to the launcher's pod template (exec_agent.py), when allowed.
+        # The features' additions to the launcher's pod template (the exec agent's, when allowed).
         self._launcher_decorator = launcher_decorator or (lambda job, decorate: decorate)
         # Told which of a job's pods are about to be deleted (the exec agent's Role lets them go first).
         self._before_delete = before_delete

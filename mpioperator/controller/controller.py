@@ -25,6 +25,7 @@ from mpioperator.controller.decorators.host_waiter import DEFAULT_IMAGE as DEFAU
 from mpioperator.controller.enqueue import launcher_pod_ended, owning_mpijob_key, spec_changed
 from mpioperator.controller.errors import ControllerStopped, StatusConflict, SyncError
 from mpioperator.controller.events import EventRecorder
+from mpioperator.controller.features import default_features
 from mpioperator.controller.fence import FencedWriter
 from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
 from mpioperator.controller.metrics import JobMetrics
@@ -171,6 +172,7 @@ class MPIJobController:
                 max_restarts_cap=settings.max_restarts_cap,
             ),
             backend=self.backend,
+            features=default_features,
         )
         for informer in self._informers[MPIJOBS]:
             informer.add_event_handler(

@@ -6,8 +6,15 @@ One instance per registry, so tests use a private registry and the process uses 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
+from collections.abc import Callable
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+
+from mpioperator.api import constants as api
+from mpioperator.api.names import launcher_name
+from mpioperator.api.objects import Obj
+from mpioperator.controller import conditions
 
 _DURATION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
 _RECONCILE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -78,3 +85,30 @@ class JobMetrics:
         for result in RESULTS:
             with contextlib.suppress(KeyError):
                 self.job_duration.remove(namespace, result)
+
+    def observe(
+        self, job: Obj, old: Obj, new_status: Obj, launcher: Obj | None, utcnow: Callable[[], dt.datetime]
+    ) -> None:
+        """The series a sync's new status moves: the launcher's info, and a job that just finished or
+        just started running (`old`: the status the sync started from)."""
+        ns = job["metadata"].get("namespace", "")
+        if launcher is not None:
+            self.job_info.labels(launcher=launcher_name(job), namespace=ns).set(1)
+        start = conditions.parse_time(new_status.get("startTime"))
+        for cond_type, result in ((api.COND_SUCCEEDED, "succeeded"), (api.COND_FAILED, "failed")):
+            if conditions.is_true(new_status, cond_type) and not conditions.is_true(old, cond_type):
+                if cond_type == api.COND_SUCCEEDED:
+                    self.successful.inc()
+                elif (conditions.find(new_status, api.COND_FAILED) or {}).get("reason") != api.REASON_EVICTED:
+                    self.failed.inc()
+                end = conditions.parse_time(new_status.get("completionTime")) or utcnow()
+                if start is not None:
+                    self.job_duration.labels(namespace=ns, result=result).observe(
+                        max(0.0, (end - start).total_seconds())
+                    )
+        if conditions.is_true(new_status, api.COND_RUNNING) and not conditions.is_true(old, api.COND_RUNNING):
+            created = conditions.parse_time(job["metadata"].get("creationTimestamp"))
+            if created is not None:
+                self.time_to_running.labels(namespace=ns).observe(
+                    max(0.0, (utcnow() - created).total_seconds())
+                )

@@ -7,7 +7,7 @@ running mpirun, and a batch/v1 Job's pod template cannot be changed. So, for a j
 - before its launcher has started, workers made from another worker template are deleted and made again
   (all at once), and a launcher Job made from another launcher template is deleted and made again;
 - once the launcher runs, an edit restarts the whole job as one new attempt when the job also opted in to
-  whole-job restarts and has one left (restarts.py); otherwise it is refused with the
+  whole-job restarts and has one left (features/restarts.py); otherwise it is refused with the
   `TemplateChangeRefused` condition and one event, and the running pods keep their template.
 """
 
@@ -138,7 +138,7 @@ def refusal(job: Obj, edited: str) -> tuple[str, str] | None:
 
 class Rolls:
     """The sync's two steps for the annotation: the roll before the launcher starts, and the refusal
-    condition once it runs (the restart itself is restarts.py's)."""
+    condition once it runs (the restart itself is features/restarts.py's)."""
 
     def __init__(
         self,

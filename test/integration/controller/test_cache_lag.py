@@ -25,6 +25,7 @@ import pytest_asyncio
 from mpioperator.api.objects import Obj
 from mpioperator.clock import RealClock
 from mpioperator.controller.errors import SyncError
+from mpioperator.controller.features import default_features
 from mpioperator.controller.listers import StoreLister
 from mpioperator.controller.ports import Lister, Listers
 from mpioperator.controller.sync import JobSyncer, SyncResult
@@ -95,7 +96,14 @@ def new_leader(scene: Scene, unseen: Unseen = (), stale_jobs: Collection[Obj] = 
 
     listers = Listers(**{attr: lagging(res) for attr, res in _LISTED.items()})
     h = scene.h
-    return JobSyncer(listers, h.writer, h.controller.recorder, h.metrics, utcnow=RealClock().utcnow)
+    return JobSyncer(
+        listers,
+        h.writer,
+        h.controller.recorder,
+        h.metrics,
+        utcnow=RealClock().utcnow,
+        features=default_features,
+    )
 
 
 async def sync_as_new_leader(

@@ -25,6 +25,7 @@ from mpioperator.api.objects import Obj
 from mpioperator.clock import FakeClock
 from mpioperator.controller.builders import configmap, secret, service
 from mpioperator.controller.decorators import compose
+from mpioperator.controller.features import default_features
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.ports import Listers
 from mpioperator.controller.secret_cache import SECRET_CACHE_PROJECTION
@@ -188,6 +189,7 @@ class Scene:
             self.metrics,
             utcnow=self.clock.utcnow,
             settings=settings,
+            features=default_features,
         )
 
     async def sync(self, key: str | None = None) -> SyncResult:

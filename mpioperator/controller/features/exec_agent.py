@@ -24,7 +24,8 @@ from mpioperator.controller.builders.podspec import Decorator
 from mpioperator.controller.decorators import exec_agent_objects as exec_agent
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING
-from mpioperator.controller.exec_grants import FINALIZER, ROLE_BINDINGS, ROLES, ExecGrants
+from mpioperator.controller.feature import Feature, FeaturePorts
+from mpioperator.controller.features.exec_grants import FINALIZER, ROLE_BINDINGS, ROLES, ExecGrants
 from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.rejections import not_managed_message, refused
 from mpioperator.kube import errors
@@ -198,3 +199,32 @@ def _put(status: Obj, message: str, now: dt.datetime) -> bool:
     new = conditions.new_condition(COND_NOT_ALLOWED, conditions.TRUE, REASON_NOT_ALLOWED, message, now)
     status["conditions"] = [*others, new]
     return True
+
+
+class ExecAgentFeature(Feature):
+    def __init__(self, ports: FeaturePorts) -> None:
+        self._agent = ExecAgent(ports.listers, ports.writer, ports.recorder, ports.exec_agent_image)
+
+    async def guard(self, cached: Obj, job: Obj) -> Obj:
+        return await self._agent.guard(cached, job)  # its finalizer on (or off) the job
+
+    async def on_deleting(self, cached: Obj, job: Obj) -> None:
+        await self._agent.release(cached, job)  # the grants revoked before the finalizer goes
+
+    async def before_pods(self, job: Obj, now: dt.datetime) -> bool:
+        return await self._agent.prepare(job, job["status"], now)
+
+    async def after_workers(
+        self, job: Obj, launcher: Obj | None, workers: list[Obj]
+    ) -> tuple[bool, Obj | None]:
+        await self._agent.grant(job, workers)
+        return False, launcher
+
+    def decorate_launcher(self, job: Obj, decorate: Decorator | None) -> Decorator | None:
+        return self._agent.launcher_decorator(job, decorate)
+
+    async def before_delete(self, job: Obj, pods: list[Obj]) -> None:
+        await self._agent.withdraw(job, pods)
+
+    async def follow(self, job: Obj, workers: list[Obj]) -> None:
+        await self._agent.follow(job, workers)

@@ -15,7 +15,6 @@ from mpioperator.controller import conditions
 from mpioperator.controller.bounded import BoundedSet
 from mpioperator.controller.builders.launcher_job import HOSTFILE_PATH
 from mpioperator.controller.child_state import launcher_done
-from mpioperator.controller.children import ChildReconciler
 from mpioperator.controller.decorators.launcher_command import (
     command_line,
     generated_command,
@@ -24,6 +23,7 @@ from mpioperator.controller.decorators.launcher_command import (
 )
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import NORMAL, WARNING
+from mpioperator.controller.feature import ChildOperations, Feature, FeaturePorts, Seen
 from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.user_ssh_secret import UserSecretChecks
 from mpioperator.kube import errors
@@ -68,7 +68,7 @@ class Conveniences:
         self._user_secrets = UserSecretChecks(writer)
 
     # --- the user's own SSH Secret ------------------------------------------------------------------
-    async def ssh_secret(self, job: Obj, status: Obj, now: dt.datetime, children: ChildReconciler) -> bool:
+    async def ssh_secret(self, job: Obj, status: Obj, now: dt.datetime, children: ChildOperations) -> bool:
         """Our generated Secret, or a check of the user's; True when the job must wait for the user's."""
         name = conveniences.ssh_secret(job)
         if name is None:
@@ -164,3 +164,23 @@ class Conveniences:
         except errors.ApiError as exc:
             raise SyncError(f"deleting {res.plural} {meta['name']}: {exc.server_message}") from exc
         self._deleted.add(meta.get("uid", ""))
+
+
+class ConveniencesFeature(Feature):
+    def __init__(self, ports: FeaturePorts) -> None:
+        self._conveniences = Conveniences(ports.listers, ports.writer, ports.recorder)
+        self._children: ChildOperations = ports.children
+
+    async def with_launcher(self, job: Obj, launcher: Obj | None) -> bool:
+        await self._conveniences.end_debug_mode(job, launcher)
+        return await self._conveniences.renew_launcher_for_resume(job, launcher)
+
+    async def with_shared_children(self, job: Obj, now: dt.datetime) -> float | None:
+        waits = await self._conveniences.ssh_secret(job, job["status"], now, self._children)
+        return SECRET_RECHECK_SECONDS if waits else None
+
+    def launcher_created(self, job: Obj, launcher: Obj) -> None:
+        self._conveniences.launcher_created(job, launcher)
+
+    def describe(self, job: Obj, status: Obj, seen: Seen) -> None:
+        self._conveniences.debug_status(job, status, seen.launcher, seen.now)

@@ -14,6 +14,7 @@ from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING
+from mpioperator.controller.feature import Feature, FeaturePorts
 from mpioperator.controller.ports import Lister, Recorder, Writer
 from mpioperator.controller.rejections import not_managed_message, refused
 from mpioperator.kube import errors
@@ -156,3 +157,21 @@ class PodGroupReconciler:
                 pass
             except errors.ApiError as exc:
                 raise SyncError(f"deleting {res.kind}: {exc.server_message}") from exc
+
+
+class PodGroupsFeature(Feature):
+    def __init__(self, ports: FeaturePorts) -> None:
+        listers = ports.listers
+        self._pod_groups = PodGroupReconciler(
+            ports.backend, listers.pod_groups, listers.priority_classes, ports.writer, ports.recorder
+        )
+
+    async def before_workers(self, job: Obj, launcher: Obj | None) -> None:
+        if self._pod_groups.enabled:
+            # Before the workers, so their scheduler finds the gang already defined.
+            # A suspended launcher Job (a resume under WaitForWorkersReady) has no pod yet.
+            running = launcher is not None and not launcher.get("spec", {}).get("suspend")
+            await self._pod_groups.get_or_create(job, launcher_exists=running)
+
+    async def after_clean_up(self, job: Obj) -> None:
+        await self._pod_groups.delete(job)

@@ -33,9 +33,9 @@ from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller import conditions, worker_roll
 from mpioperator.controller.builders.podspec import role_labels
-from mpioperator.controller.children import ChildReconciler
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING, truncate_message
+from mpioperator.controller.feature import ChildOperations, Feature, FeaturePorts, Stop
 from mpioperator.controller.phase import PENDING
 from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.problems import worker_endings
@@ -75,7 +75,7 @@ class Restarter:
         listers: Listers,
         writer: Writer,
         recorder: Recorder,
-        children: ChildReconciler,
+        children: ChildOperations,
         write_status: Callable[[Obj, Obj], Awaitable[bool]],
     ) -> None:
         self._l = listers
@@ -283,3 +283,35 @@ def is_controlled_by_job_or_launcher(pod: Obj, job: Obj, launcher: Obj | None) -
         return True
     role = ((pod.get("metadata") or {}).get("labels") or {}).get(api.LABEL_JOB_ROLE)
     return role == api.ROLE_LAUNCHER
+
+
+# While an earlier attempt's children go, the job is looked at again this often (their delete events
+# enqueue it too; this covers a launcher pod whose Job is gone, which enqueues nothing).
+RESTART_RECHECK_SECONDS = 2.0
+
+
+class RestartsFeature(Feature):
+    def __init__(self, ports: FeaturePorts) -> None:
+        self._restarter = Restarter(
+            ports.listers, ports.writer, ports.recorder, ports.children, ports.write_status
+        )
+
+    async def before_children(self, cached: Obj, job: Obj, now: dt.datetime, suspended: bool) -> Stop | None:
+        """Nothing of a new attempt is made while anything of an earlier one is left."""
+        if not policy.labelled(job):
+            return None
+        failure = None if suspended else self._restarter.failure(job) or self._restarter.edited(job)
+        if failure is not None:
+            await self._restarter.restart(cached, job, failure, now)
+            return Stop(RESTART_RECHECK_SECONDS, new_attempt=True)
+        if await self._restarter.clear_earlier(job):
+            return Stop(RESTART_RECHECK_SECONDS)
+        if not suspended and (left := self._restarter.waiting(job, now)) is not None:
+            return Stop(left)  # the restart's back-off (status.nextAttemptTime)
+        return None
+
+    def failure_detail(self, job: Obj, detail: str) -> str:
+        return self._restarter.note_exhausted(job, detail)
+
+    def amend_status(self, status: Obj, now: dt.datetime) -> None:
+        self._restarter.settle(status, now)

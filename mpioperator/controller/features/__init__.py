@@ -1,0 +1,25 @@
+"""Our extensions' controller side, each a `Feature` (controller/feature.py), built and ordered here.
+
+The order is the order the sync asks them at each hook: the exec launch agent first (its RBAC grants come
+before anything deletes or rolls a pod), the whole-job restart, the conveniences, the gang's PodGroup, and
+the worker roll last (it describes the status after debug mode has).
+"""
+
+from __future__ import annotations
+
+from mpioperator.controller.feature import Feature, FeaturePorts
+from mpioperator.controller.features.conveniences import ConveniencesFeature
+from mpioperator.controller.features.exec_agent import ExecAgentFeature
+from mpioperator.controller.features.pod_groups import PodGroupsFeature
+from mpioperator.controller.features.restarts import RestartsFeature
+from mpioperator.controller.features.worker_roll import WorkerRollFeature
+
+
+def default_features(ports: FeaturePorts) -> list[Feature]:
+    return [
+        ExecAgentFeature(ports),
+        RestartsFeature(ports),
+        ConveniencesFeature(ports),
+        PodGroupsFeature(ports),
+        WorkerRollFeature(ports),
+    ]
