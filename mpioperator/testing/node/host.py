@@ -74,9 +74,21 @@ def iptables_snapshot() -> dict[str, list[str]]:
 
 
 def add_nat_rule(rule: Sequence[str]) -> None:
+    add_rule("nat", rule)
+
+
+def add_rule(table: str, rule: Sequence[str], *, first: bool = False) -> None:
+    """Append (or, `first`, insert at the top) a rule unless it is there already."""
     chain, spec = rule[0], list(rule[1:])
-    if run(["iptables", "-w", "-t", "nat", "-C", chain, *spec], check=False).returncode != 0:
-        run(["iptables", "-w", "-t", "nat", "-A", chain, *spec])
+    if run(["iptables", "-w", "-t", table, "-C", chain, *spec], check=False).returncode != 0:
+        run(["iptables", "-w", "-t", table, "-I" if first else "-A", chain, *spec])
+
+
+def delete_rule(table: str, rule: Sequence[str]) -> None:
+    """Every copy of the rule."""
+    chain, spec = rule[0], list(rule[1:])
+    while run(["iptables", "-w", "-t", table, "-C", chain, *spec], check=False).returncode == 0:
+        run(["iptables", "-w", "-t", table, "-D", chain, *spec])
 
 
 def remove_rules_tagged(tag: str) -> None:
