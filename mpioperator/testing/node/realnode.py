@@ -145,6 +145,9 @@ class RealNode:
         )
 
     def _start_containerd(self, cluster: ControlPlane, layout: NodeLayout) -> None:
+        # A killed containerd leaves its socket file, which would pass for a serving one below and let the
+        # kubelet start against a socket that refuses it (the kubelet then exits).
+        layout.containerd_socket.unlink(missing_ok=True)
         proc = cluster.spawn_component(self.component("containerd"), config.containerd_argv(layout))
         self._containerd = proc
 
