@@ -10,6 +10,7 @@ teardown checks that neither node left anything on the host.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -275,10 +276,17 @@ def test_a_kubelet_restarted_under_a_running_job_leaves_it_to_succeed_without_a_
     assert second.name in {node for _, node in before.values()}, before
     timeline = Timeline()
 
+    restarted_at = dt.datetime.now(dt.UTC)
     second.restart_kubelet(two_nodes)
     timeline.mark(f"kubelet of {second.name} restarted")
+    # The Node stays Ready through a short restart; the new kubelet shows itself by renewing the Lease.
+    wait_for(
+        lambda: lease_renewed(two_nodes, second) > restarted_at,
+        timeout=30,
+        what=f"the new kubelet of {second.name} to renew its Lease",
+    )
     second.wait_ready(two_nodes)
-    timeline.mark(f"{second.name} Ready")
+    timeline.mark(f"{second.name}'s Lease renewed by the new kubelet, node Ready")
     done = finished(job, operator, timeout=120)
     timeline.mark(f"finished: {done['type']}")
 
@@ -290,6 +298,11 @@ def test_a_kubelet_restarted_under_a_running_job_leaves_it_to_succeed_without_a_
     assert after == before
     log = launcher_log(two_nodes, ns, "kubelet")
     assert f"step {STEPS - 1} sum 3" in log, log
+
+
+def lease_renewed(cluster: LocalCluster, node: RealNode) -> dt.datetime:
+    lease = cluster.rest.get(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node.name}")
+    return dt.datetime.fromisoformat(lease["spec"]["renewTime"])
 
 
 def taints(cluster: LocalCluster, node: RealNode) -> list[dict[str, Any]]:

@@ -85,6 +85,8 @@ class RealNodes:
         """Every bridge first (CoreDNS binds all their addresses), then the shared services, then each
         node's containerd and kubelet; returns once every node is Ready."""
         assert self._root is not None, "prepare() first"
+        if len(self.nodes) > 1:
+            host.enable_forwarding()
         before = host.iptables_snapshot()
         for node in self.nodes:
             node.claim_host(cluster, before)

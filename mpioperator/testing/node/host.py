@@ -64,6 +64,16 @@ def bridge_ports(bridge: str) -> list[str]:
     return sorted(os.listdir(directory)) if directory.exists() else []
 
 
+IP_FORWARD = Path("/proc/sys/net/ipv4/ip_forward")
+
+
+def enable_forwarding() -> None:
+    """Pods on two nodes' bridges reach each other only through the host's forwarding. Left on afterwards:
+    it is the host's setting (Docker and every Kubernetes node turn it on too), not the node's."""
+    if IP_FORWARD.read_text().strip() != "1":
+        IP_FORWARD.write_text("1\n")
+
+
 def iptables_rules(table: str) -> list[str]:
     """`iptables -S` lines of one table: chains (-N/-P) and rules (-A), without counters."""
     return run(["iptables", "-w", "-t", table, "-S"]).stdout.splitlines()
