@@ -300,6 +300,48 @@ def test_a_kubelet_restarted_under_a_running_job_leaves_it_to_succeed_without_a_
     assert f"step {STEPS - 1} sum 3" in log, log
 
 
+def test_a_rank_killed_by_the_kernels_oom_killer_fails_the_job_naming_the_worker_and_the_signal(
+    two_nodes: LocalCluster, ns: str, operator: OperatorProcess
+) -> None:
+    """Rank 1 allocates past its worker's 128 Mi memory limit and the kernel's OOM killer
+    kills it. Only the rank dies (the largest process in the container's cgroup), not the worker's sshd,
+    so Kubernetes never reports the container OOMKilled: what the user learns comes from mpirun, through
+    the launcher's termination message, in the job's Failed condition."""
+    first, second = nodes_of(two_nodes)
+    hog = "from mpi4py import MPI; MPI.COMM_WORLD.Get_rank() == 1 and bytearray(512 << 20); MPI.COMM_WORLD.Barrier()"
+    body = spread_job("oom", ["mpirun", "-n", "2", PYTHON, "-c", hog], launcher_node=first.name)
+    worker = body["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    worker["resources"] = {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}}
+    job = Job(two_nodes, ns, "oom").submit(body)
+
+    done = finished(job, operator, timeout=150)
+
+    status = (job.get() or {}).get("status") or {}
+    events = two_nodes.kubectl("-n", ns, "get", "events", "--field-selector", "involvedObject.name=oom")
+    print(f"conditions: {status.get('conditions')}\nevents:\n{events.stdout}")
+    workers = {p["metadata"]["name"]: p for p in job.pods("worker")}
+    print({name: p["spec"]["nodeName"] for name, p in workers.items()})
+    assert done["type"] == "Failed", f"{done}\n{diagnosis(job)}"
+    killed = [name for name, p in workers.items() if oom_kills(p) > 0]
+    assert killed == ["oom-worker-1"], {name: oom_kills(p) for name, p in workers.items()}
+    assert sorted(p["spec"]["nodeName"] for p in workers.values()) == sorted([first.name, second.name])
+    assert "oom-worker-1" in done["message"] and "signal 9" in done["message"], done
+
+
+def oom_kills(pod: dict[str, Any]) -> int:
+    """The kernel's count of OOM kills in the pod's memory cgroups (cgroup v1 `memory.oom_control`)."""
+    total = 0
+    for mount in host.cgroup_mounts():
+        for control in mount.glob(
+            f"mpioperator-*/kubepods/**/pod{pod['metadata']['uid']}/**/memory.oom_control"
+        ):
+            for line in control.read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    total += int(value)
+    return total
+
+
 def lease_renewed(cluster: LocalCluster, node: RealNode) -> dt.datetime:
     lease = cluster.rest.get(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node.name}")
     return dt.datetime.fromisoformat(lease["spec"]["renewTime"])
