@@ -300,6 +300,49 @@ def test_a_kubelet_restarted_under_a_running_job_leaves_it_to_succeed_without_a_
     assert f"step {STEPS - 1} sum 3" in log, log
 
 
+@pytest.mark.parametrize("policy", [restarts.ON_WORKER_FAILURE, None], ids=["on-worker-failure", "no-policy"])
+def test_draining_a_workers_node_restarts_the_job_on_the_node_left_or_fails_it_without_a_policy(
+    two_nodes: LocalCluster, ns: str, operator: OperatorProcess, policy: str | None
+) -> None:
+    """`kubectl drain` of the node of one worker mid-run evicts it (the kubelet ends it: its sshd goes, and
+    mpirun with it). With `OnWorkerFailure` the job restarts as a whole with both workers on the node left
+    (the cordoned node takes none) and Succeeds; without a policy it Fails, as upstream's."""
+    first, second = nodes_of(two_nodes)
+    name = "drain" if policy else "drain-np"
+    body = spread_job(name, ["mpirun", "-n", "2", PYTHON, "-c", LOOP], launcher_node=first.name)
+    if policy:
+        body["metadata"]["annotations"] = {restarts.RESTART_POLICY: policy, restarts.RESTART_BACKOFF: "1"}
+    job = Job(two_nodes, ns, name).submit(body)
+    wait_for(lambda: "step 2 " in launcher_log(two_nodes, ns, name), timeout=120, what="the job's step 2")
+    before = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in job.pods("worker")}
+    drained = [pod for pod, node in before.items() if node == second.name]
+    assert len(drained) == 1, before
+    timeline = Timeline()
+    try:
+        two_nodes.kubectl(
+            "drain", second.name, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=90s"
+        )
+        timeline.mark(f"{second.name} drained")
+        done = finished(job, operator, timeout=150)
+        timeline.mark(f"finished: {done['type']}")
+    finally:
+        two_nodes.kubectl("uncordon", second.name)
+
+    status = (job.get() or {}).get("status") or {}
+    events = two_nodes.kubectl("-n", ns, "get", "events", "--field-selector", f"involvedObject.name={name}")
+    after = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in job.pods("worker")}
+    print(f"timeline:\n{timeline}\nconditions: {status.get('conditions')}\nevents:\n{events.stdout}")
+    print(f"workers before: {before}, after: {after}")
+    if policy:
+        assert done["type"] == "Succeeded", f"{done}\n{diagnosis(job)}"
+        assert status.get("restarts") == 1, status
+        assert set(after.values()) == {first.name}, after
+        assert f"worker {drained[0]} was deleted" in events.stdout, events.stdout
+    else:
+        assert done["type"] == "Failed", f"{done}\n{diagnosis(job)}"
+        assert "restarts" not in status, status
+
+
 def test_a_rank_killed_by_the_kernels_oom_killer_fails_the_job_naming_the_worker_and_the_signal(
     two_nodes: LocalCluster, ns: str, operator: OperatorProcess
 ) -> None:
