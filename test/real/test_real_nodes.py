@@ -218,9 +218,9 @@ def test_a_job_whose_workers_node_is_lost_restarts_as_a_whole_on_the_node_left_a
     on_lost = [name for name, node in before.items() if node == lost.name]
     timeline = Timeline()
 
-    lost.power_off()
-    timeline.mark(f"{lost.name} powered off (traffic dropped, kubelet, containerd, containers killed)")
     try:
+        lost.power_off()
+        timeline.mark(f"{lost.name} powered off (traffic dropped, kubelet, containerd, containers killed)")
         wait_for(lambda: not two_nodes.node_is_ready(lost.name), timeout=40, what=f"{lost.name} NotReady")
         timeline.mark(f"{lost.name} NotReady")
         restarting = wait_for(lambda: job.condition("Restarting"), timeout=60, what="the whole-job restart")

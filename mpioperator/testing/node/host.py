@@ -189,11 +189,20 @@ def kill_pids(pids: Iterable[int], *, timeout: float = 15.0) -> list[int]:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + timeout
-    alive = [p for p in pids if pid_alive(p)]
+    alive = [p for p in pids if _still_alive(p)]
     while alive and time.monotonic() < deadline:
         time.sleep(0.05)
-        alive = [p for p in alive if pid_alive(p)]
+        alive = [p for p in alive if _still_alive(p)]
     return alive
+
+
+def _still_alive(pid: int) -> bool:
+    """pid_alive, for a process we just killed: its /proc directory can go between pid_alive's kill(0) and
+    its look at the threads, and that is the answer we wait for, not an error."""
+    try:
+        return pid_alive(pid)
+    except FileNotFoundError:
+        return False
 
 
 def pids_with_argument(fragment: str) -> list[int]:
