@@ -343,6 +343,42 @@ def test_draining_a_workers_node_restarts_the_job_on_the_node_left_or_fails_it_w
         assert "restarts" not in status, status
 
 
+def test_a_partition_of_20_seconds_between_the_nodes_stalls_the_job_which_then_succeeds_without_a_restart(
+    two_nodes: LocalCluster, ns: str, operator: OperatorProcess
+) -> None:
+    """The pods of real-node-c lose every packet to and from the other node for 20 s mid-run (the nodes stay
+    Ready: the kubelets reach the API server on the host). TCP retransmits across the gap, so mpirun does
+    not fail: the job, which would restart on any worker failure, stalls and then Succeeds with no
+    restart. (A partition longer than TCP's retransmission timeout, about 15 minutes, is out of a test's
+    reach.)"""
+    first, second = nodes_of(two_nodes)
+    body = spread_job("split", ["mpirun", "-n", "2", PYTHON, "-c", LOOP], launcher_node=first.name)
+    body["metadata"]["annotations"] = {restarts.RESTART_POLICY: restarts.ON_WORKER_FAILURE}
+    job = Job(two_nodes, ns, "split").submit(body)
+    wait_for(lambda: "step 2 " in launcher_log(two_nodes, ns, "split"), timeout=120, what="the job's step 2")
+    timeline = Timeline()
+    second.partition()
+    timeline.mark(f"{second.name}'s pods partitioned from {first.name}'s")
+    try:
+        stalled_at = launcher_log(two_nodes, ns, "split").count("step ")
+        # Wall time on purpose: the partition lasts as long as a real one would; the job's own progress is
+        # what is watched meanwhile.
+        time.sleep(20)
+        stalled = launcher_log(two_nodes, ns, "split").count("step ")
+    finally:
+        second.heal()
+    timeline.mark(f"partition healed; steps done before/after the 20 s: {stalled_at}/{stalled}")
+    done = finished(job, operator, timeout=120)
+    timeline.mark(f"finished: {done['type']}")
+
+    status = (job.get() or {}).get("status") or {}
+    print(f"timeline:\n{timeline}\nconditions: {status.get('conditions')}")
+    assert stalled - stalled_at <= 1, (stalled_at, stalled)
+    assert done["type"] == "Succeeded", f"{done}\n{diagnosis(job)}"
+    assert "restarts" not in status, status
+    assert two_nodes.node_is_ready(second.name)
+
+
 def test_a_rank_killed_by_the_kernels_oom_killer_fails_the_job_naming_the_worker_and_the_signal(
     two_nodes: LocalCluster, ns: str, operator: OperatorProcess
 ) -> None:

@@ -186,12 +186,21 @@ class RealNode:
 
     # -- faults ---------------------------------------------------------------------------------------
 
+    def partition(self) -> None:
+        """Cut the node's pods off from every other node's (their packets dropped in the host's FORWARD
+        chain, no reset, no ICMP); the kubelet still reaches the API server, so the node stays Ready."""
+        for rule in config.isolation_rules(self.network):
+            host.add_rule("filter", rule, first=True)
+
+    def heal(self) -> None:
+        for rule in config.isolation_rules(self.network):
+            host.delete_rule("filter", rule)
+
     def power_off(self) -> None:
         """The node is lost as a machine is when it dies: its pods' traffic dropped first (so no peer gets a
         reset from a dying process), then its kubelet, containerd, shims and every container killed."""
         layout, _ = self._prepared()
-        for rule in config.isolation_rules(self.network):
-            host.add_rule("filter", rule, first=True)
+        self.partition()
         for proc in (self._kubelet, self._containerd):
             if proc is not None:
                 proc.kill()
@@ -207,8 +216,7 @@ class RealNode:
         layout, _ = self._prepared()
         self._start_containerd(cluster, layout)
         self._start_kubelet(cluster, layout)
-        for rule in config.isolation_rules(self.network):
-            host.delete_rule("filter", rule)
+        self.heal()
 
     def restart_kubelet(self, cluster: ControlPlane) -> None:
         """Stop the kubelet (SIGTERM, as systemd would on a restart) and start it again; its pods run on."""
