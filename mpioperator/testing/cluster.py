@@ -3,9 +3,10 @@
 Tiers:
 - ``apiserver``: etcd + kube-apiserver (envtest's model; tests play kubelet and controllers).
 - ``full``: + kube-controller-manager, kube-scheduler and kwok managing fake nodes.
-- ``real``: the full tier plus one real node (containerd, CNI bridge, CoreDNS, kubelet; root only) whose
-  images come from a local registry; kwok nodes, if asked for, are tainted so that only pods that tolerate
-  ``kwok.x-k8s.io/node`` land on them.
+- ``real``: the full tier plus real nodes (one unless ``real_nodes`` asks for more; each its own
+  containerd, CNI bridge and kubelet, all sharing one CoreDNS and one local registry for their images;
+  root only); kwok nodes, if asked for, are tainted so that only pods that tolerate
+  ``kwok.x-k8s.io/node`` land on them. ``node_lifecycle`` shortens how soon a lost node is NotReady.
 
 The full tier can also run a second scheduler, scheduler-plugins with Coscheduling (gang scheduling), next
 to the vanilla one: ``LocalCluster("full", scheduler_plugins=True)`` installs the PodGroup CRD and serves
@@ -37,6 +38,7 @@ from mpioperator.testing.binaries import (
     find_scheduler_plugins,
     scheduler_plugins_crd,
 )
+from mpioperator.testing.node.fleet import RealNodes
 from mpioperator.testing.node.realnode import RealNode
 from mpioperator.testing.node.settings import NodeNetwork
 from mpioperator.testing.node.teardown import NodeState, sweep
@@ -95,15 +97,25 @@ class LocalCluster:
         workload_gang: bool = False,
         node_network: NodeNetwork | None = None,
         node_images: Collection[str] | None = None,
+        real_nodes: int = 1,
+        first_real_node: int = 0,
+        node_lifecycle: components.NodeLifecycle | None = None,
     ):
         if scheduler_plugins and tier != "full":
             raise ValueError("scheduler_plugins needs the full tier (pods, nodes and a scheduler to compete)")
         if volcano and (tier != "full" or scheduler_plugins):
             raise ValueError("volcano needs the full tier, and no second gang scheduler beside it")
         self.tier: Tier = tier
-        self.node: RealNode | None = None
+        self.node_lifecycle = node_lifecycle or components.NodeLifecycle()
+        self.real_nodes: RealNodes | None = None
         if tier == "real":
-            self.node = RealNode(network=node_network, images=node_images)
+            self.real_nodes = RealNodes(
+                real_nodes,
+                network=node_network,
+                images=node_images,
+                lease_seconds=self.node_lifecycle.lease_seconds,
+                offset=first_real_node,
+            )
         self.volcano = volcano
         # Kubernetes' own gang scheduling: the Workload API served, kube-scheduler's GangScheduling plugin on.
         self.workload_gang = workload_gang
@@ -129,6 +141,11 @@ class LocalCluster:
         self.startup_seconds = 0.0
 
     # -- public surface -------------------------------------------------------------------------------
+
+    @property
+    def node(self) -> RealNode | None:
+        """The first real node (the only one unless more were asked for)."""
+        return self.real_nodes.nodes[0] if self.real_nodes is not None else None
 
     @property
     def binaries(self) -> Binaries:
@@ -228,13 +245,14 @@ class LocalCluster:
         try:
             pki.write_service_account_key(layout.sa_key)
             self.token = pki.write_admin_token(layout.tokens)
-            node_flags = self.node.prepare(root, layout.pki) if self.node is not None else []
+            nodes = self.real_nodes
+            node_flags = nodes.prepare(root, layout.pki) if nodes is not None else []
             self._start_etcd(bins, layout)
             self._start_apiserver(bins, layout, node_flags)
             if self.tier in ("full", "real"):
                 self._start_full_tier(bins, layout, pod_group_crd=crd)
-            if self.node is not None:
-                self.node.start(self, find_node_binaries())
+            if nodes is not None:
+                nodes.start(self, find_node_binaries())
         except BaseException:
             tails = self.logs_tail()
             self.stop()
@@ -245,8 +263,8 @@ class LocalCluster:
 
     def stop(self) -> None:
         """Stop every component in reverse start order and remove the working directory."""
-        if self.node is not None:
-            self.node.stop(self if self._rest is not None else None)
+        if self.real_nodes is not None:
+            self.real_nodes.stop(self if self._rest is not None else None)
         for proc in reversed(list(self._procs.values())):
             proc.stop()
         self._procs.clear()
@@ -376,7 +394,10 @@ class LocalCluster:
     ) -> None:
         gang = self.workload_gang
         self._spawn(
-            "kube-controller-manager", components.controller_manager_argv(bins, layout, workload_gang=gang)
+            "kube-controller-manager",
+            components.controller_manager_argv(
+                bins, layout, workload_gang=gang, lifecycle=self.node_lifecycle
+            ),
         )
         self._spawn("kube-scheduler", components.scheduler_argv(bins, layout, workload_gang=gang))
         stages = resources.files("mpioperator.testing").joinpath("kwok/stages.yaml")
@@ -445,9 +466,8 @@ def _sweep_abandoned_workdirs() -> None:
         except (OSError, ValueError):
             continue
         if not pid_alive(owner):
-            # A real node's containers, mounts and network outlive a killed owner: undo them first.
-            node_state = directory / "node" / "node-state.json"
-            if node_state.exists():
+            # Real nodes' containers, mounts and network outlive a killed owner: undo them first.
+            for node_state in sorted(directory.glob("node*/node-state.json")):
                 sweep(NodeState.read(node_state))
             shutil.rmtree(directory, ignore_errors=True)
 

@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from mpioperator.testing.binaries import BinariesUnavailable, run_build_script
 from mpioperator.testing.images.versions import pinned
+from mpioperator.testing.plane import ControlPlane
 from mpioperator.testing.podgroup_crds import module_dir
 from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import wait_for
-
-if TYPE_CHECKING:
-    from mpioperator.testing.cluster import LocalCluster
 
 NAME = "volcano-scheduler"
 SCHEDULER_NAME = "volcano"
@@ -68,7 +65,7 @@ def crd_paths() -> list[Path]:
     return [bases / name for name in CRDS]
 
 
-def start(cluster: LocalCluster, binary: Path, root: Path) -> None:
+def start(cluster: ControlPlane, binary: Path, root: Path) -> None:
     """Serve Volcano's CRDs, run its scheduler, and open the default queue it creates."""
     for crd in crd_paths():
         cluster.kubectl("apply", "--server-side", "-f", str(crd))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,7 @@ def kubelet_config(
     serving_cert: Path,
     serving_key: Path,
     cgroup_root: str,
+    lease_seconds: int = 40,
 ) -> dict[str, Any]:
     """KubeletConfiguration for this machine (cgroup v1, no swap accounting, no CAP_SYS_RESOURCE).
 
@@ -154,6 +156,9 @@ def kubelet_config(
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
         "nodeStatusReportFrequency": "10s",
+        # The kubelet renews its Lease every quarter of this; a cluster that must see a lost node soon
+        # (the fault tests) shortens it together with the controller-manager's grace period.
+        "nodeLeaseDurationSeconds": lease_seconds,
         "staticPodPath": "",
         "logging": {"format": "text"},
     }
@@ -176,12 +181,13 @@ def containerd_argv(layout: NodeLayout) -> list[str]:
     return ["containerd", f"--config={layout.containerd_config}", "--log-level=warn"]
 
 
-def corefile(network: NodeNetwork, *, kubeconfig: Path, health_port: int, ready_port: int) -> str:
-    """Cluster DNS on the node's address: Service and pod names from the API server, the rest forwarded."""
+def corefile(addresses: Sequence[str], *, kubeconfig: Path, health_port: int, ready_port: int) -> str:
+    """Cluster DNS on every real node's address (one server for all of them, each kubelet naming its own
+    node's address): Service and pod names from the API server, the rest forwarded."""
     return "\n".join(
         [
             ".:53 {",
-            f"    bind {network.gateway}",
+            f"    bind {' '.join(addresses)}",
             "    errors",
             f"    health 127.0.0.1:{health_port}",
             f"    ready 127.0.0.1:{ready_port}",
@@ -200,8 +206,8 @@ def corefile(network: NodeNetwork, *, kubeconfig: Path, health_port: int, ready_
     )
 
 
-def coredns_argv(binary: Path, layout: NodeLayout) -> list[str]:
-    return [str(binary), "-conf", str(layout.corefile)]
+def coredns_argv(binary: Path, corefile: Path) -> list[str]:
+    return [str(binary), "-conf", str(corefile)]
 
 
 def apiserver_dnat_rule(network: NodeNetwork, *, service_ip: str, api_port: int) -> list[str]:
@@ -226,6 +232,14 @@ def apiserver_dnat_rule(network: NodeNetwork, *, service_ip: str, api_port: int)
         "--to-destination",
         f"{network.gateway}:{api_port}",
     ]
+
+
+def isolation_rules(network: NodeNetwork) -> list[list[str]]:
+    """FORWARD rules that drop every packet to and from the node's pods: from the rest of the cluster the
+    node is as gone as a machine whose power or link failed (no reset, no ICMP), which is what mpirun and
+    the TCP connections to the node's pods then meet. Tagged like the node's other rules for teardown."""
+    tag = ["-m", "comment", "--comment", network.tag, "-j", "DROP"]
+    return [["FORWARD", "-s", network.subnet, *tag], ["FORWARD", "-d", network.subnet, *tag]]
 
 
 def dump_json(value: Any) -> str:

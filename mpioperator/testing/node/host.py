@@ -64,6 +64,16 @@ def bridge_ports(bridge: str) -> list[str]:
     return sorted(os.listdir(directory)) if directory.exists() else []
 
 
+IP_FORWARD = Path("/proc/sys/net/ipv4/ip_forward")
+
+
+def enable_forwarding() -> None:
+    """Pods on two nodes' bridges reach each other only through the host's forwarding. Left on afterwards:
+    it is the host's setting (Docker and every Kubernetes node turn it on too), not the node's."""
+    if IP_FORWARD.read_text().strip() != "1":
+        IP_FORWARD.write_text("1\n")
+
+
 def iptables_rules(table: str) -> list[str]:
     """`iptables -S` lines of one table: chains (-N/-P) and rules (-A), without counters."""
     return run(["iptables", "-w", "-t", table, "-S"]).stdout.splitlines()
@@ -74,9 +84,21 @@ def iptables_snapshot() -> dict[str, list[str]]:
 
 
 def add_nat_rule(rule: Sequence[str]) -> None:
+    add_rule("nat", rule)
+
+
+def add_rule(table: str, rule: Sequence[str], *, first: bool = False) -> None:
+    """Append (or, `first`, insert at the top) a rule unless it is there already."""
     chain, spec = rule[0], list(rule[1:])
-    if run(["iptables", "-w", "-t", "nat", "-C", chain, *spec], check=False).returncode != 0:
-        run(["iptables", "-w", "-t", "nat", "-A", chain, *spec])
+    if run(["iptables", "-w", "-t", table, "-C", chain, *spec], check=False).returncode != 0:
+        run(["iptables", "-w", "-t", table, "-I" if first else "-A", chain, *spec])
+
+
+def delete_rule(table: str, rule: Sequence[str]) -> None:
+    """Every copy of the rule."""
+    chain, spec = rule[0], list(rule[1:])
+    while run(["iptables", "-w", "-t", table, "-C", chain, *spec], check=False).returncode == 0:
+        run(["iptables", "-w", "-t", table, "-D", chain, *spec])
 
 
 def remove_rules_tagged(tag: str) -> None:
@@ -183,11 +205,20 @@ def kill_pids(pids: Iterable[int], *, timeout: float = 15.0) -> list[int]:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + timeout
-    alive = [p for p in pids if pid_alive(p)]
+    alive = [p for p in pids if _still_alive(p)]
     while alive and time.monotonic() < deadline:
         time.sleep(0.05)
-        alive = [p for p in alive if pid_alive(p)]
+        alive = [p for p in alive if _still_alive(p)]
     return alive
+
+
+def _still_alive(pid: int) -> bool:
+    """pid_alive, for a process we just killed: its /proc directory can go between pid_alive's kill(0) and
+    its look at the threads, and that is the answer we wait for, not an error."""
+    try:
+        return pid_alive(pid)
+    except FileNotFoundError:
+        return False
 
 
 def pids_with_argument(fragment: str) -> list[int]:

@@ -1,77 +1,38 @@
-"""One real node joined to a LocalCluster: containerd + runc + CNI bridge + CoreDNS + kubelet, with images
-from a local registry that stands in for docker.io and registry.k8s.io.
+"""One real node of a LocalCluster: its bridge and pod subnet, its cgroup root, its containerd (own root,
+state and socket) and its kubelet. What all nodes of a cluster share (the CA, the registry, CoreDNS) is
+in services.py; fleet.py starts and stops the nodes together.
 
-Start-up is split around the API server: `prepare()` writes the certificates the API server must be started
-with (the CA it trusts for client certificates, its own client certificate for kubelets), `start()` brings
-the node up once the control plane runs. `stop()` drains the node and then sweeps the host (teardown.py).
+Start-up is split around the API server: `prepare()` takes the host's slot for the node's bridge and issues
+its certificates, `claim_host()` sets up its bridge, cgroup root and DNAT rule, `start()` runs containerd
+and the kubelet, `wait_ready()` waits for the Node to be Ready. `stop_processes()` then `sweep()` undo it.
+The faults the tests inject (`power_off`, `power_on`, `restart_kubelet`) act on this node alone.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
-import sys
 import time
-import urllib.request
-from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from mpioperator.testing.cachedir import cache_dir
-from mpioperator.testing.images.ensure import ensure_images
 from mpioperator.testing.node import config, host, slot
-from mpioperator.testing.node.settings import (
-    KUBERNETES_SERVICE_IP,
-    NODE_NAME,
-    NodeLayout,
-    NodeNetwork,
-)
+from mpioperator.testing.node.requirements import NodeUnavailable, host_problem
+from mpioperator.testing.node.settings import KUBERNETES_SERVICE_IP, NodeLayout, NodeNetwork
 from mpioperator.testing.node.teardown import NodeState, sweep
+from mpioperator.testing.nodes import node_is_ready
 from mpioperator.testing.pki import CertificateAuthority, Pair, write_cert_kubeconfig
-from mpioperator.testing.ports import free_port, free_ports
+from mpioperator.testing.plane import ControlPlane
+from mpioperator.testing.ports import free_port
 from mpioperator.testing.process import ManagedProcess
-from mpioperator.testing.registry import LocalRegistry
 from mpioperator.testing.wait import wait_for
 
-if TYPE_CHECKING:
-    from mpioperator.testing.cluster import LocalCluster
-
-REQUIRED_COMMANDS = {
-    "containerd": "containerd",
-    "runc": "runc",
-    "iptables": "iptables",
-    "ip": "iproute2",
-    "ctr": "containerd",
-}
-
-
-class NodeUnavailable(RuntimeError):
-    """This machine cannot run a real node; the message says why and what to do."""
-
-
-def host_problem() -> str | None:
-    """Why a real node cannot run here, in one line, or None."""
-    if sys.platform != "linux":
-        return "a real node needs Linux"
-    if os.geteuid() != 0:
-        return "a real node needs root (containerd, the kubelet and the CNI bridge change host networking)"
-    missing = sorted({pkg for cmd, pkg in REQUIRED_COMMANDS.items() if shutil.which(cmd) is None})
-    if not (config.CNI_BIN_DIR / "bridge").exists():
-        missing.append("containernetworking-plugins")
-    if missing:
-        packages = " ".join(missing)
-        return f"missing packages for a real node: apt-get install {packages} (or run hack/setup-node.sh)"
-    if not host.cgroup_mounts():
-        return "no cgroup hierarchy is mounted"
-    return None
+# Kept importable from here, where callers have always found them.
+__all__ = ["NodeCertificates", "NodeUnavailable", "RealNode", "host_problem"]
 
 
 @dataclass(frozen=True)
 class NodeCertificates:
     ca: Path
-    apiserver_kubelet_client: Pair
     kubelet_client: Pair
     kubelet_serving: Pair
 
@@ -80,75 +41,68 @@ class RealNode:
     def __init__(
         self,
         *,
-        network: NodeNetwork | None = None,
-        node_name: str = NODE_NAME,
-        registry_storage: Path | None = None,
+        network: NodeNetwork,
+        name: str,
+        directory: str = "node",
+        component_suffix: str = "",
         lock_timeout: float = 900.0,
-        images: Collection[str] | None = None,
+        lease_seconds: int = 40,
     ) -> None:
-        self.network = network or NodeNetwork.from_env()
-        self.name = node_name
-        self._registry_storage = registry_storage
+        self.network = network
+        self.name = name
+        self._directory = directory
+        # The cluster names its components' processes and logs; a second node's get its letter.
+        self._suffix = component_suffix
         self._lock_timeout = lock_timeout
+        self._lease_seconds = lease_seconds
         self._holds_slot = False
         self.layout: NodeLayout | None = None
         self.certs: NodeCertificates | None = None
-        self.registry_address = ""
         self.kubelet_port = 0
-        # The catalog images this node's registry gets (and their bases); None: the whole catalog.
-        self._wanted_images = images
-        self.images: list[str] = []
-        self._procs: list[ManagedProcess] = []
-        self._registry: LocalRegistry | None = None
+        self.registry_address = ""
+        self._containerd: ManagedProcess | None = None
+        self._kubelet: ManagedProcess | None = None
+        self._kubelet_binary = Path("kubelet")
+
+    def component(self, role: str) -> str:
+        return f"{role}-{self._suffix}" if self._suffix else role
 
     # -- before the API server ------------------------------------------------------------------------
 
-    def prepare(self, cluster_root: Path, pki_dir: Path) -> list[str]:
-        """Lock the host's node slot, write certificates; returns the API server's extra flags."""
-        problem = host_problem()
-        if problem:
-            raise NodeUnavailable(problem)
+    def prepare(self, cluster_root: Path, ca: CertificateAuthority) -> None:
+        """Lock the host's slot for this node's bridge and issue the kubelet's certificates."""
         self._take_lock()
-        self.layout = NodeLayout(cluster_root / "node")
+        self.layout = NodeLayout(cluster_root / self._directory)
         self.layout.root.mkdir(parents=True, exist_ok=True)
-        ca = CertificateAuthority(pki_dir / "node-ca")
-        gateway = self.network.gateway
         self.certs = NodeCertificates(
             ca=ca.cert,
-            apiserver_kubelet_client=ca.issue(
-                "apiserver-kubelet-client",
-                common_name="kube-apiserver-kubelet-client",
-                organizations=("system:masters",),
-            ),
             kubelet_client=ca.issue(
-                "kubelet-client", common_name=f"system:node:{self.name}", organizations=("system:nodes",)
+                f"{self.name}-kubelet-client",
+                common_name=f"system:node:{self.name}",
+                organizations=("system:nodes",),
             ),
             kubelet_serving=ca.issue(
-                "kubelet-serving", common_name=self.name, ips=(gateway,), dns_names=(self.name,), server=True
+                f"{self.name}-kubelet-serving",
+                common_name=self.name,
+                ips=(self.network.gateway,),
+                dns_names=(self.name,),
+                server=True,
             ),
         )
-        return [
-            # Pods reach the API server on the node's address (through the Service IP's DNAT rule).
-            "--bind-address=0.0.0.0",
-            f"--client-ca-file={ca.cert}",
-            f"--kubelet-client-certificate={self.certs.apiserver_kubelet_client.cert}",
-            f"--kubelet-client-key={self.certs.apiserver_kubelet_client.key}",
-            f"--kubelet-certificate-authority={ca.cert}",
-            # The node's name resolves nowhere; its InternalIP is the bridge address.
-            "--kubelet-preferred-address-types=InternalIP,Hostname",
-            "--enable-admission-plugins=NodeRestriction",
-        ]
 
     # -- after the control plane ----------------------------------------------------------------------
 
-    def start(self, cluster: LocalCluster, node_binaries: Path) -> None:
-        layout, certs = self._prepared()
+    def claim_host(self, cluster: ControlPlane, iptables_before: dict[str, list[str]]) -> None:
+        """The node's bridge (up before CoreDNS binds its address), cgroup root and DNAT rule, each written
+        down first in the state file teardown reads. `iptables_before` is the host's rules before the
+        cluster's first node started, so teardown removes the kubelets' chains and no one else's."""
+        layout, _ = self._prepared()
         state = NodeState(
             bridge=self.network.bridge,
             subnet=self.network.subnet,
             root=str(layout.root),
             containerd_socket=str(layout.containerd_socket),
-            iptables_before=host.iptables_snapshot(),
+            iptables_before=iptables_before,
         )
         # Leftovers of an earlier node on this slot (a run killed before its sweep) go first.
         sweep(state)
@@ -160,21 +114,26 @@ class RealNode:
                 self.network, service_ip=KUBERNETES_SERVICE_IP, api_port=cluster.api_port
             )
         )
-        self._start_registry(layout)
+
+    def start(self, cluster: ControlPlane, *, registry_address: str, binaries: Path) -> None:
+        """containerd, then the kubelet (not waited for: see wait_ready)."""
+        layout, certs = self._prepared()
+        self.registry_address = registry_address
+        self._write_containerd_config(layout)
         self._start_containerd(cluster, layout)
-        self._start_coredns(cluster, layout, node_binaries)
-        self._start_kubelet(cluster, layout, certs, node_binaries)
+        self._write_kubelet_config(cluster, layout, certs)
+        self._kubelet_binary = binaries / "kubelet"
+        self._start_kubelet(cluster, layout)
 
-    def _start_registry(self, layout: NodeLayout) -> None:
-        """The images' registry, its storage kept between runs so a warm start pushes nothing."""
-        self._registry = LocalRegistry(
-            self._registry_storage or default_registry_storage(), work_dir=layout.root / "registry"
-        )
-        self._registry.start()
-        self.registry_address = self._registry.address
-        self.images = ensure_images(self.registry_address, self._wanted_images)
+    def wait_ready(self, cluster: ControlPlane, timeout: float = 120.0) -> None:
+        def ready() -> bool:
+            if self._kubelet is not None:
+                cluster.require_running(self._kubelet)
+            return node_is_ready(cluster.rest, self.name)
 
-    def _start_containerd(self, cluster: LocalCluster, layout: NodeLayout) -> None:
+        wait_for(ready, timeout=timeout, interval=0.5, what=f"real node {self.name} Ready")
+
+    def _write_containerd_config(self, layout: NodeLayout) -> None:
         layout.containerd_config.write_text(config.containerd_config(layout))
         for name, text in config.registry_mirrors(self.registry_address).items():
             directory = layout.registry_hosts / name
@@ -184,34 +143,22 @@ class RealNode:
         (layout.cni_conf_dir / "10-mpioperator.conflist").write_text(
             config.dump_json(config.cni_conflist(self.network, layout))
         )
-        proc = cluster.spawn_component("containerd", config.containerd_argv(layout))
-        self._procs.append(proc)
+
+    def _start_containerd(self, cluster: ControlPlane, layout: NodeLayout) -> None:
+        # A killed containerd leaves its socket file, which would pass for a serving one below and let the
+        # kubelet start against a socket that refuses it (the kubelet then exits).
+        layout.containerd_socket.unlink(missing_ok=True)
+        proc = cluster.spawn_component(self.component("containerd"), config.containerd_argv(layout))
+        self._containerd = proc
 
         def serving() -> bool:
             cluster.require_running(proc)
             return layout.containerd_socket.exists()
 
-        wait_for(serving, timeout=30, interval=0.1, what="containerd's socket")
+        wait_for(serving, timeout=30, interval=0.1, what=f"containerd's socket on {self.name}")
 
-    def _start_coredns(self, cluster: LocalCluster, layout: NodeLayout, binaries: Path) -> None:
-        health_port, ready_port = free_ports(2)
-        layout.corefile.write_text(
-            config.corefile(
-                self.network, kubeconfig=cluster.kubeconfig, health_port=health_port, ready_port=ready_port
-            )
-        )
-        proc = cluster.spawn_component("coredns", config.coredns_argv(binaries / "coredns", layout))
-        self._procs.append(proc)
-
-        def ready() -> bool:
-            cluster.require_running(proc)
-            with urllib.request.urlopen(f"http://127.0.0.1:{ready_port}/ready", timeout=2) as response:
-                return bool(response.status == 200)
-
-        wait_for(ready, timeout=60, interval=0.2, what="CoreDNS /ready")
-
-    def _start_kubelet(
-        self, cluster: LocalCluster, layout: NodeLayout, certs: NodeCertificates, binaries: Path
+    def _write_kubelet_config(
+        self, cluster: ControlPlane, layout: NodeLayout, certs: NodeCertificates
     ) -> None:
         self.kubelet_port = free_port()
         write_cert_kubeconfig(
@@ -228,47 +175,66 @@ class RealNode:
             serving_cert=certs.kubelet_serving.cert,
             serving_key=certs.kubelet_serving.key,
             cgroup_root=f"/{self.network.tag}",
+            lease_seconds=self._lease_seconds,
         )
         layout.kubelet_config.write_text(config.dump_json(kubelet))  # JSON is YAML
         layout.kubelet_root.mkdir(parents=True, exist_ok=True)
-        proc = cluster.spawn_component(
-            "kubelet", config.kubelet_argv(binaries / "kubelet", self.network, layout, node_name=self.name)
-        )
-        self._procs.append(proc)
 
-        def ready() -> bool:
-            cluster.require_running(proc)
-            return cluster.node_is_ready(self.name)
+    def _start_kubelet(self, cluster: ControlPlane, layout: NodeLayout) -> None:
+        argv = config.kubelet_argv(self._kubelet_binary, self.network, layout, node_name=self.name)
+        self._kubelet = cluster.spawn_component(self.component("kubelet"), argv)
 
-        wait_for(ready, timeout=120, interval=0.5, what=f"real node {self.name} Ready")
+    # -- faults ---------------------------------------------------------------------------------------
+
+    def partition(self) -> None:
+        """Cut the node's pods off from every other node's (their packets dropped in the host's FORWARD
+        chain, no reset, no ICMP); the kubelet still reaches the API server, so the node stays Ready."""
+        for rule in config.isolation_rules(self.network):
+            host.add_rule("filter", rule, first=True)
+
+    def heal(self) -> None:
+        for rule in config.isolation_rules(self.network):
+            host.delete_rule("filter", rule)
+
+    def power_off(self) -> None:
+        """The node is lost as a machine is when it dies: its pods' traffic dropped first (so no peer gets a
+        reset from a dying process), then its kubelet, containerd, shims and every container killed."""
+        layout, _ = self._prepared()
+        self.partition()
+        for proc in (self._kubelet, self._containerd):
+            if proc is not None:
+                proc.kill()
+        for _ in range(3):
+            if not host.kill_pids(host.cgroup_pids(self.network.tag)):
+                break
+        host.kill_pids(host.pids_with_argument(f"-address {layout.containerd_socket}"))
+
+    def power_on(self, cluster: ControlPlane) -> None:
+        """Back as a rebooted machine: containerd and the kubelet start again on the node's files (the
+        kubelet then finds its pods gone from the API server and removes what is left of them), and the
+        node's traffic flows again."""
+        layout, _ = self._prepared()
+        self._start_containerd(cluster, layout)
+        self._start_kubelet(cluster, layout)
+        self.heal()
+
+    def restart_kubelet(self, cluster: ControlPlane) -> None:
+        """Stop the kubelet (SIGTERM, as systemd would on a restart) and start it again; its pods run on."""
+        layout, _ = self._prepared()
+        if self._kubelet is not None:
+            self._kubelet.stop()
+        self._start_kubelet(cluster, layout)
+
+    def processes_alive(self) -> bool:
+        return any(p is not None and p.running() for p in (self._kubelet, self._containerd))
 
     # -- teardown -------------------------------------------------------------------------------------
 
-    def stop(self, cluster: LocalCluster | None = None) -> list[str]:
-        """Drain the node while the kubelet still runs (so sandboxes go through CNI DEL), then stop every
-        part and sweep the host; returns what could not be removed."""
-        if self.layout is None:
-            self._release_lock()
-            return []
-        if cluster is not None and any(p.running() for p in self._procs):
-            with contextlib.suppress(Exception):
-                self._drain(cluster)
-        for proc in reversed(self._procs):
-            proc.stop()
-        self._procs.clear()
-        if self._registry is not None:
-            self._registry.stop()
-            self._registry = None
-        problems: list[str] = []
-        if self.layout.state_file.exists():
-            problems = sweep(NodeState.read(self.layout.state_file))
-        self._release_lock()
-        return problems
-
-    def _drain(self, cluster: LocalCluster, timeout: float = 30.0) -> None:
+    def drain(self, cluster: ControlPlane, timeout: float = 30.0) -> None:
         """Cordon (so controllers' replacement pods land nowhere), force-delete every pod, and wait until
-        the kubelet has stopped their sandboxes (no shim of ours left)."""
-        assert self.layout is not None
+        the kubelet has stopped their sandboxes (no shim of ours left), so each went through CNI DEL."""
+        if self.layout is None or not self.processes_alive():
+            return
         cluster.rest.merge_patch(f"/api/v1/nodes/{self.name}", {"spec": {"unschedulable": True}})
         pods = cluster.rest.get(f"/api/v1/pods?fieldSelector=spec.nodeName={self.name}")["items"]
         for pod in pods:
@@ -282,10 +248,27 @@ class RealNode:
         while time.monotonic() < deadline and host.pids_with_argument(f"-address {socket}"):
             time.sleep(0.2)
 
+    def stop_processes(self) -> None:
+        for proc in (self._kubelet, self._containerd):
+            if proc is not None:
+                proc.stop()
+        self._kubelet = self._containerd = None
+
+    def sweep(self) -> list[str]:
+        """Undo everything on the host from the state file; returns what could not be removed."""
+        problems: list[str] = []
+        if self.layout is not None and self.layout.state_file.exists():
+            problems = sweep(NodeState.read(self.layout.state_file))
+        self._release_lock()
+        return problems
+
     # -- the host's node slot -------------------------------------------------------------------------
 
     def _take_lock(self) -> None:
         """One node per bridge on a machine: a second run waits here instead of tearing the first down."""
+        problem = host_problem()
+        if problem:
+            raise NodeUnavailable(problem)
         try:
             slot.acquire(self.network.tag, self._lock_timeout)
         except slot.SlotBusy as busy:
@@ -299,10 +282,5 @@ class RealNode:
 
     def _prepared(self) -> tuple[NodeLayout, NodeCertificates]:
         if self.layout is None or self.certs is None:
-            raise NodeUnavailable("RealNode.prepare() was not called before start()")
+            raise NodeUnavailable(f"RealNode.prepare() was not called for {self.name}")
         return self.layout, self.certs
-
-
-def default_registry_storage() -> Path:
-    """Pushed images are kept between runs, like the binaries, so a warm start pushes nothing."""
-    return cache_dir() / "registry"

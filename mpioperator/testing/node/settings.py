@@ -15,6 +15,8 @@ DEFAULT_SUBNET = "10.88.0.0/16"
 KUBERNETES_SERVICE_IP = "10.96.0.1"
 CLUSTER_DOMAIN = "cluster.local"
 NODE_NAME = "real-node"
+# Further real nodes of one cluster are told apart by a letter: bridge `mpiop0b`, node `real-node-b`.
+SIBLING_LETTERS = "bcdefgh"
 # Where the containers' images come from: one local registry stands in for both, so manifests and examples
 # that name docker.io or registry.k8s.io images run unchanged.
 MIRRORED_REGISTRIES = ("docker.io", "registry.k8s.io")
@@ -46,6 +48,20 @@ class NodeNetwork:
             subnet=os.environ.get(SUBNET_ENV, DEFAULT_SUBNET),
         )
 
+    def sibling(self, index: int) -> NodeNetwork:
+        """The network of a cluster's `index`-th further real node (index 0 is this one): the bridge name
+        with a letter added and the subnet as many subnets of the same size further on, so every node of
+        a cluster takes its bridges and subnets from the one setting (MPIOPERATOR_NODE_BRIDGE, ..._SUBNET)."""
+        if index == 0:
+            return self
+        if index > len(SIBLING_LETTERS):
+            raise ValueError(f"at most {len(SIBLING_LETTERS) + 1} real nodes per cluster")
+        network = ipaddress.ip_network(self.subnet)
+        shifted = ipaddress.ip_network(
+            f"{network.network_address + index * network.num_addresses}/{network.prefixlen}"
+        )
+        return NodeNetwork(bridge=f"{self.bridge}{SIBLING_LETTERS[index - 1]}", subnet=str(shifted))
+
     @property
     def gateway(self) -> str:
         return str(next(ipaddress.ip_network(self.subnet).hosts()))
@@ -58,6 +74,12 @@ class NodeNetwork:
     def tag(self) -> str:
         """Names everything this node adds to shared host state (iptables comments, the cgroup root)."""
         return f"mpioperator-{self.bridge}"
+
+
+def node_name(index: int) -> str:
+    """`real-node` for a cluster's first real node (the one-node name every test and the demo know), then
+    `real-node-b`, `real-node-c`..."""
+    return NODE_NAME if index == 0 else f"{NODE_NAME}-{SIBLING_LETTERS[index - 1]}"
 
 
 @dataclass(frozen=True)
@@ -111,10 +133,6 @@ class NodeLayout:
     @property
     def kubelet_kubeconfig(self) -> Path:
         return self.root / "kubelet.kubeconfig"
-
-    @property
-    def corefile(self) -> Path:
-        return self.root / "Corefile"
 
     @property
     def state_file(self) -> Path:

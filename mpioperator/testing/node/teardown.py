@@ -52,7 +52,8 @@ def sweep(state: NodeState) -> list[str]:
         if not host.kill_pids(host.cgroup_pids(network.tag)):
             break
     left = host.kill_pids(host.pids_with_argument(state.containerd_socket))
-    left += host.kill_pids(host.pids_with_argument(state.root))
+    # With the slash: another node's root (`node-b` beside `node`) may start with this one's.
+    left += host.kill_pids(host.pids_with_argument(state.root.rstrip("/") + "/"))
     problems += [f"process {pid} did not die" for pid in left]
     problems += [f"mount {point} stayed" for point in host.unmount_under(Path(state.root))]
     host.delete_bridge(network)
