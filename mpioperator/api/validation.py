@@ -7,9 +7,10 @@ import re
 from typing import Any
 
 from mpioperator.api import constants as api
-from mpioperator.api import replica_modes
-from mpioperator.api.conveniences import validate_conveniences
-from mpioperator.api.extensions import validate_annotations
+from mpioperator.api.extensions import replica_modes
+from mpioperator.api.extensions.conveniences import validate_conveniences
+from mpioperator.api.extensions.launch import validate_annotations
+from mpioperator.api.extensions.restarts import validate_restarts
 from mpioperator.api.field_errors import (
     FieldError,
     JSONString,
@@ -20,7 +21,6 @@ from mpioperator.api.field_errors import (
     required,
 )
 from mpioperator.api.objects import Obj
-from mpioperator.api.restarts import validate_restarts
 
 __all__ = [
     "FieldError",

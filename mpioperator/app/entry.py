@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from mpioperator.api.host_waiter import SUBCOMMAND
+from mpioperator.api.extensions.host_wait import SUBCOMMAND
 
 
 def main() -> int:

@@ -11,8 +11,8 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
-from mpioperator.api.extensions import MAX_SECONDS
-from mpioperator.api.restarts import DEFAULT_MAX_RESTARTS_CAP, MAX_MAX_RESTARTS
+from mpioperator.api.extensions.launch import MAX_SECONDS
+from mpioperator.api.extensions.restarts import DEFAULT_MAX_RESTARTS_CAP, MAX_MAX_RESTARTS
 from mpioperator.controller.builders.configmap import max_worker_replicas, worker_replicas_ceiling
 from mpioperator.controller.decorators.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
 from mpioperator.kube.protoapi import PROTOBUF

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mpioperator.api.host_waiter import EXIT_DEADLINE, MESSAGE_PREFIX, SUBCOMMAND
+from mpioperator.api.extensions.host_wait import EXIT_DEADLINE, MESSAGE_PREFIX, SUBCOMMAND
 
 EXIT_USAGE = 2
 TERMINATION_LOG = "/dev/termination-log"

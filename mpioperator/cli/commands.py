@@ -12,7 +12,7 @@ from typing import Any, TextIO
 import yaml
 
 from mpioperator.api import constants as api
-from mpioperator.api import restarts
+from mpioperator.api.extensions import restarts
 from mpioperator.cli import render, yamlread
 from mpioperator.cli.convert import convert_text, to_yaml
 from mpioperator.client import MPIJobBuilder, MPIJobClient, status

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from mpioperator.api import constants as api
-from mpioperator.api import restarts
+from mpioperator.api.extensions import restarts
 
 PROG = "kubectl mpijob"
 DESCRIPTION = "Submit, follow and manage Kubeflow MPIJobs (kubeflow.org/v2beta1)."

@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Self
 
-from mpioperator.api import conveniences, extensions, restarts
+from mpioperator.api.extensions import conveniences, launch, restarts
 
 
 def _flag(enabled: bool) -> str:
@@ -22,19 +22,19 @@ class AnnotationSetters:
 
     def worker_startup_deadline_seconds(self, seconds: int) -> Self:
         """Fail the job when its workers are not all Ready this long after it starts; 0 turns it off."""
-        self._annotations[extensions.WORKER_STARTUP_DEADLINE] = str(seconds)
+        self._annotations[launch.WORKER_STARTUP_DEADLINE] = str(seconds)
         return self
 
     def keep_failed_launcher(self, enabled: bool = True) -> Self:
         """Each launcher attempt a pod of its own that stays after it fails (restartPolicy Never)."""
-        self._annotations[extensions.KEEP_FAILED_LAUNCHER] = _flag(enabled)
+        self._annotations[launch.KEEP_FAILED_LAUNCHER] = _flag(enabled)
         return self
 
     def launch_agent(self, agent: str) -> Self:
         """How the launcher's MPI reaches the workers: "ssh" (the default) or "exec", the API server's
         exec into the job's own worker pods (workers need no sshd; the operator must run with
         --exec-agent)."""
-        self._annotations[extensions.LAUNCH_AGENT] = agent
+        self._annotations[launch.LAUNCH_AGENT] = agent
         return self
 
     def restart_whole_job(
@@ -57,7 +57,7 @@ class AnnotationSetters:
     def wait_for_ssh_port(self, port: int) -> Self:
         """The launcher starts mpirun only once every host of its hostfile resolves and accepts connections
         on `port` (the workers' sshd), within the job's start-up deadline."""
-        self._annotations[extensions.WAIT_FOR_SSH_PORT] = str(port)
+        self._annotations[launch.WAIT_FOR_SSH_PORT] = str(port)
         return self
 
     def debug_mode(

@@ -3,8 +3,9 @@ whether the launcher may be made yet."""
 
 from __future__ import annotations
 
-from mpioperator.api import accessors, extensions
+from mpioperator.api import accessors
 from mpioperator.api import constants as api
+from mpioperator.api.extensions import launch
 from mpioperator.api.objects import Obj
 
 
@@ -32,7 +33,7 @@ def may_create_launcher(job: Obj, workers: list[Obj]) -> bool:
     Ours: an exec-agent job that asks to wait for its hosts also waits until every worker is Running,
     the one state in which the API server's exec reaches a pod."""
     waits_ready = accessors.launcher_creation_policy(job) != api.AT_STARTUP
-    waits_running = extensions.waits_for_running_workers(job)
+    waits_running = launch.waits_for_running_workers(job)
     if not waits_ready and not waits_running:
         return True
     if accessors.suspended(job):

@@ -7,8 +7,9 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
-from mpioperator.api import accessors, conveniences, names
+from mpioperator.api import accessors, names
 from mpioperator.api import constants as api
+from mpioperator.api.extensions import conveniences
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller.bounded import BoundedSet

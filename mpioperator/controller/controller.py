@@ -15,7 +15,7 @@ from typing import Any
 
 import structlog
 
-from mpioperator.api.restarts import DEFAULT_MAX_RESTARTS_CAP
+from mpioperator.api.extensions.restarts import DEFAULT_MAX_RESTARTS_CAP
 from mpioperator.cache.factory import SharedInformerFactory
 from mpioperator.cache.informer import SharedInformer
 from mpioperator.cache.keys import DeletedFinalStateUnknown, deleted_object, object_key, split_key

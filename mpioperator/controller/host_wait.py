@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from mpioperator.api.host_waiter import EXIT_DEADLINE, MESSAGE_PREFIX
+from mpioperator.api.extensions.host_wait import EXIT_DEADLINE, MESSAGE_PREFIX
 from mpioperator.api.objects import Obj
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mpioperator.api import constants as api
-from mpioperator.api import extensions
+from mpioperator.api.extensions import launch
 from mpioperator.controller.conditions import find, is_finished, parse_time
 from mpioperator.controller.problems import MAX_NAMED, PodProblem
 
@@ -25,7 +25,7 @@ REASON = "WorkerStartupDeadlineExceeded"
 
 def deadline_seconds(job: Obj, default: int) -> int:
     """The job's deadline in seconds, 0 for none: its annotation if valid, else the operator's default."""
-    own = extensions.worker_startup_deadline(job)
+    own = launch.worker_startup_deadline(job)
     return max(0, default) if own is None else own
 
 

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 import structlog
 
-from mpioperator.api import accessors, restarts
+from mpioperator.api import accessors
 from mpioperator.api import constants as api
 from mpioperator.api.defaults import set_defaults
+from mpioperator.api.extensions import restarts
 from mpioperator.api.objects import Obj
 from mpioperator.api.validation import validate_mpijob, validate_worker_bound
 from mpioperator.cache.keys import split_key

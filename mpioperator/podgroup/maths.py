@@ -11,7 +11,7 @@ import structlog
 
 from mpioperator.api import constants as api
 from mpioperator.api.accessors import launcher_creation_policy, scheduling_policy, worker_replicas
-from mpioperator.api.extensions import waits_for_running_workers
+from mpioperator.api.extensions.launch import waits_for_running_workers
 from mpioperator.api.objects import Obj
 from mpioperator.podgroup.quantity import parse_resource_list
 from mpioperator.podgroup.resources import ResourceMap, add_resources, scale_resources, sum_resources

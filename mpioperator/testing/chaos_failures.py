@@ -19,7 +19,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
-from mpioperator.api import restarts
+from mpioperator.api.extensions import restarts
 from mpioperator.testing.chaos_plan import RESTART, RESTART_ON_FAILURE, JobPlan
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.rest import RestError

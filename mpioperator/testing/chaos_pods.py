@@ -16,7 +16,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
-from mpioperator.api import restarts
+from mpioperator.api.extensions import restarts
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.rest import RestError
 

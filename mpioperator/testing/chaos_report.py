@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from mpioperator.api import restarts
+from mpioperator.api.extensions import restarts
 from mpioperator.testing.audit import AuditRecord, committed_create_records
 from mpioperator.testing.chaos_plan import (
     DELETED,

@@ -38,6 +38,7 @@ from mpioperator.testing.binaries import (
     find_scheduler_plugins,
     scheduler_plugins_crd,
 )
+from mpioperator.testing.free_ports import free_port, start_on_free_ports
 from mpioperator.testing.node.fleet import RealNodes
 from mpioperator.testing.node.realnode import RealNode
 from mpioperator.testing.node.settings import NodeNetwork
@@ -50,7 +51,6 @@ from mpioperator.testing.nodes import (
     fake_node,
     node_is_ready,
 )
-from mpioperator.testing.ports import free_port, start_on_free_ports
 from mpioperator.testing.process import ManagedProcess, pid_alive
 from mpioperator.testing.rest import RestClient, RestError
 from mpioperator.testing.wait import ProbeAborted, wait_for

@@ -26,11 +26,11 @@ import yaml
 from mpioperator.testing import kueue_manifests
 from mpioperator.testing.binaries import BinariesUnavailable, run_build_script
 from mpioperator.testing.cluster import LocalCluster, wait_crd_established
+from mpioperator.testing.free_ports import free_ports, start_on_free_ports
 from mpioperator.testing.images.versions import pinned
 from mpioperator.testing.kueue_objects import QUEUE_NAME_LABEL, path
 from mpioperator.testing.pki import CertificateAuthority
 from mpioperator.testing.podgroup_crds import module_dir
-from mpioperator.testing.ports import free_ports, start_on_free_ports
 from mpioperator.testing.process import ManagedProcess
 from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import ProbeAborted, wait_for

@@ -11,8 +11,8 @@ import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mpioperator.testing.free_ports import free_ports
 from mpioperator.testing.pki import write_kubeconfig
-from mpioperator.testing.ports import free_ports
 from mpioperator.testing.process import ManagedProcess
 from mpioperator.testing.wait import wait_for
 

@@ -22,7 +22,7 @@ import yaml
 
 from mpioperator.testing.binaries import BinariesUnavailable, find_built_tool, run_build_script
 from mpioperator.testing.cluster import LocalCluster, wait_crd_established
-from mpioperator.testing.ports import free_port, start_on_free_ports
+from mpioperator.testing.free_ports import free_port, start_on_free_ports
 from mpioperator.testing.process import ManagedProcess
 from mpioperator.testing.wait import ProbeAborted, WaitTimeout, wait_for
 

@@ -15,7 +15,7 @@ import urllib.request
 from pathlib import Path
 
 from mpioperator.testing.binaries import find_built_tool
-from mpioperator.testing.ports import free_port, start_on_free_ports
+from mpioperator.testing.free_ports import free_port, start_on_free_ports
 from mpioperator.testing.process import ManagedProcess
 from mpioperator.testing.wait import ProbeAborted, WaitTimeout, wait_for
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import structlog
 
-from mpioperator.api import restarts
+from mpioperator.api.extensions import restarts
 from mpioperator.api.objects import Obj
 from mpioperator.kube.resources import Resource
 from test.unit.controller.sync_fixtures import RecordingWriter, Scene, job

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Protocol
 
 from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.free_ports import free_port
 from mpioperator.testing.images.versions import pinned
 from mpioperator.testing.install import OPERATOR_ACCOUNT, OPERATOR_NAMESPACE, REPO
 from mpioperator.testing.operator import OperatorProcess, service_account_token
 from mpioperator.testing.pki import write_kubeconfig
-from mpioperator.testing.ports import free_port
 from mpioperator.testing.process import ManagedProcess
 from mpioperator.testing.wait import ProbeAborted, wait_for
 

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from mpioperator.api import restarts
+from mpioperator.api.extensions import restarts
 from mpioperator.testing.audit import apiserver_audit_args, committed_creates, read_records
 from mpioperator.testing.chaos_driver import JobDriver
 from mpioperator.testing.chaos_plan import (

@@ -9,7 +9,7 @@ import pytest
 
 from mpioperator.testing import cluster as cluster_module
 from mpioperator.testing.cluster import LocalCluster
-from mpioperator.testing.ports import free_port
+from mpioperator.testing.free_ports import free_port
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from mpioperator.testing.cluster import LocalCluster
-from mpioperator.testing.ports import port_in_use
+from mpioperator.testing.free_ports import port_in_use
 from mpioperator.testing.process import pid_alive, run_owner_then_kill, wait_pids_gone
 
 

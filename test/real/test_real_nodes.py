@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from mpioperator.api import restarts
+from mpioperator.api.extensions import restarts
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.components import FAST_NODE_LIFECYCLE
 from mpioperator.testing.images.background import BackgroundBuildFailed, wait_for_background_build

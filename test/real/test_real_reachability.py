@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from mpioperator.api.extensions import WAIT_FOR_SSH_PORT, WORKER_STARTUP_DEADLINE
-from mpioperator.api.host_waiter import CONTAINER_NAME
+from mpioperator.api.extensions.host_wait import CONTAINER_NAME
+from mpioperator.api.extensions.launch import WAIT_FOR_SSH_PORT, WORKER_STARTUP_DEADLINE
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.images import ensure
 from mpioperator.testing.images.buildah import repository_path

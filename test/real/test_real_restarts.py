@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from mpioperator.api import restarts
-from mpioperator.api.extensions import WAIT_FOR_SSH_PORT
+from mpioperator.api.extensions import restarts
+from mpioperator.api.extensions.launch import WAIT_FOR_SSH_PORT
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.jobs import Job
 from mpioperator.testing.operator import OperatorProcess

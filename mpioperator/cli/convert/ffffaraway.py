@@ -8,7 +8,7 @@ fixed `slots=1`), workers re-created when their template changes (its StatefulSe
 from __future__ import annotations
 
 from mpioperator.api import constants as api
-from mpioperator.api import conveniences as ext
+from mpioperator.api.extensions import conveniences as ext
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.cli.convert.common import (
     Conversion,

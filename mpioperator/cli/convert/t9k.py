@@ -14,7 +14,7 @@ import shlex
 from typing import Any
 
 from mpioperator.api import constants as api
-from mpioperator.api import conveniences as ext
+from mpioperator.api.extensions import conveniences as ext
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.cli.convert.common import (
     Conversion,

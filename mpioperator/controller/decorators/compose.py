@@ -13,7 +13,7 @@ import posixpath
 from collections.abc import Sequence
 
 from mpioperator.api import constants as api
-from mpioperator.api import conveniences, extensions, replica_modes, restarts
+from mpioperator.api.extensions import conveniences, launch, replica_modes, restarts
 from mpioperator.api.names import config_map_name
 from mpioperator.api.objects import Obj
 from mpioperator.controller.builders import launcher_job, worker_pod
@@ -33,7 +33,7 @@ def _attempt_labels(job: Obj, obj: Obj) -> None:
 
 
 def _keep_failed_launcher(job: Obj, template: Obj) -> None:
-    if extensions.keep_failed_launcher(job):
+    if launch.keep_failed_launcher(job):
         # Each attempt its own pod, which the Job controller keeps when it fails; restarted in place
         # (OnFailure), the pod is deleted once the back-off limit is reached, its log with it.
         template["spec"]["restartPolicy"] = api.RESTART_POLICY_NEVER

@@ -10,15 +10,16 @@ so the user's image needs nothing but `/bin/sh`.
 
 from __future__ import annotations
 
-from mpioperator.api import accessors, annotation_keys, extensions
+from mpioperator.api import accessors, annotation_keys
 from mpioperator.api import constants as api
+from mpioperator.api.extensions import launch
 from mpioperator.api.names import launcher_name
 from mpioperator.api.objects import Obj
 from mpioperator.api.ownership import child_metadata
 from mpioperator.controller.builders.podspec import Decorator, add_env, add_volume
 
 AGENT_VOLUME = "mpi-exec-agent"
-AGENT_DIR = extensions.EXEC_AGENT_DIR
+AGENT_DIR = launch.EXEC_AGENT_DIR
 AGENT = f"{AGENT_DIR}/kubexec.sh"
 DELIVERY_CONTAINER = "kubectl-delivery"
 # The delivery's user when the launcher must not run as root and names no user of its own: the

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mpioperator.api import extensions
-from mpioperator.api.host_waiter import CONTAINER_NAME, SUBCOMMAND
+from mpioperator.api.extensions import launch
+from mpioperator.api.extensions.host_wait import CONTAINER_NAME, SUBCOMMAND
 from mpioperator.api.objects import Obj
 from mpioperator.controller.startup_deadline import deadline_seconds
 
@@ -46,9 +46,9 @@ def add_host_waiter(
     job: Obj, pod_template: Obj, waiter: HostWaiter, config_volume: str, config_mount: str
 ) -> None:
     """Adds the init container when the job asks for it; nothing otherwise."""
-    port = extensions.wait_for_ssh_port(job)
+    port = launch.wait_for_ssh_port(job)
     # With the exec agent no worker listens on the port: the sync waits for Running workers instead.
-    if port is None or extensions.exec_agent(job):
+    if port is None or launch.exec_agent(job):
         return
     spec = pod_template["spec"]
     seconds = deadline_seconds(job, waiter.default_deadline_seconds)

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import shlex
 
-from mpioperator.api import annotation_keys, conveniences, replica_modes
+from mpioperator.api import annotation_keys
 from mpioperator.api import constants as api
+from mpioperator.api.extensions import conveniences, replica_modes
 from mpioperator.api.objects import Obj
 from mpioperator.controller.decorators.mpirun_command import mpirun_command
 

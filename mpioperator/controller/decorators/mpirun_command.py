@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from mpioperator.api import accessors
 from mpioperator.api import constants as api
-from mpioperator.api.conveniences import LauncherProgram
+from mpioperator.api.extensions.conveniences import LauncherProgram
 from mpioperator.api.objects import Obj
 
 

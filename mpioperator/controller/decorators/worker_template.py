@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-from mpioperator.api import accessors, annotation_keys, conveniences
+from mpioperator.api import accessors, annotation_keys
 from mpioperator.api import constants as api
+from mpioperator.api.extensions import conveniences
 from mpioperator.api.objects import Obj
 
 TEMPLATE_HASH = annotation_keys.WORKER_TEMPLATE_HASH

@@ -9,7 +9,8 @@ import datetime as dt
 
 import structlog
 
-from mpioperator.api import conveniences, names, replica_modes
+from mpioperator.api import names
+from mpioperator.api.extensions import conveniences, replica_modes
 from mpioperator.api.objects import Obj
 from mpioperator.controller import conditions
 from mpioperator.controller.bounded import BoundedSet

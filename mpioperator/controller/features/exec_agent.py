@@ -16,7 +16,7 @@ import datetime as dt
 from collections import OrderedDict
 
 from mpioperator.api import constants as api
-from mpioperator.api import extensions
+from mpioperator.api.extensions import launch
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller import conditions
@@ -55,8 +55,8 @@ REASON_NOT_ALLOWED = "ExecAgentNotAllowed"
 def not_allowed_message(job: Obj) -> str:
     ns, name = job["metadata"].get("namespace", ""), job["metadata"]["name"]
     return (
-        f"MPIJob {ns}/{name} asks for the exec launch agent ({extensions.LAUNCH_AGENT}: "
-        f"{extensions.AGENT_EXEC}), which this operator does not allow: it runs without --exec-agent. "
+        f"MPIJob {ns}/{name} asks for the exec launch agent ({launch.LAUNCH_AGENT}: "
+        f"{launch.AGENT_EXEC}), which this operator does not allow: it runs without --exec-agent. "
         "Ask your administrator, or remove the annotation and run sshd in the workers"
     )
 
@@ -75,13 +75,13 @@ class ExecAgent:
         self._capacity = capacity
 
     def launcher_decorator(self, job: Obj, decorate: Decorator | None) -> Decorator | None:
-        if self._image is None or not extensions.exec_agent(job):
+        if self._image is None or not launch.exec_agent(job):
             return decorate
         return exec_agent.with_exec_agent(decorate, job, self._image)
 
     async def prepare(self, job: Obj, status: Obj, now: dt.datetime) -> bool:
         """The job's RBAC for the agent, when it asks for the agent; False when it may not have it."""
-        if not extensions.exec_agent(job):
+        if not launch.exec_agent(job):
             _drop(status)
             return True
         if self._image is None:
@@ -98,7 +98,7 @@ class ExecAgent:
         return True
 
     def _active(self, job: Obj) -> bool:
-        return self._image is not None and extensions.exec_agent(job)
+        return self._image is not None and launch.exec_agent(job)
 
     async def grant(self, job: Obj, workers: list[Obj]) -> None:
         """The Role, naming the live workers (those just made or found among them), and its binding, before

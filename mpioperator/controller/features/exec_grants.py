@@ -23,10 +23,10 @@ from collections import OrderedDict
 import structlog
 
 from mpioperator.api import constants as api
-from mpioperator.api import restarts as policy
+from mpioperator.api.extensions import restarts as policy
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
-from mpioperator.controller.children import RecentlyDeleted
+from mpioperator.controller.bounded import BoundedSet
 from mpioperator.controller.decorators import exec_agent_objects as exec_agent
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.ports import Listers, Writer
@@ -63,7 +63,7 @@ class ExecGrants:
         self._roles: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         self._bound: OrderedDict[str, None] = OrderedDict()
         # Pods this process is deleting or has deleted: never named again, though the cache still has them.
-        self._withdrawn = RecentlyDeleted(capacity)
+        self._withdrawn = BoundedSet[str](capacity)
 
     # --- the Role follows the workers ------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """Whole-job restarts (docs/extensions.md, `mpioperator.io/restart-policy`): the sync's three steps.
 
 1. `failure`: whether the current attempt has failed in a way the job's policy restarts; `edited`: whether
-   a template edit is to reach the running attempt's pods (worker_roll.py).
+   a template edit is to reach the running attempt's pods (template_edits.py).
 2. `restart`: count the restart in `status.restarts` with the `Restarting` condition, written with the
    cached resourceVersion and no retry over a newer object, so two leaders that saw the same failure
    count it once; its event is recorded only by the sync whose write went through. Then the attempt's
@@ -27,11 +27,12 @@ from dataclasses import dataclass
 import structlog
 
 from mpioperator.api import constants as api
-from mpioperator.api import conveniences, names
-from mpioperator.api import restarts as policy
+from mpioperator.api import names
+from mpioperator.api.extensions import conveniences
+from mpioperator.api.extensions import restarts as policy
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
-from mpioperator.controller import conditions, worker_roll
+from mpioperator.controller import conditions, template_edits
 from mpioperator.controller.builders.podspec import role_labels
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING, truncate_message
@@ -116,14 +117,14 @@ class Restarter:
     def edited(self, job: Obj) -> Failure | None:
         """An edit of a template that the running attempt's pods were not made from, which the job asked
         to reach them (`roll-workers-on-template-change`) and a whole-job restart can bring: the attempt's
-        pods then go and the next attempt's are made from the new templates (worker_roll.py)."""
+        pods then go and the next attempt's are made from the new templates (template_edits.py)."""
         if not policy.enabled(job) or not conveniences.roll_workers(job):
             return None
         if policy.restarts(job.get("status") or {}) >= policy.max_restarts(job):
-            return None  # refused with a condition instead (worker_roll.refusal)
+            return None  # refused with a condition instead (template_edits.refusal)
         launcher, current = self._attempt(job)
         launcher_pods = self._l.pods.owned_by(launcher["metadata"].get("uid", "")) if launcher else []
-        edited = worker_roll.running_edit(job, current, launcher, launcher_pods)
+        edited = template_edits.running_edit(job, current, launcher, launcher_pods)
         return None if edited is None else Failure(f"{edited} changed")
 
     def _attempt(self, job: Obj) -> tuple[Obj | None, list[Obj]]:

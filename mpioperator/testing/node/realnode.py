@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from mpioperator.testing.free_ports import free_port
 from mpioperator.testing.node import config, host, slot
 from mpioperator.testing.node.requirements import NodeUnavailable, host_problem
 from mpioperator.testing.node.settings import KUBERNETES_SERVICE_IP, NodeLayout, NodeNetwork
@@ -22,7 +23,6 @@ from mpioperator.testing.node.teardown import NodeState, sweep
 from mpioperator.testing.nodes import node_is_ready
 from mpioperator.testing.pki import CertificateAuthority, Pair, write_cert_kubeconfig
 from mpioperator.testing.plane import ControlPlane
-from mpioperator.testing.ports import free_port
 from mpioperator.testing.process import ManagedProcess
 from mpioperator.testing.wait import wait_for
 

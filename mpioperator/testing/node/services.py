@@ -12,11 +12,11 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from mpioperator.testing.cachedir import cache_dir
+from mpioperator.testing.free_ports import free_ports
 from mpioperator.testing.images.ensure import ensure_images
 from mpioperator.testing.node import config
 from mpioperator.testing.pki import CertificateAuthority, Pair
 from mpioperator.testing.plane import ControlPlane
-from mpioperator.testing.ports import free_ports
 from mpioperator.testing.process import ManagedProcess
 from mpioperator.testing.registry import LocalRegistry
 from mpioperator.testing.wait import wait_for

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mpioperator.api import conveniences, restarts
+from mpioperator.api.extensions import conveniences, restarts
 from mpioperator.api.objects import Obj
 from mpioperator.testing.mpijobs import mpijob
 from test.integration.controller.actors import Actors, submitted

@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from mpioperator.api import restarts
+from mpioperator.api.extensions import restarts
 from mpioperator.api.objects import Obj
 from mpioperator.kube import errors
 from mpioperator.testing.cluster import LocalCluster

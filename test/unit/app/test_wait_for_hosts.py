@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mpioperator.api.host_waiter import EXIT_DEADLINE
+from mpioperator.api.extensions.host_wait import EXIT_DEADLINE
 from mpioperator.app.wait_for_hosts import Waiter, connect, hosts_of, run
 
 W0 = "pi-worker-0.pi.ns.svc"

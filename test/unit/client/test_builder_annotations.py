@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mpioperator.api import conveniences
+from mpioperator.api.extensions import conveniences
 from mpioperator.client import InvalidMPIJob, MPIJobBuilder
 from test.unit.client.every_annotation import assert_every_annotation
 

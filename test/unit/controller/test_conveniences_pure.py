@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from mpioperator.api.conveniences import (
+from mpioperator.api.extensions.conveniences import (
     HOSTFILE_PATH,
     LAUNCHER_PROGRAM,
     SSH_SECRET,
@@ -20,8 +20,8 @@ from mpioperator.controller.builders.podspec import UPSTREAM_KEYS, SSHKeys
 from mpioperator.controller.builders.secret import new_key_pair
 from mpioperator.controller.decorators.compose import new_worker
 from mpioperator.controller.decorators.mpirun_command import mpirun_command
+from mpioperator.controller.template_edits import launcher_started, workers_to_roll
 from mpioperator.controller.user_ssh_secret import UserSecretChecks, key_names, problem
-from mpioperator.controller.worker_roll import launcher_started, workers_to_roll
 from mpioperator.kube import errors
 from mpioperator.kube.resources import Resource
 from mpioperator.testing.mpijobs import mpijob

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from mpioperator.api import restarts
+from mpioperator.api.extensions import restarts
 from mpioperator.api.objects import Obj
 from mpioperator.controller.sync import SyncSettings
 from mpioperator.kube import errors

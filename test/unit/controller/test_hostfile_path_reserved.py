@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mpioperator.api.conveniences import HOSTFILE_PATH, hostfile_path, validate_conveniences
+from mpioperator.api.extensions.conveniences import HOSTFILE_PATH, hostfile_path, validate_conveniences
 from test.unit.controller.sync_fixtures import Scene, job
 
 TOKEN = "its directory would overlap /var/run/secrets, which holds the service account's token"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mpioperator.api import restarts
+from mpioperator.api.extensions import restarts
 from mpioperator.controller.errors import StatusConflict
 from test.unit.controller.sync_fixtures import (
     Scene,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mpioperator.api import replica_modes
+from mpioperator.api.extensions import replica_modes
 from mpioperator.api.objects import Obj
 from mpioperator.api.validation import validate_mpijob
 from mpioperator.controller.decorators.compose import new_launcher_job, new_worker

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from mpioperator.api import restarts
+from mpioperator.api.extensions import restarts
 from mpioperator.api.objects import Obj
 from mpioperator.controller.sync import SyncSettings
 from test.unit.controller.sync_fixtures import (

@@ -3,7 +3,7 @@ restart is counted, what an earlier attempt leaves behind, and what the new atte
 
 from __future__ import annotations
 
-from mpioperator.api import restarts
+from mpioperator.api.extensions import restarts
 from mpioperator.api.objects import Obj
 from test.unit.controller.sync_fixtures import (
     NOW,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from mpioperator.api.extensions import WORKER_STARTUP_DEADLINE as ANNOTATION
-from mpioperator.api.extensions import whole_seconds
+from mpioperator.api.extensions.launch import WORKER_STARTUP_DEADLINE as ANNOTATION
+from mpioperator.api.extensions.launch import whole_seconds
 from mpioperator.controller.problems import PodProblem
 from mpioperator.controller.startup_deadline import deadline_seconds, judge
 from test.unit.controller.pods import NOW, job_pod, ready, stamp

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 
-from mpioperator.api import conveniences, restarts
+from mpioperator.api.extensions import conveniences, restarts
 from mpioperator.api.objects import Obj
 from test.unit.controller.sync_fixtures import (
     NOW,

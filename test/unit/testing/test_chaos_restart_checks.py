@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mpioperator.api import restarts
+from mpioperator.api.extensions import restarts
 from mpioperator.testing.audit import AuditRecord
 from mpioperator.testing.chaos_plan import (
     EVICTED_REASON,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mpioperator.testing.ports import free_ports, port_in_use, start_on_free_ports
+from mpioperator.testing.free_ports import free_ports, port_in_use, start_on_free_ports
 from mpioperator.testing.wait import ProbeAborted
 
 

@@ -15,7 +15,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 
-from mpioperator.api import accessors, extensions
+from mpioperator.api import accessors
 from mpioperator.api import annotation_keys as keys
 from mpioperator.api import constants as api
 from mpioperator.api.annotation_keys import DEBUG_COMMAND as DEBUG_COMMAND
@@ -34,6 +34,7 @@ from mpioperator.api.annotation_keys import RESUME_SKIP_INIT_CONTAINERS as RESUM
 from mpioperator.api.annotation_keys import RESUME_WORKER_COMMAND as RESUME_WORKER_COMMAND
 from mpioperator.api.annotation_keys import ROLL_WORKERS as ROLL_WORKERS
 from mpioperator.api.annotation_keys import SSH_SECRET as SSH_SECRET
+from mpioperator.api.extensions import launch
 from mpioperator.api.field_errors import FieldError, JSONString, invalid, not_supported, too_long
 from mpioperator.api.objects import Obj
 
@@ -184,7 +185,7 @@ def _hostfile_path_error(job: Obj, value: str) -> str | None:
         return "must be in a directory other than '/'"
     taken = {_CONFIG_DIR: "the job's config", accessors.ssh_auth_mount_path(job): "the SSH keys"}
     taken.update(dict.fromkeys(_TOKEN_DIRS, "the service account's token"))
-    taken[extensions.EXEC_AGENT_DIR] = "the exec agent"
+    taken[launch.EXEC_AGENT_DIR] = "the exec agent"
     taken.update(dict.fromkeys(_SYSTEM_DIRS, "the system's files"))
     for mount, what in taken.items():
         if directory == mount or directory.startswith(mount + "/") or mount.startswith(directory + "/"):

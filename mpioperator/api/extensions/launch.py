@@ -1,5 +1,5 @@
-"""Our opt-in behaviour beyond upstream's spec: the start-up deadline, the kept failed launcher, the exec
-launch agent and the wait for the hosts (the keys and readers are annotations.py's; docs/extensions.md).
+"""Launch extensions: the workers' start-up deadline, the kept failed launcher, the exec
+launch agent and the wait for the hosts (keys and readers: api/annotation_keys.py; docs/extensions.md).
 """
 
 from __future__ import annotations

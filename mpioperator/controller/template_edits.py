@@ -13,26 +13,16 @@ running mpirun, and a batch/v1 Job's pod template cannot be changed. So, for a j
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Awaitable, Callable
-
-from mpioperator.api import conveniences, names
-from mpioperator.api import restarts as policy
+from mpioperator.api.extensions import conveniences
+from mpioperator.api.extensions import restarts as policy
 from mpioperator.api.objects import Obj
-from mpioperator.controller import conditions
 from mpioperator.controller.child_state import launcher_done
-from mpioperator.controller.children import RecentlyDeleted
 from mpioperator.controller.decorators.worker_template import (
     launcher_template_hash,
     stamped_hash,
     stamped_launcher_hash,
     template_hash,
 )
-from mpioperator.controller.errors import SyncError
-from mpioperator.controller.events import NORMAL, WARNING
-from mpioperator.controller.ports import Listers, Recorder, Writer
-from mpioperator.kube import errors
-from mpioperator.kube.resources import JOBS, PODS
 
 REASON_WORKERS_ROLLED = "WorkersRolled"
 REASON_LAUNCHER_REMADE = "LauncherRecreated"
@@ -134,98 +124,3 @@ def refusal(job: Obj, edited: str) -> tuple[str, str] | None:
         f"pods keep the template they were made from. Raise {policy.MAX_RESTARTS}, or suspend and resume "
         "the job."
     )
-
-
-class Rolls:
-    """The sync's two steps for the annotation: the roll before the launcher starts, and the refusal
-    condition once it runs (the restart itself is features/restarts.py's)."""
-
-    def __init__(
-        self,
-        listers: Listers,
-        writer: Writer,
-        recorder: Recorder,
-        before_delete: Callable[[Obj, list[Obj]], Awaitable[None]] | None = None,
-    ) -> None:
-        self._l = listers
-        self._w = writer
-        self._rec = recorder
-        self._deleted = RecentlyDeleted()
-        self._before_delete = before_delete  # as the children step's: told before pods are deleted
-
-    def _launcher_pods(self, launcher: Obj | None) -> list[Obj]:
-        return self._l.pods.owned_by(launcher["metadata"].get("uid", "")) if launcher else []
-
-    async def before_start(
-        self, job: Obj, launcher: Obj | None, workers: list[Obj]
-    ) -> tuple[bool, Obj | None]:
-        """Delete the workers and launcher Job made from older templates: whether any went (nothing new
-        is made in this sync then), and the launcher Job still there."""
-        if launcher is not None and self._deleted.seen(launcher["metadata"].get("uid", "")):
-            return True, None  # deleted by an earlier sync; the cache has not seen it go yet
-        launcher_pods = self._launcher_pods(launcher)
-        stale = [
-            p
-            for p in workers_to_roll(job, workers, launcher, launcher_pods)
-            if not self._deleted.seen(p["metadata"].get("uid", ""))
-        ]
-        if stale and self._before_delete is not None:
-            await self._before_delete(job, stale)
-        for pod in stale:
-            await self._delete_pod(pod["metadata"])
-        if stale:
-            pods = ", ".join(sorted(p["metadata"]["name"] for p in stale))
-            message = f"Worker template changed: re-creating workers {pods}"
-            self._rec.record(job, NORMAL, REASON_WORKERS_ROLLED, message)
-        if launcher is None or not launcher_to_remake(job, launcher, launcher_pods):
-            return bool(stale), launcher
-        await self._delete_launcher(launcher["metadata"])
-        message = f"Launcher template changed: re-creating launcher Job {names.launcher_name(job)}"
-        self._rec.record(job, NORMAL, REASON_LAUNCHER_REMADE, message)
-        return True, None
-
-    def report(
-        self,
-        job: Obj,
-        status: Obj,
-        launcher: Obj | None,
-        launcher_pods: list[Obj],
-        workers: list[Obj],
-        now: dt.datetime,
-    ) -> None:
-        """`TemplateChangeRefused` while an edit cannot reach the running pods; one Warning per message."""
-        edited = running_edit(job, workers, launcher, launcher_pods)
-        refused = None if edited is None or conditions.is_finished(status) else refusal(job, edited)
-        if refused is None:
-            conditions.drop(status, COND_REFUSED)
-            return
-        reason, message = refused
-        if conditions.put(status, COND_REFUSED, conditions.TRUE, reason, message, now):
-            self._rec.record(job, WARNING, COND_REFUSED, message)
-
-    async def _delete_pod(self, meta: Obj) -> None:
-        try:
-            await self._w.delete(PODS, meta["name"], meta.get("namespace", ""))
-        except (errors.NotFound, errors.Conflict):
-            pass
-        except errors.ApiError as exc:
-            raise SyncError(f"deleting pods {meta['name']}: {exc.server_message}") from exc
-        self._deleted.add(meta.get("uid", ""))
-
-    async def _delete_launcher(self, meta: Obj) -> None:
-        # Background: the Job's name is free at once for the one made from the new template, and the
-        # garbage collector takes its pods, none of which has started.
-        uid = meta.get("uid")
-        try:
-            await self._w.delete(
-                JOBS,
-                meta["name"],
-                meta.get("namespace", ""),
-                propagation_policy="Background",
-                preconditions={"uid": uid} if uid else None,
-            )
-        except (errors.NotFound, errors.Conflict):
-            pass
-        except errors.ApiError as exc:
-            raise SyncError(f"deleting launcher Job {meta['name']}: {exc.server_message}") from exc
-        self._deleted.add(uid or "")

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mpioperator.api import accessors, annotation_keys, conveniences
+from mpioperator.api import accessors, annotation_keys
 from mpioperator.api import constants as api
+from mpioperator.api.extensions import conveniences
 from mpioperator.api.field_errors import FieldError, JSONString, invalid, too_long
 from mpioperator.api.objects import Obj
 
