@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from mpioperator.api.objects import Obj
-from mpioperator.kube.resources import Resource
+from mpioperator.kube.calls import Reads, Writes
 
 
 class Lister(Protocol):
@@ -33,39 +33,9 @@ class Listers:
     priority_classes: Lister | None = None
 
 
-class Writer(Protocol):
-    """The API writes a sync issues; KubeClient satisfies it."""
-
-    async def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj: ...
-
-    async def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj: ...
-
-    async def update(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj: ...
-
-    async def update_status(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj: ...
-
-    async def patch(
-        self,
-        res: Resource,
-        name: str,
-        body: Obj | list[Any],
-        namespace: str | None = None,
-        *,
-        patch_type: str = "merge",
-        subresource: str | None = None,
-        field_manager: str | None = None,
-        force: bool = False,
-    ) -> Obj: ...
-
-    async def delete(
-        self,
-        res: Resource,
-        name: str,
-        namespace: str | None = None,
-        *,
-        propagation_policy: str | None = "Background",
-        preconditions: Obj | None = None,
-    ) -> Obj: ...
+class Writer(Reads, Writes, Protocol):
+    """The API calls a sync issues (reads of what a cache cannot answer, and writes); KubeClient satisfies
+    it."""
 
 
 class Recorder(Protocol):

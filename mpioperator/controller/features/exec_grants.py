@@ -141,13 +141,7 @@ class ExecGrants:
                 if strict and names:
                     raise _not_ours(ROLES, name)
                 return False
-            if (found.get("rules") or []) != desired["rules"]:
-                updated = json_copy(found)
-                updated["rules"] = desired["rules"]
-                try:
-                    await self._w.update(ROLES, updated, ns)
-                except errors.ApiError as exc:
-                    raise refused(exc, ROLES.kind, name, "updated", f"Role {name}") from exc
+            await self._set_field(ROLES, found, ns, "rules", desired["rules"])
         self._remember_role(uid, names)
         return True
 
@@ -167,18 +161,25 @@ class ExecGrants:
                 if strict:
                     raise _not_ours(ROLE_BINDINGS, name) from None
                 return
-            if found is not None and found.get("subjects") != desired["subjects"]:
-                updated = json_copy(found)
-                updated["subjects"] = desired["subjects"]
-                try:
-                    await self._w.update(ROLE_BINDINGS, updated, ns)
-                except errors.ApiError as exc:
-                    raise refused(exc, ROLE_BINDINGS.kind, name, "updated", f"RoleBinding {name}") from exc
+            if found is not None:
+                await self._set_field(ROLE_BINDINGS, found, ns, "subjects", desired["subjects"])
         except errors.ApiError as exc:
             raise refused(exc, ROLE_BINDINGS.kind, name, "created", f"RoleBinding {name}") from exc
         self._bound[uid] = None
         while len(self._bound) > self._capacity:
             self._bound.popitem(last=False)
+
+    async def _set_field(self, res: Resource, found: Obj, ns: str, field: str, desired: object) -> None:
+        """Update one top-level field of a Role or RoleBinding of ours that differs from what it should be."""
+        if (found.get(field) or []) == desired:
+            return
+        updated = json_copy(found)
+        updated[field] = desired
+        name = found["metadata"]["name"]
+        try:
+            await self._w.update(res, updated, ns)
+        except errors.ApiError as exc:
+            raise refused(exc, res.kind, name, "updated", f"{res.kind} {name}") from exc
 
     # --- revoking, and the finalizer -------------------------------------------------------------------
 
