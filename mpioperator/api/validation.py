@@ -9,6 +9,7 @@ from typing import Any
 from mpioperator.api import constants as api
 from mpioperator.api import replica_modes
 from mpioperator.api.conveniences import validate_conveniences
+from mpioperator.api.elastic import validate_bounds
 from mpioperator.api.extensions import validate_annotations
 from mpioperator.api.field_errors import (
     FieldError,
@@ -88,7 +89,7 @@ def validate_mpijob(job: Obj) -> list[FieldError]:
         )
     errors += validate_conveniences(job)  # our annotations (docs/extensions.md), after upstream's
     errors += replica_modes.validate(job)  # and T9k's per replica type
-    return errors + validate_annotations(job) + validate_restarts(job)  # and the other extensions'
+    return errors + validate_annotations(job) + validate_restarts(job) + validate_bounds(job)  # and others'
 
 
 def validate_worker_bound(job: Obj, maximum: int) -> list[FieldError]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from mpioperator.controller.feature import Feature, FeaturePorts
 from mpioperator.controller.features.conveniences import ConveniencesFeature
+from mpioperator.controller.features.elastic_bounds import ElasticBoundsFeature
 from mpioperator.controller.features.exec_agent import ExecAgentFeature
 from mpioperator.controller.features.last_words import LastWordsFeature
 from mpioperator.controller.features.pod_groups import PodGroupsFeature
@@ -18,6 +19,7 @@ from mpioperator.controller.features.worker_roll import WorkerRollFeature
 
 def default_features(ports: FeaturePorts) -> list[Feature]:
     return [
+        ElasticBoundsFeature(ports),
         ExecAgentFeature(ports),
         RestartsFeature(ports),
         ConveniencesFeature(ports),
