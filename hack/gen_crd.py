@@ -205,6 +205,7 @@ def job_status() -> Schema:
             "replicaStatuses": {"type": "object", "additionalProperties": replica_status},
             "startTime": {"type": "string", "format": "date-time"},
             **extension_status(),
+            **last_words_status(),
         },
     }
 
@@ -316,6 +317,53 @@ def extension_status() -> Schema:
     }
 
 
+def last_words_status() -> Schema:
+    """Ours (docs/extensions.md): the failed rank and the last lines of its worker's and the launcher's
+    logs, kept after cleanup (controller/features/last_words.py)."""
+    lines = {
+        "type": "object",
+        "required": ["pod"],
+        "properties": {
+            "pod": {"type": "string"},
+            "lines": {
+                "type": "array",
+                "maxItems": 20,
+                "x-kubernetes-list-type": "atomic",
+                "items": {"type": "string", "maxLength": 2048},
+            },
+        },
+    }
+    return {
+        "lastWords": desc(
+            "Set once the launcher failed: the rank mpirun named, its pod, node and exit code or signal, "
+            "and the last lines (at most 20 of 2 KiB) of that worker's log and of the launcher's.",
+            {
+                "type": "object",
+                "properties": {
+                    "rank": {"type": "integer", "format": "int32", "minimum": 0},
+                    "exitCode": {"type": "integer", "format": "int32"},
+                    "signal": {"type": "integer", "format": "int32"},
+                    "signalName": {"type": "string"},
+                    "pod": {"type": "string"},
+                    "node": {"type": "string"},
+                    "launcher": lines,
+                    "worker": lines,
+                },
+            },
+        )
+    }
+
+
+def scale_subresource() -> Schema:
+    """Ours (docs/extensions.md): `kubectl scale` and a HorizontalPodAutoscaler set the worker count; the
+    status counts the running workers and names their selector (written for jobs with elastic bounds)."""
+    return {
+        "specReplicasPath": ".spec.mpiReplicaSpecs.Worker.replicas",
+        "statusReplicasPath": ".status.replicaStatuses.Worker.active",
+        "labelSelectorPath": ".status.replicaStatuses.Worker.selector",
+    }
+
+
 _WORKERS = (
     "(has(self.spec) && has(self.spec.mpiReplicaSpecs) && 'Worker' in self.spec.mpiReplicaSpecs && "
     "has(self.spec.mpiReplicaSpecs['Worker'].replicas) && self.spec.mpiReplicaSpecs['Worker'].replicas > 0 ? "
@@ -421,7 +469,7 @@ def crd(resolver: Resolver) -> Schema:
                     "name": "v2beta1",
                     "served": True,
                     "storage": True,
-                    "subresources": {"status": {}},
+                    "subresources": {"status": {}, "scale": scale_subresource()},
                     "additionalPrinterColumns": [
                         {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
                         {"name": "State", "type": "string", "jsonPath": ".status.conditions[-1:].type"},

@@ -130,6 +130,8 @@ MPI_HOME: Final = f"{PREFIX}mpi-home"
 SSH_SECRET: Final = f"{PREFIX}ssh-secret"
 ROLL_WORKERS: Final = f"{PREFIX}roll-workers-on-template-change"
 HOSTFILE_PATH: Final = f"{PREFIX}hostfile-path"
+MIN_WORKERS: Final = f"{PREFIX}min-workers"
+MAX_WORKERS: Final = f"{PREFIX}max-workers"
 
 # Written by the operator, never by a user.
 ATTEMPT_LABEL: Final = f"{PREFIX}attempt"  # on every child of a job that restarts as a whole
@@ -159,6 +161,7 @@ POLICIES: Final = (NEVER, ON_WORKER_FAILURE, ON_FAILURE)
 DEFAULT_MAX_RESTARTS: Final = 3
 DEFAULT_BACKOFF_SECONDS: Final = 10
 DEFAULT_DEBUG_COMMAND: Final = ("sleep", "infinity")
+MAX_WORKER_BOUND: Final = 2**31 - 1  # an int32, as spec.mpiReplicaSpecs[Worker].replicas is
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,5 +213,11 @@ TABLE: Final = (
     Annotation(SSH_SECRET, stripped, None, "a Secret of the user's own for SSH"),
     Annotation(ROLL_WORKERS, flag, False, "workers made anew when their template changes"),
     Annotation(HOSTFILE_PATH, verbatim, None, "a second path where the launcher finds the hostfile"),
+    Annotation(
+        MIN_WORKERS, whole_number(MAX_WORKER_BOUND), None, "the fewest workers a scale may leave (elastic)"
+    ),
+    Annotation(
+        MAX_WORKERS, whole_number(MAX_WORKER_BOUND), None, "the most workers a scale may ask for (elastic)"
+    ),
 )
 BY_KEY: Final = {entry.key: entry for entry in TABLE}

@@ -111,6 +111,8 @@ def set_extensions(builder: MPIJobBuilder, args: argparse.Namespace) -> None:
         builder.roll_workers_on_template_change()
     if args.hostfile_path:
         builder.hostfile_path(args.hostfile_path)
+    if args.min_workers is not None or args.max_workers is not None:
+        builder.worker_bounds(args.min_workers, args.max_workers)
 
 
 def _words(value: str | None) -> list[str] | None:

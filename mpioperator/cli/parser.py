@@ -135,6 +135,8 @@ EXTENSION_FLAGS = {
     "ssh_secret": "--ssh-secret",
     "roll_workers": "--roll-workers-on-template-change",
     "hostfile_path": "--hostfile-path",
+    "min_workers": "--min-workers",
+    "max_workers": "--max-workers",
 }
 
 
@@ -211,6 +213,8 @@ def _extension_flags(submit: argparse.ArgumentParser) -> None:
         help="re-create the workers when their template changes, before the launcher starts",
     )
     group.add_argument("--hostfile-path", help="another path where the launcher finds the hostfile")
+    group.add_argument("--min-workers", type=int, help="the fewest workers a scale may leave (elastic)")
+    group.add_argument("--max-workers", type=int, help="the most workers a scale may ask for (elastic)")
 
 
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:

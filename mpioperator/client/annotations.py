@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Self
 
-from mpioperator.api.extensions import conveniences, launch, restarts
+from mpioperator.api.extensions import conveniences, elastic, launch, restarts
 
 
 def _flag(enabled: bool) -> str:
@@ -142,4 +142,12 @@ class AnnotationSetters:
     def hostfile_path(self, path: str) -> Self:
         """The launcher also finds the hostfile at `path` (e.g. `/kubeflow/openmpi/assets/hostfile`)."""
         self._annotations[conveniences.HOSTFILE_PATH] = path
+        return self
+
+    def worker_bounds(self, minimum: int | None = None, maximum: int | None = None) -> Self:
+        """Elastic bounds: a scale (`kubectl scale`, an autoscaler) outside them runs the nearest bound."""
+        if minimum is not None:
+            self._annotations[elastic.MIN_WORKERS] = str(minimum)
+        if maximum is not None:
+            self._annotations[elastic.MAX_WORKERS] = str(maximum)
         return self

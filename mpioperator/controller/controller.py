@@ -173,6 +173,7 @@ class MPIJobController:
             ),
             backend=self.backend,
             features=default_features,
+            logs=client,
         )
         for informer in self._informers[MPIJOBS]:
             informer.add_event_handler(

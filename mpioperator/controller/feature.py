@@ -16,7 +16,7 @@ from typing import Protocol
 
 from mpioperator.api.objects import Obj
 from mpioperator.controller.builders.podspec import Decorator
-from mpioperator.controller.ports import Listers, Recorder, Writer
+from mpioperator.controller.ports import Listers, PodLogs, Recorder, Writer
 from mpioperator.podgroup.backend import PodGroupBackend
 
 
@@ -44,6 +44,8 @@ class FeaturePorts:
     before_delete: Callable[[Obj, list[Obj]], Awaitable[None]]
     backend: PodGroupBackend
     exec_agent_image: str | None = None
+    # Pods' logs, read on rare paths only (a failed job's last words); None where nothing reads them.
+    logs: PodLogs | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,5 +38,19 @@ class Writer(Reads, Writes, Protocol):
     it."""
 
 
+class PodLogs(Protocol):
+    """Reads a pod's log; KubeClient satisfies it."""
+
+    async def pod_log(
+        self,
+        name: str,
+        namespace: str,
+        *,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        limit_bytes: int | None = None,
+    ) -> str: ...
+
+
 class Recorder(Protocol):
     def record(self, obj: Obj, event_type: str, reason: str, message: str) -> None: ...

@@ -208,6 +208,11 @@ def _last_bad_end(pod: Obj) -> Obj | None:
     return None
 
 
+def last_bad_end(pod: Obj) -> Obj | None:
+    """The pod's most telling bad end (a container's `terminated` state), None if it has none."""
+    return _last_bad_end(pod)
+
+
 def worker_endings(workers: list[Obj]) -> str:
     """`worker a was OOMKilled (exit code 137), worker b ended with exit code 3`, at most MAX_NAMED."""
     ended = []

@@ -35,7 +35,7 @@ from mpioperator.controller.errors import StatusConflict
 from mpioperator.controller.events import NORMAL
 from mpioperator.controller.feature import FeatureFactory, FeaturePorts, FeatureSet, Seen
 from mpioperator.controller.metrics import JobMetrics
-from mpioperator.controller.ports import Listers, Recorder, Writer
+from mpioperator.controller.ports import Listers, PodLogs, Recorder, Writer
 from mpioperator.controller.said_before import SaidBefore
 from mpioperator.controller.status import StatusEvent, compute_status
 from mpioperator.podgroup.backend import PodGroupBackend
@@ -81,8 +81,10 @@ class JobSyncer:
         settings: SyncSettings | None = None,
         backend: PodGroupBackend | None = None,
         features: FeatureFactory | None = None,
+        logs: PodLogs | None = None,
     ) -> None:
-        """`features`: our extensions (controller/features/__init__.py's default_features); none if None."""
+        """`features`: our extensions (controller/features/__init__.py's default_features); none if None.
+        `logs`: where the features read pods' logs."""
         self._l = listers
         self._w = writer
         self._rec = recorder
@@ -116,6 +118,7 @@ class JobSyncer:
             self._features.before_delete,
             backend,
             self._settings.exec_agent_image,
+            logs,
         )
         self._features.use(features(ports) if features is not None else [])
         self._step = ChildrenStep(self._children, self._features)

@@ -431,10 +431,16 @@ class KubeClient(Reads, Writes, ListsAndWatches):
                 yield event
 
     async def pod_log(
-        self, name: str, namespace: str, *, container: str | None = None, tail_lines: int | None = None
+        self,
+        name: str,
+        namespace: str,
+        *,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        limit_bytes: int | None = None,
     ) -> str:
         """A pod's log as the kubelet has it now (the API server relays it as text, not JSON)."""
-        query = {"container": container, "tailLines": tail_lines}
+        query = {"container": container, "tailLines": tail_lines, "limitBytes": limit_bytes}
         return decode_text(
             await self._send("get", PODS, "GET", PODS.path(namespace, name, "log"), query=query)
         )

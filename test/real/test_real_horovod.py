@@ -198,16 +198,53 @@ class ElasticRun:
         except (WaitTimeout, ProbeAborted) as stopped:
             raise AssertionError(f"{stopped}\n{diagnosis(self.job)}") from None
 
-    def scale(self, workers: int) -> None:
-        self.job.patch({"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": workers}}}})
+    def scale(self, workers: int, check: bool = True) -> Any:
+        """`kubectl scale`, through the CRD's scale subresource."""
+        return self.cluster.kubectl(
+            "-n", self.job.ns, "scale", f"mpijob/{self.job.name}", f"--replicas={workers}", check=check
+        )
 
-    def walk_to(self, workers: int, wait_number: int) -> None:
+    def out_of_bounds(self) -> dict[str, Any] | None:
+        return self.job.condition("WorkersOutOfBounds")
+
+    def refused_outside_the_bounds(self, running: int) -> list[str]:
+        """Scales above the job's maximum and below the API's minimum of one worker while it runs
+        `running` workers: the first runs the maximum with a condition and one Warning event, the second is
+        refused by the API server. What a person saw, for the log."""
+        seen = []
+        above = self.scale(running + 1)
+        seen.append(f"$ kubectl scale --replicas={running + 1}: {above.stdout.strip()}")
+        clamped = self.wait(self.out_of_bounds, "the WorkersOutOfBounds condition")
+        seen.append(f"condition: {clamped}")
+        assert clamped["reason"] == "WorkerReplicasClamped", clamped
+        assert f"replicas {running + 1} is above mpioperator.io/max-workers {running}" in clamped["message"]
+        workers = sorted(p["metadata"]["name"] for p in self.job.pods("worker"))
+        assert workers == [f"{self.job.name}-worker-{i}" for i in range(running)], workers
+
+        def events() -> str:
+            listed = self.cluster.kubectl(
+                "-n", self.job.ns, "get", "events", f"--field-selector=involvedObject.name={self.job.name}"
+            )
+            return str(listed.stdout)
+
+        self.wait(lambda: "WorkerReplicasClamped" in events(), "the WorkerReplicasClamped event")
+        seen.append(events())
+        events_seen = seen[-1]
+        assert events_seen.count("WorkerReplicasClamped") == 1, events_seen
+        zero = self.scale(0, check=False)
+        seen.append(f"$ kubectl scale --replicas=0: {zero.stderr.strip()}")
+        assert zero.returncode != 0 and "Worker replicas must be greater than or equal to 1" in zero.stderr
+        return seen
+
+    def walk_to(self, workers: int, wait_number: int, before_scaling: Any = None) -> None:
         """Waits for the run's `wait_number`-th wait (it asks for `workers`), scales the job to them, and
         waits for an epoch at that size after the wait."""
         self.wait(lambda: len(self.waits()) >= wait_number, f"the run's wait number {wait_number}")
         size, before = self.waits()[wait_number - 1]
         assert size == workers, self.waits()
-        self.scale(workers)
+        if before_scaling is not None:
+            before_scaling()
+        print(f"$ kubectl scale --replicas={workers}: {self.scale(workers).stdout.strip()}")
         self.wait(
             lambda: any(epoch >= before and n == workers for epoch, _, n, _ in self.epochs()),
             f"epoch {before} on {workers} workers",
@@ -218,8 +255,9 @@ def test_elastic_example_trains_on_through_two_three_two_three_workers_and_the_r
     real_cluster: LocalCluster, ns: str
 ) -> None:
     """The example walks through the sizes 2, 3, 2, 3 (--world-sizes): before each quarter of its epochs
-    it waits until Horovod has reset it to that size, and this test scales the job when the run says it
-    waits, so neither side races the kubelet's refresh of discover_hosts.sh. The third worker leaves and
+    it waits until Horovod has reset it to that size, and this test scales the job with `kubectl scale`
+    (the CRD's scale subresource) when the run says it waits; scales outside the example's bounds
+    (mpioperator.io/min-workers 1, max-workers 3) are clamped or refused meanwhile, so neither side races the kubelet's refresh of discover_hosts.sh. The third worker leaves and
     comes back under the same name; the epoch and step counts carry on across the resets and the loss
     falls, all under one launcher pod that never restarts."""
     job = apply_example(real_cluster, ns, "horovod/tensorflow-digits-elastic.yaml")
@@ -230,7 +268,12 @@ def test_elastic_example_trains_on_through_two_three_two_three_workers_and_the_r
     run.wait(lambda: run.epochs()[:1], "the first epoch")
     run.launcher_uid = run.launcher_pod()["metadata"]["uid"]
     run.walk_to(3, 1)
-    run.walk_to(2, 2)
+    # While the run waits for 2 workers on 3: a scale past the example's mpioperator.io/max-workers (3)
+    # runs 3, and one to no worker is refused; then the scale to 2 takes the condition away.
+    refused: list[str] = []
+    run.walk_to(2, 2, before_scaling=lambda: refused.extend(run.refused_outside_the_bounds(3)))
+    print("\n".join(refused))
+    assert run.out_of_bounds() is None, run.job.get()
     # The worker's pod is gone at once, its name from the launcher's discover_hosts.sh only once the kubelet
     # refreshes it; coming back before then is the other way to rejoin, so nothing waits for it here.
     run.walk_to(3, 3)

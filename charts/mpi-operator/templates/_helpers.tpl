@@ -52,6 +52,10 @@ rules test/integration/manifests/test_rbac.py pins down).
 - apiGroups: [""]
   resources: [pods]
   verbs: [get, list, watch, create, delete]
+- apiGroups: [""]
+  # A failed job's last words: the log of the worker that ran the failed rank, read once.
+  resources: [pods/log]
+  verbs: [get]
 - apiGroups: ["", events.k8s.io]
   resources: [events]
   verbs: [create, patch]

@@ -8,5 +8,6 @@ the controller's side of each extension is a feature (controller/features/).
 - restarts.py: whole-job restarts and the attempt label;
 - conveniences.py: habits from other MPI operators (debug mode, the generated mpirun line, a Secret of the
   user's own, rolled workers);
-- replica_modes.py: debug and resume commands per replica type.
+- replica_modes.py: debug and resume commands per replica type;
+- elastic.py: the bounds on an elastic job's workers (`kubectl scale` within them).
 """

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from mpioperator.controller.feature import Feature, FeaturePorts
 from mpioperator.controller.features.conveniences import ConveniencesFeature
+from mpioperator.controller.features.elastic_bounds import ElasticBoundsFeature
 from mpioperator.controller.features.exec_agent import ExecAgentFeature
+from mpioperator.controller.features.last_words import LastWordsFeature
 from mpioperator.controller.features.pod_groups import PodGroupsFeature
 from mpioperator.controller.features.restarts import RestartsFeature
 from mpioperator.controller.features.worker_roll import WorkerRollFeature
@@ -17,9 +19,11 @@ from mpioperator.controller.features.worker_roll import WorkerRollFeature
 
 def default_features(ports: FeaturePorts) -> list[Feature]:
     return [
+        ElasticBoundsFeature(ports),
         ExecAgentFeature(ports),
         RestartsFeature(ports),
         ConveniencesFeature(ports),
         PodGroupsFeature(ports),
         WorkerRollFeature(ports),
+        LastWordsFeature(ports),
     ]

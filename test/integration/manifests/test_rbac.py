@@ -38,9 +38,11 @@ def each(verbs: str, resource: str, group: str = "", **kw: str) -> list[Access]:
 # upstream-behaviour.md §2.16 plus what our controller adds: gets after conflicts, the MPIJob delete of
 # D5 #12, jobs/status (D5 #10), finalizers for blockOwnerDeletion, the startup CRD check, and the launcher
 # Job's delete (a whole-job restart, debug mode's end), the MPIJob update that adds and removes the exec
-# agent's finalizer (removed also by an operator that no longer runs with --exec-agent).
+# agent's finalizer (removed also by an operator that no longer runs with --exec-agent), and the log of the
+# worker that ran a failed rank (its last words, decisions-local L50).
 NEEDED: list[Access] = [
     *each("get list watch create delete", "pods"),
+    Access("get", "pods", subresource="log"),
     *each("get list watch create update", "services"),
     *each("get list watch create update", "configmaps"),
     *each("get list watch create update", "secrets"),

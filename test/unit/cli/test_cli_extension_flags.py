@@ -58,6 +58,10 @@ def test_every_annotation_has_a_submit_flag() -> None:
             "/usr/sbin/sshd -De",
             "--resume-skip-init-containers",
             "Worker",
+            "--min-workers",
+            "1",
+            "--max-workers",
+            "3",
         ]
     )
 

@@ -27,6 +27,8 @@ EVERY_ANNOTATION = {
     "mpioperator.io/resume-launcher-command": "/home/mpiuser/resume.sh --from-checkpoint",
     "mpioperator.io/resume-worker-command": "/usr/sbin/sshd -De",
     "mpioperator.io/resume-skip-init-containers": "Worker",
+    "mpioperator.io/min-workers": "1",
+    "mpioperator.io/max-workers": "3",
 }
 
 

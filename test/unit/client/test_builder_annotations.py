@@ -41,6 +41,7 @@ def test_every_annotation_of_the_operator_has_a_setter() -> None:
         .ssh_secret("site-keys")
         .roll_workers_on_template_change()
         .hostfile_path("/kubeflow/openmpi/assets/hostfile")
+        .worker_bounds(1, 3)
         .build()
     )
 
@@ -70,6 +71,8 @@ def test_switches_can_be_set_off_and_the_generated_line_parsed_back() -> None:
     ("builder", "field"),
     [
         (MPIJobBuilder("bad").image(PI).hostfile_path("hostfile"), "mpioperator.io/hostfile-path"),
+        (MPIJobBuilder("bad").image(PI).worker_bounds(0), "mpioperator.io/min-workers"),
+        (MPIJobBuilder("bad").image(PI).worker_bounds(3, 2), "mpioperator.io/min-workers"),
         (MPIJobBuilder("bad").image(PI).ssh_secret("My_Keys"), "mpioperator.io/ssh-secret"),
         (MPIJobBuilder("bad").image(PI).launch_agent("rsh"), "mpioperator.io/launch-agent"),
         (

@@ -146,6 +146,30 @@ class RecordingWriter:
         return {}
 
 
+class MemoryLogs:
+    """Pods' logs by name, as the kubelet would serve them; records each read."""
+
+    def __init__(self, logs: dict[str, str] | None = None) -> None:
+        self.logs = dict(logs or {})
+        self.reads: list[tuple[str, int | None, int | None]] = []
+
+    async def pod_log(
+        self,
+        name: str,
+        namespace: str,
+        *,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        limit_bytes: int | None = None,
+    ) -> str:
+        self.reads.append((name, tail_lines, limit_bytes))
+        if name not in self.logs:
+            raise errors.NotFound(404, "NotFound", f'pods "{name}" not found')
+        lines = self.logs[name].splitlines(keepends=True)
+        text = "".join(lines[-tail_lines:] if tail_lines else lines)
+        return text[:limit_bytes] if limit_bytes else text
+
+
 class RecordingRecorder:
     def __init__(self) -> None:
         self.events: list[tuple[str, str, str]] = []
@@ -167,8 +191,10 @@ class Scene:
         *children: Obj,
         writer: RecordingWriter | None = None,
         settings: SyncSettings | None = None,
+        logs: MemoryLogs | None = None,
     ) -> None:
         self.job = job
+        self.logs = logs or MemoryLogs()
         kinds: dict[str, list[Obj]] = {attr: [] for attr in _LISTS.values()}
         self.writer = writer or RecordingWriter()
         for obj in (job, *children):
@@ -190,6 +216,7 @@ class Scene:
             utcnow=self.clock.utcnow,
             settings=settings,
             features=default_features,
+            logs=self.logs,
         )
 
     async def sync(self, key: str | None = None) -> SyncResult:

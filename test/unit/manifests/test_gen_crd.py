@@ -169,7 +169,15 @@ def test_enumerated_fields_list_exactly_the_values_upstream_accepts(root: Schema
 def test_crd_serves_one_version_with_status_subresource_and_printer_columns(crd: Schema) -> None:
     (version,) = crd["spec"]["versions"]
     assert (version["name"], version["served"], version["storage"]) == ("v2beta1", True, True)
-    assert version["subresources"] == {"status": {}}
+    # Ours (decisions-local L50): kubectl scale and an autoscaler set the worker count.
+    assert version["subresources"] == {
+        "status": {},
+        "scale": {
+            "specReplicasPath": ".spec.mpiReplicaSpecs.Worker.replicas",
+            "statusReplicasPath": ".status.replicaStatuses.Worker.active",
+            "labelSelectorPath": ".status.replicaStatuses.Worker.selector",
+        },
+    }
     columns = version["additionalPrinterColumns"]
     assert [c["name"] for c in columns if not c.get("priority")] == ["Phase", "State", "Workers", "Age"]
     # `kubectl get -o wide` adds the pods by phase, from status.aggregate.
