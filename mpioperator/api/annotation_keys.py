@@ -130,6 +130,9 @@ MPI_HOME: Final = f"{PREFIX}mpi-home"
 SSH_SECRET: Final = f"{PREFIX}ssh-secret"
 ROLL_WORKERS: Final = f"{PREFIX}roll-workers-on-template-change"
 HOSTFILE_PATH: Final = f"{PREFIX}hostfile-path"
+PROGRESS: Final = f"{PREFIX}progress"
+STALL_TIMEOUT: Final = f"{PREFIX}stall-timeout-seconds"
+STALL_ACTION: Final = f"{PREFIX}stall-action"
 
 # Written by the operator, never by a user.
 ATTEMPT_LABEL: Final = f"{PREFIX}attempt"  # on every child of a job that restarts as a whole
@@ -159,6 +162,26 @@ POLICIES: Final = (NEVER, ON_WORKER_FAILURE, ON_FAILURE)
 DEFAULT_MAX_RESTARTS: Final = 3
 DEFAULT_BACKOFF_SECONDS: Final = 10
 DEFAULT_DEBUG_COMMAND: Final = ("sleep", "infinity")
+PROGRESS_JSON: Final = "json"
+# A progress pattern is matched against every new launcher line: a longer one is no line pattern.
+MAX_PROGRESS_PATTERN: Final = 512
+STALL_CONDITION_ONLY: Final = "condition"
+STALL_FAIL: Final = "fail"
+
+
+def progress_format(text: str) -> str | re.Pattern[str] | None:
+    """`json`, or a regular expression with a named group `done` (and optionally `total`; any other named
+    group is a metric)."""
+    value = text.strip()
+    if value == PROGRESS_JSON:
+        return value
+    if not value or len(value) > MAX_PROGRESS_PATTERN:
+        return None
+    try:
+        pattern = re.compile(value)
+    except (re.error, RecursionError, OverflowError):
+        return None
+    return pattern if "done" in pattern.groupindex else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,5 +233,20 @@ TABLE: Final = (
     Annotation(SSH_SECRET, stripped, None, "a Secret of the user's own for SSH"),
     Annotation(ROLL_WORKERS, flag, False, "workers made anew when their template changes"),
     Annotation(HOSTFILE_PATH, verbatim, None, "a second path where the launcher finds the hostfile"),
+    Annotation(
+        PROGRESS, progress_format, None, "status.progress from the launcher's log: json, or a line pattern"
+    ),
+    Annotation(
+        STALL_TIMEOUT,
+        whole_number(MAX_SECONDS),
+        None,
+        "the Stalled condition after this many seconds without new launcher output (or progress)",
+    ),
+    Annotation(
+        STALL_ACTION,
+        choice(STALL_CONDITION_ONLY, STALL_FAIL),
+        STALL_CONDITION_ONLY,
+        "what a stall does without a restart policy: only the condition, or fail the job",
+    ),
 )
 BY_KEY: Final = {entry.key: entry for entry in TABLE}

@@ -19,6 +19,7 @@ from mpioperator.api.field_errors import (
     not_supported,
     required,
 )
+from mpioperator.api.launcher_log import validate_launcher_log
 from mpioperator.api.objects import Obj
 from mpioperator.api.restarts import validate_restarts
 
@@ -88,7 +89,8 @@ def validate_mpijob(job: Obj) -> list[FieldError]:
         )
     errors += validate_conveniences(job)  # our annotations (docs/extensions.md), after upstream's
     errors += replica_modes.validate(job)  # and T9k's per replica type
-    return errors + validate_annotations(job) + validate_restarts(job)  # and the other extensions'
+    errors += validate_annotations(job) + validate_restarts(job)  # and the other extensions'
+    return errors + validate_launcher_log(job)
 
 
 def validate_worker_bound(job: Obj, maximum: int) -> list[FieldError]:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from mpioperator.api.objects import Obj
+from mpioperator.clock import Clock, RealClock
 from mpioperator.controller.builders.podspec import Decorator
-from mpioperator.controller.ports import Listers, Recorder, Writer
+from mpioperator.controller.log_follower import FollowSettings
+from mpioperator.controller.ports import Listers, PodLogs, Recorder, Writer
 from mpioperator.podgroup.backend import PodGroupBackend
 
 
@@ -31,6 +33,8 @@ class ChildOperations(Protocol):
 
     async def ssh_secret(self, job: Obj) -> Obj: ...
 
+    async def stop_launcher(self, job: Obj) -> None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class FeaturePorts:
@@ -44,6 +48,10 @@ class FeaturePorts:
     before_delete: Callable[[Obj, list[Obj]], Awaitable[None]]
     backend: PodGroupBackend
     exec_agent_image: str | None = None
+    # Launchers' logs (pods/log), read by the launcher log feature; None: no job's log is read.
+    logs: PodLogs | None = None
+    clock: Clock = field(default_factory=RealClock)
+    follow: FollowSettings = field(default_factory=FollowSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +134,11 @@ class Feature:
 
     def describe(self, job: Obj, status: Obj, seen: Seen) -> None:
         """The status after its events are recorded, before it is written."""
+
+    def recheck_after(self, job: Obj, now: dt.datetime) -> float | None:
+        """At the end of a sync of an unfinished job: seconds after which the feature wants it looked at
+        again although nothing about it changed; None when it does not."""
+        return None
 
 
 class FeatureSet:
@@ -228,6 +241,11 @@ class FeatureSet:
     def describe(self, job: Obj, status: Obj, seen: Seen) -> None:
         for feature in self._with("describe"):
             feature.describe(job, status, seen)
+
+    def recheck_after(self, job: Obj, now: dt.datetime) -> float | None:
+        """The soonest revisit any feature asks for; None when none does."""
+        waits = [feature.recheck_after(job, now) for feature in self._with("recheck_after")]
+        return min((w for w in waits if w is not None), default=None)
 
 
 FeatureFactory = Callable[[FeaturePorts], Sequence[Feature]]

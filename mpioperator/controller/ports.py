@@ -70,3 +70,19 @@ class Writer(Protocol):
 
 class Recorder(Protocol):
     def record(self, obj: Obj, event_type: str, reason: str, message: str) -> None: ...
+
+
+class PodLogs(Protocol):
+    """Reads a pod's log (pods/log); KubeClient satisfies it."""
+
+    async def pod_log(
+        self,
+        name: str,
+        namespace: str,
+        *,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        since_time: str | None = None,
+        limit_bytes: int | None = None,
+        timestamps: bool = False,
+    ) -> str: ...

@@ -10,6 +10,7 @@ from __future__ import annotations
 from mpioperator.controller.feature import Feature, FeaturePorts
 from mpioperator.controller.features.conveniences import ConveniencesFeature
 from mpioperator.controller.features.exec_agent import ExecAgentFeature
+from mpioperator.controller.features.launcher_log import LauncherLogFeature
 from mpioperator.controller.features.pod_groups import PodGroupsFeature
 from mpioperator.controller.features.restarts import RestartsFeature
 from mpioperator.controller.features.worker_roll import WorkerRollFeature
@@ -22,4 +23,5 @@ def default_features(ports: FeaturePorts) -> list[Feature]:
         ConveniencesFeature(ports),
         PodGroupsFeature(ports),
         WorkerRollFeature(ports),
+        LauncherLogFeature(ports),
     ]

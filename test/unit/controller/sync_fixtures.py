@@ -27,7 +27,7 @@ from mpioperator.controller.builders import configmap, secret, service
 from mpioperator.controller.decorators import compose
 from mpioperator.controller.features import default_features
 from mpioperator.controller.metrics import JobMetrics
-from mpioperator.controller.ports import Listers
+from mpioperator.controller.ports import Listers, PodLogs
 from mpioperator.controller.secret_cache import SECRET_CACHE_PROJECTION
 from mpioperator.controller.sync import JobSyncer, SyncResult, SyncSettings
 from mpioperator.controller.tasks import AGGREGATE_KEYS
@@ -167,6 +167,7 @@ class Scene:
         *children: Obj,
         writer: RecordingWriter | None = None,
         settings: SyncSettings | None = None,
+        logs: PodLogs | None = None,
     ) -> None:
         self.job = job
         kinds: dict[str, list[Obj]] = {attr: [] for attr in _LISTS.values()}
@@ -190,6 +191,8 @@ class Scene:
             utcnow=self.clock.utcnow,
             settings=settings,
             features=default_features,
+            logs=logs,
+            clock=self.clock,
         )
 
     async def sync(self, key: str | None = None) -> SyncResult:
