@@ -111,6 +111,10 @@ def set_extensions(builder: MPIJobBuilder, args: argparse.Namespace) -> None:
         builder.roll_workers_on_template_change()
     if args.hostfile_path:
         builder.hostfile_path(args.hostfile_path)
+    if args.progress:
+        builder.progress(args.progress)
+    if args.stall_timeout_seconds is not None:
+        builder.stall_timeout(args.stall_timeout_seconds, fail=args.stall_fail)
 
 
 def _words(value: str | None) -> list[str] | None:

@@ -135,6 +135,9 @@ EXTENSION_FLAGS = {
     "ssh_secret": "--ssh-secret",
     "roll_workers": "--roll-workers-on-template-change",
     "hostfile_path": "--hostfile-path",
+    "progress": "--progress",
+    "stall_timeout_seconds": "--stall-timeout-seconds",
+    "stall_fail": "--stall-fail",
 }
 
 
@@ -211,6 +214,23 @@ def _extension_flags(submit: argparse.ArgumentParser) -> None:
         help="re-create the workers when their template changes, before the launcher starts",
     )
     group.add_argument("--hostfile-path", help="another path where the launcher finds the hostfile")
+    group.add_argument(
+        "--progress",
+        metavar="json|PATTERN",
+        help="status.progress from the launcher's log: JSON lines with step, total and metrics, or a "
+        "regular expression with a named group done (and total)",
+    )
+    group.add_argument(
+        "--stall-timeout-seconds",
+        type=_positive,
+        metavar="S",
+        help="the Stalled condition once the launcher prints nothing new (no new progress) for this long",
+    )
+    group.add_argument(
+        "--stall-fail",
+        action="store_true",
+        help="fail a stalled job that has no restart policy (with one, it restarts as a whole)",
+    )
 
 
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:

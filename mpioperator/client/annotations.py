@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Self
 
-from mpioperator.api import conveniences, extensions, restarts
+from mpioperator.api import conveniences, extensions, launcher_log, restarts
 
 
 def _flag(enabled: bool) -> str:
@@ -142,4 +142,21 @@ class AnnotationSetters:
     def hostfile_path(self, path: str) -> Self:
         """The launcher also finds the hostfile at `path` (e.g. `/kubeflow/openmpi/assets/hostfile`)."""
         self._annotations[conveniences.HOSTFILE_PATH] = path
+        return self
+
+    def progress(self, how: str = launcher_log.PROGRESS_JSON) -> Self:
+        """Put the job's progress in `status.progress` (PROGRESS in `kubectl get mpijobs -o wide`), read
+        off the launcher's log: "json" for lines like `{"step": 30, "total": 120, "metrics": {"loss":
+        0.25}}`, or a regular expression with a named group `done` (and optionally `total`; other named
+        groups are metrics)."""
+        self._annotations[launcher_log.PROGRESS] = how
+        return self
+
+    def stall_timeout(self, seconds: int, *, fail: bool = False) -> Self:
+        """The `Stalled` condition (and one Warning event) once the launcher prints nothing new (no new
+        progress, with `progress`) for `seconds`; with a restart policy the job then restarts as a whole,
+        else with `fail` it is failed."""
+        self._annotations[launcher_log.STALL_TIMEOUT] = str(seconds)
+        if fail:
+            self._annotations[launcher_log.STALL_ACTION] = launcher_log.STALL_FAIL
         return self

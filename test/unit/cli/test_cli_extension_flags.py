@@ -58,6 +58,11 @@ def test_every_annotation_has_a_submit_flag() -> None:
             "/usr/sbin/sshd -De",
             "--resume-skip-init-containers",
             "Worker",
+            "--progress",
+            "json",
+            "--stall-timeout-seconds",
+            "600",
+            "--stall-fail",
         ]
     )
 

@@ -27,6 +27,9 @@ EVERY_ANNOTATION = {
     "mpioperator.io/resume-launcher-command": "/home/mpiuser/resume.sh --from-checkpoint",
     "mpioperator.io/resume-worker-command": "/usr/sbin/sshd -De",
     "mpioperator.io/resume-skip-init-containers": "Worker",
+    "mpioperator.io/progress": "json",
+    "mpioperator.io/stall-timeout-seconds": "600",
+    "mpioperator.io/stall-action": "fail",
 }
 
 
