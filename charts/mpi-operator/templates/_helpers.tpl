@@ -52,6 +52,10 @@ rules test/integration/manifests/test_rbac.py pins down).
 - apiGroups: [""]
   resources: [pods]
   verbs: [get, list, watch, create, delete]
+# get pods/log: the launcher's log, read for mpioperator.io/progress and stall-timeout-seconds.
+- apiGroups: [""]
+  resources: [pods/log]
+  verbs: [get]
 - apiGroups: ["", events.k8s.io]
   resources: [events]
   verbs: [create, patch]

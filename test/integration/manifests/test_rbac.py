@@ -41,6 +41,7 @@ def each(verbs: str, resource: str, group: str = "", **kw: str) -> list[Access]:
 # agent's finalizer (removed also by an operator that no longer runs with --exec-agent).
 NEEDED: list[Access] = [
     *each("get list watch create delete", "pods"),
+    Access("get", "pods", subresource="log"),  # the launcher's log: progress and stalled jobs (L49)
     *each("get list watch create update", "services"),
     *each("get list watch create update", "configmaps"),
     *each("get list watch create update", "secrets"),
