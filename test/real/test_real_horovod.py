@@ -16,6 +16,7 @@ from mpioperator.testing.jobs import Job
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.ranks import ranks_by_host
 from mpioperator.testing.wait import ProbeAborted, WaitTimeout, wait_for, wait_while_progressing
+from test.real.progress_column import ProgressColumn
 from test.real.test_real_mpijobs import diagnosis, launcher_log
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,7 +40,8 @@ TRAINING_LIMIT = 1500.0
 
 
 @pytest.fixture
-def ns(real_cluster: LocalCluster, make_namespace: Any, real_operator: OperatorProcess) -> str:
+def ns(real_cluster: LocalCluster, make_namespace: Any, log_reading_operator: OperatorProcess) -> str:
+    """A namespace, under an operator that reads opted-in launchers' logs every second."""
     name: str = make_namespace(real_cluster)
     return name
 
@@ -74,11 +76,17 @@ def train_to_success(job: Job) -> None:
     assert finished["type"] == "Succeeded", f"{job.name} failed: {finished}\n{diagnosis(job)}"
 
 
-def run_example_on_two_workers(cluster: LocalCluster, namespace: str, relative: str) -> tuple[Job, str]:
+def run_example_on_two_workers(
+    cluster: LocalCluster, namespace: str, relative: str, progress: list[str] | None = None
+) -> tuple[Job, str]:
     """Applies an example, trains it to Succeeded and checks it ran one rank on each of its two workers;
-    the job and its launcher's log."""
+    the job and its launcher's log. `progress` gets each PROGRESS value `kubectl get -o wide` showed."""
     job = apply_example(cluster, namespace, relative)
-    train_to_success(job)
+    with ProgressColumn(cluster, namespace, job.name) as column:
+        train_to_success(job)
+    print("\n".join(column.shown))  # the PROGRESS column as it moved, for a person reading the run
+    if progress is not None:
+        progress += column.values
     log = launcher_log(cluster, namespace, job.name)
     print(log)  # the launcher's log, for a person reading the run (pytest -rP)
     assert ranks_by_host(log) == {f"{job.name}-worker-0": [0], f"{job.name}-worker-1": [1]}, log
@@ -88,15 +96,18 @@ def run_example_on_two_workers(cluster: LocalCluster, namespace: str, relative: 
 def test_horovod_keras_example_trains_with_one_rank_on_each_worker_and_its_loss_falls(
     real_cluster: LocalCluster, ns: str
 ) -> None:
-    _, log = run_example_on_two_workers(real_cluster, ns, "horovod/tensorflow-digits.yaml")
+    progress: list[str] = []
+    _, log = run_example_on_two_workers(real_cluster, ns, "horovod/tensorflow-digits.yaml", progress)
 
+    # mpioperator.io/progress: PROGRESS moved through at least two epochs while it trained.
+    assert len(progress) >= 2 and [int(p) for p in progress] == sorted({int(p) for p in progress}), progress
     epochs = [(int(epoch), float(loss)) for epoch, loss in EPOCH_LOSS.findall(log)]
-    assert [epoch for epoch, _ in epochs] == list(range(10)), log
+    assert [epoch for epoch, _ in epochs] == list(range(30)), log
     found = START_END.search(log)
     assert found, log
     start, end = float(found.group(1)), float(found.group(2))
     assert (start, end) == (epochs[0][1], epochs[-1][1]), log
-    # Ten epochs of this model take the digits' loss from about 2.0 to about 0.25.
+    # Ten epochs of this model take the digits' loss from about 2.0 to about 0.25; thirty, lower still.
     assert end < start / 2, log
 
 
