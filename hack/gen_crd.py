@@ -206,6 +206,7 @@ def job_status() -> Schema:
             "startTime": {"type": "string", "format": "date-time"},
             **extension_status(),
             **last_words_status(),
+            **progress_status(),
         },
     }
 
@@ -364,6 +365,36 @@ def scale_subresource() -> Schema:
     }
 
 
+def progress_status() -> Schema:
+    """mpioperator.io/progress (docs/extensions.md): how far the job has got, read off its launcher's log."""
+    number = {"type": "number", "minimum": 0}
+    return {
+        "progress": desc(
+            "How far the job has got, from its launcher's log (mpioperator.io/progress).",
+            {
+                "type": "object",
+                "properties": {
+                    "done": number,
+                    "total": number,
+                    "percent": {"type": "integer", "minimum": 0, "maximum": 100},
+                    "text": {"type": "string", "maxLength": 64},
+                    "metrics": {
+                        "type": "object",
+                        "maxProperties": 8,
+                        "additionalProperties": {"type": "string", "maxLength": 63},
+                    },
+                    "lastUpdateTime": {"type": "string", "format": "date-time"},
+                },
+            },
+        ),
+    }
+
+
+def progress_column() -> Schema:
+    """`-o wide`: the job's progress as its status last said (mpioperator.io/progress)."""
+    return {"name": "Progress", "type": "string", "jsonPath": ".status.progress.text", "priority": 1}
+
+
 _WORKERS = (
     "(has(self.spec) && has(self.spec.mpiReplicaSpecs) && 'Worker' in self.spec.mpiReplicaSpecs && "
     "has(self.spec.mpiReplicaSpecs['Worker'].replicas) && self.spec.mpiReplicaSpecs['Worker'].replicas > 0 ? "
@@ -498,6 +529,7 @@ def crd(resolver: Resolver) -> Schema:
                             "jsonPath": ".status.aggregate.failed",
                             "priority": 1,
                         },
+                        progress_column(),
                     ],
                     "schema": {"openAPIV3Schema": mpijob_schema(resolver)},
                 }

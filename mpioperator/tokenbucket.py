@@ -36,6 +36,18 @@ class TokenBucket:
         self.waited += delay
         return delay
 
+    def try_take(self) -> bool:
+        """Take a token only if one exists now; False (and nothing taken) when the caller would wait."""
+        now = self._clock.now()
+        if self._last is not None:
+            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+        self._last = now
+        if self._tokens < 1.0:
+            return False
+        self._tokens -= 1.0
+        self.taken += 1
+        return True
+
     async def acquire(self) -> float:
         """Take a token and wait until it exists; returns the wait."""
         delay = self.reserve()

@@ -132,6 +132,9 @@ ROLL_WORKERS: Final = f"{PREFIX}roll-workers-on-template-change"
 HOSTFILE_PATH: Final = f"{PREFIX}hostfile-path"
 MIN_WORKERS: Final = f"{PREFIX}min-workers"
 MAX_WORKERS: Final = f"{PREFIX}max-workers"
+PROGRESS: Final = f"{PREFIX}progress"
+STALL_TIMEOUT: Final = f"{PREFIX}stall-timeout-seconds"
+STALL_ACTION: Final = f"{PREFIX}stall-action"
 
 # Written by the operator, never by a user.
 ATTEMPT_LABEL: Final = f"{PREFIX}attempt"  # on every child of a job that restarts as a whole
@@ -162,6 +165,26 @@ DEFAULT_MAX_RESTARTS: Final = 3
 DEFAULT_BACKOFF_SECONDS: Final = 10
 DEFAULT_DEBUG_COMMAND: Final = ("sleep", "infinity")
 MAX_WORKER_BOUND: Final = 2**31 - 1  # an int32, as spec.mpiReplicaSpecs[Worker].replicas is
+PROGRESS_JSON: Final = "json"
+# A progress pattern is matched against every new launcher line: a longer one is no line pattern.
+MAX_PROGRESS_PATTERN: Final = 512
+STALL_CONDITION_ONLY: Final = "condition"
+STALL_FAIL: Final = "fail"
+
+
+def progress_format(text: str) -> str | re.Pattern[str] | None:
+    """`json`, or a regular expression with a named group `done` (and optionally `total`; any other named
+    group is a metric)."""
+    value = text.strip()
+    if value == PROGRESS_JSON:
+        return value
+    if not value or len(value) > MAX_PROGRESS_PATTERN:
+        return None
+    try:
+        pattern = re.compile(value)
+    except (re.error, RecursionError, OverflowError):
+        return None
+    return pattern if "done" in pattern.groupindex else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +241,21 @@ TABLE: Final = (
     ),
     Annotation(
         MAX_WORKERS, whole_number(MAX_WORKER_BOUND), None, "the most workers a scale may ask for (elastic)"
+    ),
+    Annotation(
+        PROGRESS, progress_format, None, "status.progress from the launcher's log: json, or a line pattern"
+    ),
+    Annotation(
+        STALL_TIMEOUT,
+        whole_number(MAX_SECONDS),
+        None,
+        "the Stalled condition after this many seconds without new launcher output (or progress)",
+    ),
+    Annotation(
+        STALL_ACTION,
+        choice(STALL_CONDITION_ONLY, STALL_FAIL),
+        STALL_CONDITION_ONLY,
+        "what a stall does without a restart policy: only the condition, or fail the job",
     ),
 )
 BY_KEY: Final = {entry.key: entry for entry in TABLE}

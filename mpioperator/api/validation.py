@@ -11,6 +11,7 @@ from mpioperator.api.extensions import replica_modes
 from mpioperator.api.extensions.conveniences import validate_conveniences
 from mpioperator.api.extensions.elastic import validate_bounds
 from mpioperator.api.extensions.launch import validate_annotations
+from mpioperator.api.extensions.launcher_log import validate_launcher_log
 from mpioperator.api.extensions.restarts import validate_restarts
 from mpioperator.api.field_errors import (
     FieldError,
@@ -89,7 +90,8 @@ def validate_mpijob(job: Obj) -> list[FieldError]:
         )
     errors += validate_conveniences(job)  # our annotations (docs/extensions.md), after upstream's
     errors += replica_modes.validate(job)  # and T9k's per replica type
-    return errors + validate_annotations(job) + validate_restarts(job) + validate_bounds(job)  # and others'
+    errors += validate_annotations(job) + validate_restarts(job) + validate_bounds(job)  # and others'
+    return errors + validate_launcher_log(job)
 
 
 def validate_worker_bound(job: Obj, maximum: int) -> list[FieldError]:

@@ -26,6 +26,7 @@ from mpioperator.app.server import HealthServer
 from mpioperator.app.startup import StartupError, check_cluster, make_client
 from mpioperator.clock import RealClock
 from mpioperator.controller.controller import ControllerSettings, MPIJobController
+from mpioperator.controller.log_follower import FollowSettings
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.state_metrics import JobStateCollector
 from mpioperator.kube.client import KubeClient
@@ -81,6 +82,11 @@ def controller_settings(options: opts.Options) -> ControllerSettings:
         host_waiter_image=options.host_waiter_image,
         max_worker_replicas=options.max_worker_replicas,
         max_restarts_cap=options.max_restarts_cap,
+        launcher_log=FollowSettings(
+            options.launcher_log_interval_seconds,
+            options.launcher_log_qps,
+            max(1, int(2 * options.launcher_log_qps)),
+        ),
     )
 
 

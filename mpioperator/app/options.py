@@ -15,6 +15,8 @@ from mpioperator.api.extensions.launch import MAX_SECONDS
 from mpioperator.api.extensions.restarts import DEFAULT_MAX_RESTARTS_CAP, MAX_MAX_RESTARTS
 from mpioperator.controller.builders.configmap import max_worker_replicas, worker_replicas_ceiling
 from mpioperator.controller.decorators.host_waiter import DEFAULT_IMAGE as DEFAULT_HOST_WAITER_IMAGE
+from mpioperator.controller.log_follower import DEFAULT_INTERVAL as DEFAULT_LOG_INTERVAL
+from mpioperator.controller.log_follower import DEFAULT_QPS as DEFAULT_LOG_QPS
 from mpioperator.kube.protoapi import PROTOBUF
 
 # Upstream v1's flag and image name: the init container that hands the launcher a kubectl.
@@ -48,6 +50,8 @@ class Options:
     cluster_domain: str = ""
     worker_startup_deadline_seconds: int = 0
     max_restarts_cap: int = DEFAULT_MAX_RESTARTS_CAP
+    launcher_log_interval_seconds: float = DEFAULT_LOG_INTERVAL
+    launcher_log_qps: float = DEFAULT_LOG_QPS
     exec_agent: bool = False
     kubectl_delivery_image: str = DEFAULT_KUBECTL_DELIVERY_IMAGE
     host_waiter_image: str = DEFAULT_HOST_WAITER_IMAGE
@@ -161,6 +165,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="the most whole-job restarts a job may ask for (mpioperator.io/max-restarts); a job asking "
         "for more gets the Invalid condition",
     )
+    _flag(
+        parser,
+        "launcher-log-interval-seconds",
+        type=float,
+        default=DEFAULT_LOG_INTERVAL,
+        help="how often the log of a running launcher is read, at most, for a job that asks for progress "
+        "or a stall timeout (mpioperator.io/progress, mpioperator.io/stall-timeout-seconds)",
+    )
+    _flag(
+        parser,
+        "launcher-log-qps",
+        type=float,
+        default=DEFAULT_LOG_QPS,
+        help="the most launcher log reads a second over all jobs (a burst of twice as many); a job whose "
+        "turn finds the budget spent is read at its next turn",
+    )
     _bool_flag(
         parser,
         "exec-agent",
@@ -233,6 +253,8 @@ def parse(argv: list[str] | None = None, environ: dict[str, str] | None = None) 
         cluster_domain=ns.cluster_domain,
         worker_startup_deadline_seconds=ns.worker_startup_deadline_seconds,
         max_restarts_cap=ns.max_restarts_cap,
+        launcher_log_interval_seconds=ns.launcher_log_interval_seconds,
+        launcher_log_qps=ns.launcher_log_qps,
         exec_agent=ns.exec_agent,
         kubectl_delivery_image=ns.kubectl_delivery_image,
         host_waiter_image=ns.wait_for_hosts_image,
@@ -282,6 +304,10 @@ def validate(options: Options) -> None:
         )
     if not 0 <= options.max_restarts_cap <= MAX_MAX_RESTARTS:
         fail("max-restarts-cap", f"{options.max_restarts_cap} (must be 0-{MAX_MAX_RESTARTS})")
+    if not options.launcher_log_interval_seconds >= 1:
+        fail("launcher-log-interval-seconds", f"{options.launcher_log_interval_seconds} (must be at least 1)")
+    if not options.launcher_log_qps > 0:
+        fail("launcher-log-qps", f"{options.launcher_log_qps} (must be > 0)")
     if options.exec_agent and not options.kubectl_delivery_image.strip():
         fail("kubectl-delivery-image", "must name an image when --exec-agent is on")
     if not options.host_waiter_image.strip():

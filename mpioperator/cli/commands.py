@@ -113,6 +113,10 @@ def set_extensions(builder: MPIJobBuilder, args: argparse.Namespace) -> None:
         builder.hostfile_path(args.hostfile_path)
     if args.min_workers is not None or args.max_workers is not None:
         builder.worker_bounds(args.min_workers, args.max_workers)
+    if args.progress:
+        builder.progress(args.progress)
+    if args.stall_timeout_seconds is not None:
+        builder.stall_timeout(args.stall_timeout_seconds, fail=args.stall_fail)
 
 
 def _words(value: str | None) -> list[str] | None:

@@ -137,6 +137,9 @@ EXTENSION_FLAGS = {
     "hostfile_path": "--hostfile-path",
     "min_workers": "--min-workers",
     "max_workers": "--max-workers",
+    "progress": "--progress",
+    "stall_timeout_seconds": "--stall-timeout-seconds",
+    "stall_fail": "--stall-fail",
 }
 
 
@@ -215,6 +218,23 @@ def _extension_flags(submit: argparse.ArgumentParser) -> None:
     group.add_argument("--hostfile-path", help="another path where the launcher finds the hostfile")
     group.add_argument("--min-workers", type=int, help="the fewest workers a scale may leave (elastic)")
     group.add_argument("--max-workers", type=int, help="the most workers a scale may ask for (elastic)")
+    group.add_argument(
+        "--progress",
+        metavar="json|PATTERN",
+        help="status.progress from the launcher's log: JSON lines with step, total and metrics, or a "
+        "regular expression with a named group done (and total)",
+    )
+    group.add_argument(
+        "--stall-timeout-seconds",
+        type=_positive,
+        metavar="S",
+        help="the Stalled condition once the launcher prints nothing new (no new progress) for this long",
+    )
+    group.add_argument(
+        "--stall-fail",
+        action="store_true",
+        help="fail a stalled job that has no restart policy (with one, it restarts as a whole)",
+    )
 
 
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -131,6 +131,9 @@ def describe(
         ("Clean pod policy", accessors.clean_pod_policy(job)),
         ("Suspended", "yes" if accessors.suspended(job) else "no"),
     ]
+    if (reported := status.training_progress(job)) is not None:
+        updated = (job_status.get("progress") or {}).get("lastUpdateTime")
+        fields.append(("Progress", f"{reported}, read {age(updated, now)} ago" if updated else reported))
     width = max(len(label) for label, _ in fields) + 2
     out = [f"{label + ':':<{width}}{value}" for label, value in fields]
 

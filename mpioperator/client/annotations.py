@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Self
 
-from mpioperator.api.extensions import conveniences, elastic, launch, restarts
+from mpioperator.api.extensions import conveniences, elastic, launch, launcher_log, restarts
 
 
 def _flag(enabled: bool) -> str:
@@ -150,4 +150,21 @@ class AnnotationSetters:
             self._annotations[elastic.MIN_WORKERS] = str(minimum)
         if maximum is not None:
             self._annotations[elastic.MAX_WORKERS] = str(maximum)
+        return self
+
+    def progress(self, how: str = launcher_log.PROGRESS_JSON) -> Self:
+        """Put the job's progress in `status.progress` (PROGRESS in `kubectl get mpijobs -o wide`), read
+        off the launcher's log: "json" for lines like `{"step": 30, "total": 120, "metrics": {"loss":
+        0.25}}`, or a regular expression with a named group `done` (and optionally `total`; other named
+        groups are metrics)."""
+        self._annotations[launcher_log.PROGRESS] = how
+        return self
+
+    def stall_timeout(self, seconds: int, *, fail: bool = False) -> Self:
+        """The `Stalled` condition (and one Warning event) once the launcher prints nothing new (no new
+        progress, with `progress`) for `seconds`; with a restart policy the job then restarts as a whole,
+        else with `fail` it is failed."""
+        self._annotations[launcher_log.STALL_TIMEOUT] = str(seconds)
+        if fail:
+            self._annotations[launcher_log.STALL_ACTION] = launcher_log.STALL_FAIL
         return self

@@ -100,10 +100,22 @@ def progress(job: Obj) -> str:
         if counts.failed:
             seen += f", {counts.failed} failed"
         parts.append(f"{counts.replica_type.lower()} {seen}")
+    if (reported := training_progress(job)) is not None:
+        parts.append(f"progress {reported}")
     latest = latest_condition(job)
     if latest and latest.get("message"):
         parts.append(str(latest["message"]))
     return "; ".join(parts)
+
+
+def training_progress(job: Obj) -> str | None:
+    """`status.progress` in words (mpioperator.io/progress): its text, then its metrics; None without."""
+    found = (job.get("status") or {}).get("progress")
+    if not isinstance(found, dict) or not found.get("text"):
+        return None
+    metrics = found.get("metrics")
+    shown = ", ".join(f"{k}={v}" for k, v in metrics.items()) if isinstance(metrics, dict) else ""
+    return f"{found['text']} ({shown})" if shown else str(found["text"])
 
 
 def latest_condition(job: Obj) -> Obj | None:

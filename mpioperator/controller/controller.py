@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
@@ -28,6 +28,7 @@ from mpioperator.controller.events import EventRecorder
 from mpioperator.controller.features import default_features
 from mpioperator.controller.fence import FencedWriter
 from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
+from mpioperator.controller.log_follower import FollowSettings
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION
 from mpioperator.controller.ports import Listers, Writer
@@ -83,6 +84,8 @@ class ControllerSettings:
     max_worker_replicas: int = max_worker_replicas()
     # --max-restarts-cap: the most mpioperator.io/max-restarts a job may ask for.
     max_restarts_cap: int = DEFAULT_MAX_RESTARTS_CAP
+    # --launcher-log-interval-seconds and --launcher-log-qps (log_follower.py).
+    launcher_log: FollowSettings = field(default_factory=FollowSettings)
     # Child events and the echoes of our own status writes wait this long, so the events of one job's
     # pods starting one after another become one sync and one status write instead of one each
     # (decisions-local L6). Spec changes do not wait.
@@ -170,10 +173,12 @@ class MPIJobController:
                 host_waiter_image=settings.host_waiter_image,
                 max_worker_replicas=settings.max_worker_replicas,
                 max_restarts_cap=settings.max_restarts_cap,
+                launcher_log=settings.launcher_log,
             ),
             backend=self.backend,
             features=default_features,
-            logs=client,
+            logs=client,  # a read: the fence is for writes
+            clock=clock,
         )
         for informer in self._informers[MPIJOBS]:
             informer.add_event_handler(

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from mpioperator.api.objects import Obj
+from mpioperator.clock import Clock, RealClock
 from mpioperator.controller.builders.podspec import Decorator
+from mpioperator.controller.log_follower import FollowSettings
 from mpioperator.controller.ports import Listers, PodLogs, Recorder, Writer
 from mpioperator.podgroup.backend import PodGroupBackend
 
@@ -31,6 +33,8 @@ class ChildOperations(Protocol):
 
     async def ssh_secret(self, job: Obj) -> Obj: ...
 
+    async def stop_launcher(self, job: Obj) -> None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class FeaturePorts:
@@ -44,8 +48,11 @@ class FeaturePorts:
     before_delete: Callable[[Obj, list[Obj]], Awaitable[None]]
     backend: PodGroupBackend
     exec_agent_image: str | None = None
-    # Pods' logs, read on rare paths only (a failed job's last words); None where nothing reads them.
+    # Pods' logs (pods/log): launchers' logs followed by the launcher log feature, a failed rank's last
+    # words read once; None: no log is read.
     logs: PodLogs | None = None
+    clock: Clock = field(default_factory=RealClock)
+    follow: FollowSettings = field(default_factory=FollowSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +135,11 @@ class Feature:
 
     def describe(self, job: Obj, status: Obj, seen: Seen) -> None:
         """The status after its events are recorded, before it is written."""
+
+    def recheck_after(self, job: Obj, now: dt.datetime) -> float | None:
+        """At the end of a sync of an unfinished job: seconds after which the feature wants it looked at
+        again although nothing about it changed; None when it does not."""
+        return None
 
 
 class FeatureSet:
@@ -230,6 +242,11 @@ class FeatureSet:
     def describe(self, job: Obj, status: Obj, seen: Seen) -> None:
         for feature in self._with("describe"):
             feature.describe(job, status, seen)
+
+    def recheck_after(self, job: Obj, now: dt.datetime) -> float | None:
+        """The soonest revisit any feature asks for; None when none does."""
+        waits = [feature.recheck_after(job, now) for feature in self._with("recheck_after")]
+        return min((w for w in waits if w is not None), default=None)
 
 
 FeatureFactory = Callable[[FeaturePorts], Sequence[Feature]]

@@ -38,8 +38,12 @@ class Writer(Reads, Writes, Protocol):
     it."""
 
 
+class Recorder(Protocol):
+    def record(self, obj: Obj, event_type: str, reason: str, message: str) -> None: ...
+
+
 class PodLogs(Protocol):
-    """Reads a pod's log; KubeClient satisfies it."""
+    """Reads a pod's log (pods/log); KubeClient satisfies it."""
 
     async def pod_log(
         self,
@@ -48,9 +52,7 @@ class PodLogs(Protocol):
         *,
         container: str | None = None,
         tail_lines: int | None = None,
+        since_time: str | None = None,
         limit_bytes: int | None = None,
+        timestamps: bool = False,
     ) -> str: ...
-
-
-class Recorder(Protocol):
-    def record(self, obj: Obj, event_type: str, reason: str, message: str) -> None: ...

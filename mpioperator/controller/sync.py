@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
 
@@ -24,6 +24,7 @@ from mpioperator.api.extensions import restarts
 from mpioperator.api.objects import Obj
 from mpioperator.api.validation import validate_mpijob, validate_worker_bound
 from mpioperator.cache.keys import split_key
+from mpioperator.clock import Clock, RealClock
 from mpioperator.controller import children, conditions, finished, report, status_writer, validity
 from mpioperator.controller.bounded import BoundedSet
 from mpioperator.controller.builders.configmap import max_worker_replicas
@@ -34,6 +35,7 @@ from mpioperator.controller.decorators.host_waiter import HostWaiter
 from mpioperator.controller.errors import StatusConflict
 from mpioperator.controller.events import NORMAL
 from mpioperator.controller.feature import FeatureFactory, FeaturePorts, FeatureSet, Seen
+from mpioperator.controller.log_follower import FollowSettings
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.ports import Listers, PodLogs, Recorder, Writer
 from mpioperator.controller.said_before import SaidBefore
@@ -63,6 +65,8 @@ class SyncSettings:
     max_worker_replicas: int = max_worker_replicas()
     # --max-restarts-cap: the most mpioperator.io/max-restarts a job may ask for.
     max_restarts_cap: int = restarts.DEFAULT_MAX_RESTARTS_CAP
+    # --launcher-log-interval-seconds, --launcher-log-qps: how often launchers' logs are read.
+    launcher_log: FollowSettings = field(default_factory=FollowSettings)
 
 
 # Which jobs already had a one-shot event (uid, what), so retries do not repeat it.
@@ -82,9 +86,10 @@ class JobSyncer:
         backend: PodGroupBackend | None = None,
         features: FeatureFactory | None = None,
         logs: PodLogs | None = None,
+        clock: Clock | None = None,
     ) -> None:
         """`features`: our extensions (controller/features/__init__.py's default_features); none if None.
-        `logs`: where the features read pods' logs."""
+        `logs`: where launchers' logs are read (none when None); `clock`: the features' monotonic time."""
         self._l = listers
         self._w = writer
         self._rec = recorder
@@ -119,6 +124,8 @@ class JobSyncer:
             backend,
             self._settings.exec_agent_image,
             logs,
+            clock or RealClock(),
+            self._settings.launcher_log,
         )
         self._features.use(features(ports) if features is not None else [])
         self._step = ChildrenStep(self._children, self._features)
@@ -229,8 +236,11 @@ class JobSyncer:
             # job's series, and those just observed would otherwise stay for good.
             empty = not self._l.mpijobs.select(ns, {})
             self._metrics.forget_deleted(ns, name, namespace_empty=empty)
+        revisit = self._features.recheck_after(job, now)
         waits = [
-            w for w in (step.held_for, observed.recheck_after, held_back, step.recheck_after) if w is not None
+            w
+            for w in (step.held_for, observed.recheck_after, held_back, step.recheck_after, revisit)
+            if w is not None
         ]
         return SyncResult(requeue_after=min(waits) if waits else None)
 

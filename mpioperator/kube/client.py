@@ -437,10 +437,19 @@ class KubeClient(Reads, Writes, ListsAndWatches):
         *,
         container: str | None = None,
         tail_lines: int | None = None,
+        since_time: str | None = None,
         limit_bytes: int | None = None,
+        timestamps: bool = False,
     ) -> str:
-        """A pod's log as the kubelet has it now (the API server relays it as text, not JSON)."""
-        query = {"container": container, "tailLines": tail_lines, "limitBytes": limit_bytes}
+        """A pod's log as the kubelet has it now (the API server relays it as text, not JSON); undecodable
+        bytes are replaced, never raised on."""
+        query = {
+            "container": container,
+            "tailLines": tail_lines,
+            "sinceTime": since_time,
+            "limitBytes": limit_bytes,
+            "timestamps": "true" if timestamps else None,
+        }
         return decode_text(
             await self._send("get", PODS, "GET", PODS.path(namespace, name, "log"), query=query)
         )

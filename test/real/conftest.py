@@ -77,3 +77,11 @@ def running_operator(cluster: LocalCluster, tmp_path: Path, *flags: str) -> Iter
         yield proc
     finally:
         proc.terminate()
+
+
+@pytest.fixture
+def log_reading_operator(real_cluster: LocalCluster, tmp_path: Path) -> Iterator[OperatorProcess]:
+    """The operator reading opted-in launchers' logs every second instead of every 30 (mpioperator.io/progress,
+    stall-timeout-seconds), so a job that trains for seconds shows its progress moving."""
+    with running_operator(real_cluster, tmp_path, "--launcher-log-interval-seconds=1") as proc:
+        yield proc

@@ -16,6 +16,7 @@ from mpioperator.testing.jobs import Job
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.ranks import ranks_by_host
 from mpioperator.testing.wait import ProbeAborted, WaitTimeout, wait_for, wait_while_progressing
+from test.real.progress_column import ProgressColumn
 from test.real.test_real_mpijobs import diagnosis, launcher_log
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,19 +36,30 @@ ELASTIC_TIMEOUT = 270.0
 # Training on 2 shared cores runs as fast as whatever else the machine does lets it: a run is waited for
 # as long as its pods or its launcher's log keep changing, and fails once nothing has moved for this long.
 TRAINING_IDLE_TIMEOUT = 240.0
+# Rounds of the CPU benchmark in its test: each takes seconds, so PROGRESS moves between log reads.
+ROUNDS = 6
 TRAINING_LIMIT = 1500.0
 
 
 @pytest.fixture
-def ns(real_cluster: LocalCluster, make_namespace: Any, real_operator: OperatorProcess) -> str:
+def ns(real_cluster: LocalCluster, make_namespace: Any, log_reading_operator: OperatorProcess) -> str:
+    """A namespace, under an operator that reads opted-in launchers' logs every second."""
     name: str = make_namespace(real_cluster)
     return name
 
 
-def apply_example(cluster: LocalCluster, namespace: str, relative: str) -> Job:
+def apply_example(
+    cluster: LocalCluster, namespace: str, relative: str, *, flag: tuple[str, str] | None = None
+) -> Job:
+    """Applies an example as it is, or with one more flag and its value at the end of its launcher's args."""
     path = EXAMPLES / relative
     name = yaml.safe_load(path.read_text())["metadata"]["name"]
-    cluster.kubectl("-n", namespace, "apply", "-f", str(path))
+    if flag is None:
+        cluster.kubectl("-n", namespace, "apply", "-f", str(path))
+    else:
+        body = yaml.safe_load(path.read_text())
+        body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["args"] += list(flag)
+        cluster.kubectl("-n", namespace, "apply", "-f", "-", input=yaml.safe_dump(body))
     return Job(cluster, namespace, name)
 
 
@@ -74,11 +86,23 @@ def train_to_success(job: Job) -> None:
     assert finished["type"] == "Succeeded", f"{job.name} failed: {finished}\n{diagnosis(job)}"
 
 
-def run_example_on_two_workers(cluster: LocalCluster, namespace: str, relative: str) -> tuple[Job, str]:
-    """Applies an example, trains it to Succeeded and checks it ran one rank on each of its two workers;
-    the job and its launcher's log."""
-    job = apply_example(cluster, namespace, relative)
-    train_to_success(job)
+def run_example_on_two_workers(
+    cluster: LocalCluster,
+    namespace: str,
+    relative: str,
+    progress: list[str] | None = None,
+    *,
+    flag: tuple[str, str] | None = None,
+) -> tuple[Job, str]:
+    """Applies an example (with one more launcher flag, if given), trains it to Succeeded and checks it ran
+    one rank on each of its two workers; the job and its launcher's log. `progress` gets each PROGRESS value
+    `kubectl get -o wide` showed."""
+    job = apply_example(cluster, namespace, relative, flag=flag)
+    with ProgressColumn(cluster, namespace, job.name) as column:
+        train_to_success(job)
+    print("\n".join(column.shown))  # the PROGRESS column as it moved, for a person reading the run
+    if progress is not None:
+        progress += column.values
     log = launcher_log(cluster, namespace, job.name)
     print(log)  # the launcher's log, for a person reading the run (pytest -rP)
     assert ranks_by_host(log) == {f"{job.name}-worker-0": [0], f"{job.name}-worker-1": [1]}, log
@@ -103,13 +127,21 @@ def test_horovod_keras_example_trains_with_one_rank_on_each_worker_and_its_loss_
 def test_cpu_benchmark_example_prints_the_images_per_second_of_both_ranks(
     real_cluster: LocalCluster, ns: str
 ) -> None:
+    progress: list[str] = []
     _, log = run_example_on_two_workers(
-        real_cluster, ns, "tensorflow-benchmarks/tensorflow-benchmarks-cpu.yaml"
+        real_cluster,
+        ns,
+        "tensorflow-benchmarks/tensorflow-benchmarks-cpu.yaml",
+        progress,
+        flag=("--rounds", str(ROUNDS)),
     )
 
     found = IMAGES_PER_SEC.search(log)
     assert found, log
     assert float(found.group(1)) > 0 and int(found.group(2)) == 2, log
+    # mpioperator.io/progress: PROGRESS (rank 0's rounds out of ROUNDS) moved while it ran.
+    done = [int(p.split("/")[0]) for p in progress]
+    assert len(done) >= 2 and done == sorted(set(done)), progress
 
 
 def test_t9k_recipe_example_trains_and_every_rank_sees_the_worker_templates_nccl_debug(

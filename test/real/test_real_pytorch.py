@@ -14,6 +14,7 @@ from mpioperator.testing.jobs import Job
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.ranks import ranks_by_host
 from mpioperator.testing.wait import WaitTimeout, wait_for
+from test.real.progress_column import ProgressColumn
 from test.real.test_real_horovod import apply_example
 from test.real.test_real_mpijobs import diagnosis, launcher_log, run_to_success
 
@@ -38,7 +39,9 @@ def workers_running(job: Job) -> bool:
     return len(pods) == 2 and all(pod.get("status", {}).get("phase") == "Running" for pod in pods)
 
 
-def run_example_on_two_workers(cluster: LocalCluster, namespace: str, relative: str) -> tuple[Job, str]:
+def run_example_on_two_workers(
+    cluster: LocalCluster, namespace: str, relative: str, progress: list[str] | None = None
+) -> tuple[Job, str]:
     """Applies an example, waits for its workers' image, runs it to Succeeded and checks it ran one rank
     on each of its two workers; the job and its launcher's log."""
     job = apply_example(cluster, namespace, relative)
@@ -46,7 +49,11 @@ def run_example_on_two_workers(cluster: LocalCluster, namespace: str, relative: 
         wait_for(lambda: workers_running(job), timeout=PULL_TIMEOUT, what=f"{job.name}'s workers to run")
     except WaitTimeout as timeout:
         raise AssertionError(f"{timeout}\n{diagnosis(job)}") from None
-    run_to_success(job)
+    with ProgressColumn(cluster, namespace, job.name) as column:
+        run_to_success(job)
+    print("\n".join(column.shown))  # the PROGRESS column as it moved, for a person reading the run
+    if progress is not None:
+        progress += column.values
     log = launcher_log(cluster, namespace, job.name)
     print(log)  # the launcher's log, for a person reading the run (pytest -rP)
     assert ranks_by_host(log) == {f"{job.name}-worker-0": [0], f"{job.name}-worker-1": [1]}, log
@@ -54,7 +61,8 @@ def run_example_on_two_workers(cluster: LocalCluster, namespace: str, relative: 
 
 
 @pytest.fixture
-def ns(real_cluster: LocalCluster, make_namespace: Any, real_operator: OperatorProcess) -> str:
+def ns(real_cluster: LocalCluster, make_namespace: Any, log_reading_operator: OperatorProcess) -> str:
+    """A namespace, under an operator that reads opted-in launchers' logs every second."""
     name: str = make_namespace(real_cluster)
     return name
 
@@ -73,9 +81,12 @@ def assert_loss_fell_by_half(log: str, epochs: int) -> None:
 def test_pytorch_ddp_example_trains_on_gloo_with_one_rank_on_each_worker_and_its_loss_falls(
     real_cluster: LocalCluster, ns: str
 ) -> None:
-    _, log = run_example_on_two_workers(real_cluster, ns, "pytorch/pytorch-ddp.yaml")
+    progress: list[str] = []
+    _, log = run_example_on_two_workers(real_cluster, ns, "pytorch/pytorch-ddp.yaml", progress)
 
     assert_loss_fell_by_half(log, epochs=20)
+    # mpioperator.io/progress: PROGRESS moved through at least two epochs while it trained.
+    assert len(progress) >= 2 and [int(p) for p in progress] == sorted({int(p) for p in progress}), progress
 
 
 @pytest.mark.parametrize("example", ["deepspeed-mpirun.yaml", "deepspeed-launcher.yaml"])

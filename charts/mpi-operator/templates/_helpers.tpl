@@ -53,7 +53,7 @@ rules test/integration/manifests/test_rbac.py pins down).
   resources: [pods]
   verbs: [get, list, watch, create, delete]
 - apiGroups: [""]
-  # A failed job's last words: the log of the worker that ran the failed rank, read once.
+  # The launcher's log (mpioperator.io/progress, stall-timeout-seconds) and a failed rank's worker's, once.
   resources: [pods/log]
   verbs: [get]
 - apiGroups: ["", events.k8s.io]

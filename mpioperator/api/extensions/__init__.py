@@ -9,5 +9,6 @@ the controller's side of each extension is a feature (controller/features/).
 - conveniences.py: habits from other MPI operators (debug mode, the generated mpirun line, a Secret of the
   user's own, rolled workers);
 - replica_modes.py: debug and resume commands per replica type;
-- elastic.py: the bounds on an elastic job's workers (`kubectl scale` within them).
+- elastic.py: the bounds on an elastic job's workers (`kubectl scale` within them);
+- launcher_log.py: progress and stalled jobs, read off the launcher's log.
 """

@@ -12,6 +12,7 @@ from mpioperator.controller.features.conveniences import ConveniencesFeature
 from mpioperator.controller.features.elastic_bounds import ElasticBoundsFeature
 from mpioperator.controller.features.exec_agent import ExecAgentFeature
 from mpioperator.controller.features.last_words import LastWordsFeature
+from mpioperator.controller.features.launcher_log import LauncherLogFeature
 from mpioperator.controller.features.pod_groups import PodGroupsFeature
 from mpioperator.controller.features.restarts import RestartsFeature
 from mpioperator.controller.features.worker_roll import WorkerRollFeature
@@ -26,4 +27,5 @@ def default_features(ports: FeaturePorts) -> list[Feature]:
         PodGroupsFeature(ports),
         WorkerRollFeature(ports),
         LastWordsFeature(ports),
+        LauncherLogFeature(ports),
     ]

@@ -30,6 +30,7 @@ from mpioperator.api import constants as api
 from mpioperator.api import names
 from mpioperator.api.extensions import conveniences
 from mpioperator.api.extensions import restarts as policy
+from mpioperator.api.extensions.launcher_log import COND_STALLED
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller import conditions, template_edits
@@ -98,6 +99,9 @@ class Restarter:
         launcher, current = self._attempt(job)
         if launcher is not None and _has_condition(launcher, "Complete"):
             return None  # the attempt succeeded: a worker that ends now is not worth running it again
+        stalled = conditions.find(status, COND_STALLED)
+        if stalled is not None and stalled.get("status") == "True":
+            return Failure(f"it stalled: {stalled.get('message') or 'no new launcher output'}")
         failed = [w for w in current if (w.get("status") or {}).get("phase") == "Failed"]
         if failed:
             return Failure(self._describe_workers(failed))
@@ -174,6 +178,10 @@ class Restarter:
             status, conditions.new_condition(api.COND_RESTARTING, "True", REASON_RESTARTING, message, now)
         )
         status["phase"] = PENDING
+        if conditions.is_true(status, COND_STALLED):  # the new attempt is judged afresh
+            conditions.put(
+                status, COND_STALLED, "False", REASON_RESTARTED, "The job restarted as a whole.", now
+            )
         if not await self._write_status(cached, status):
             return  # the job is gone: nothing is left to restart
         log.info(

@@ -42,7 +42,7 @@ def each(verbs: str, resource: str, group: str = "", **kw: str) -> list[Access]:
 # worker that ran a failed rank (its last words, decisions-local L50).
 NEEDED: list[Access] = [
     *each("get list watch create delete", "pods"),
-    Access("get", "pods", subresource="log"),
+    Access("get", "pods", subresource="log"),  # a failed rank's last words; progress and stalls (L49, L50)
     *each("get list watch create update", "services"),
     *each("get list watch create update", "configmaps"),
     *each("get list watch create update", "secrets"),

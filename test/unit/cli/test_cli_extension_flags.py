@@ -62,6 +62,11 @@ def test_every_annotation_has_a_submit_flag() -> None:
             "1",
             "--max-workers",
             "3",
+            "--progress",
+            "json",
+            "--stall-timeout-seconds",
+            "600",
+            "--stall-fail",
         ]
     )
 

@@ -171,3 +171,10 @@ def test_describe_of_a_new_job_says_none_where_nothing_is_known() -> None:
     assert "Conditions:\n  <none>" in text
     assert "Problem pods:\n  <none> (0 pods)" in text
     assert "Events:\n  <none>" in text
+
+
+def test_describe_shows_the_progress_the_status_reports_and_when_it_was_read() -> None:
+    progress = {"done": 3, "text": "3", "metrics": {"loss": "0.5"}, "lastUpdateTime": "2026-01-01T11:59:30Z"}
+    text = render.describe(job("pi", "a", "2026-01-01T11:00:00Z", progress=progress), [], [], NOW)
+
+    assert "Progress:           3 (loss=0.5), read 30s ago" in text.splitlines()

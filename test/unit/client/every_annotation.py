@@ -29,6 +29,9 @@ EVERY_ANNOTATION = {
     "mpioperator.io/resume-skip-init-containers": "Worker",
     "mpioperator.io/min-workers": "1",
     "mpioperator.io/max-workers": "3",
+    "mpioperator.io/progress": "json",
+    "mpioperator.io/stall-timeout-seconds": "600",
+    "mpioperator.io/stall-action": "fail",
 }
 
 

@@ -42,6 +42,8 @@ def test_every_annotation_of_the_operator_has_a_setter() -> None:
         .roll_workers_on_template_change()
         .hostfile_path("/kubeflow/openmpi/assets/hostfile")
         .worker_bounds(1, 3)
+        .progress("json")
+        .stall_timeout(600, fail=True)
         .build()
     )
 

@@ -76,3 +76,20 @@ def test_progress_line_of_a_finished_job_counts_succeeded_pods() -> None:
         replicaStatuses={"Launcher": {"succeeded": 1}, "Worker": {}},
     )
     assert progress(job) == "Succeeded; launcher 0/1 active, 1 succeeded; worker 0/2 active; Succeeded True"
+
+
+def test_wait_line_of_a_job_reporting_progress_shows_its_text_and_metrics() -> None:
+    job = job_with(
+        [("Created", "True"), ("Running", "True")],
+        replicaStatuses={"Launcher": {"active": 1}, "Worker": {"active": 2}},
+        progress={
+            "done": 30,
+            "total": 120,
+            "percent": 25,
+            "text": "30/120 (25%)",
+            "metrics": {"loss": "0.25"},
+        },
+    )
+    assert progress(job) == (
+        "Running; launcher 1/1 active; worker 2/2 active; progress 30/120 (25%) (loss=0.25); Running True"
+    )

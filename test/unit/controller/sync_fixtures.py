@@ -27,7 +27,7 @@ from mpioperator.controller.builders import configmap, secret, service
 from mpioperator.controller.decorators import compose
 from mpioperator.controller.features import default_features
 from mpioperator.controller.metrics import JobMetrics
-from mpioperator.controller.ports import Listers
+from mpioperator.controller.ports import Listers, PodLogs
 from mpioperator.controller.secret_cache import SECRET_CACHE_PROJECTION
 from mpioperator.controller.sync import JobSyncer, SyncResult, SyncSettings
 from mpioperator.controller.tasks import AGGREGATE_KEYS
@@ -160,7 +160,9 @@ class MemoryLogs:
         *,
         container: str | None = None,
         tail_lines: int | None = None,
+        since_time: str | None = None,
         limit_bytes: int | None = None,
+        timestamps: bool = False,
     ) -> str:
         self.reads.append((name, tail_lines, limit_bytes))
         if name not in self.logs:
@@ -191,10 +193,11 @@ class Scene:
         *children: Obj,
         writer: RecordingWriter | None = None,
         settings: SyncSettings | None = None,
-        logs: MemoryLogs | None = None,
+        logs: PodLogs | None = None,
     ) -> None:
         self.job = job
-        self.logs = logs or MemoryLogs()
+        # The tests of a failed rank's last words read back what was read (MemoryLogs.reads).
+        self.logs: Any = logs or MemoryLogs()
         kinds: dict[str, list[Obj]] = {attr: [] for attr in _LISTS.values()}
         self.writer = writer or RecordingWriter()
         for obj in (job, *children):
@@ -217,6 +220,7 @@ class Scene:
             settings=settings,
             features=default_features,
             logs=self.logs,
+            clock=self.clock,
         )
 
     async def sync(self, key: str | None = None) -> SyncResult:

@@ -180,11 +180,12 @@ def test_crd_serves_one_version_with_status_subresource_and_printer_columns(crd:
     }
     columns = version["additionalPrinterColumns"]
     assert [c["name"] for c in columns if not c.get("priority")] == ["Phase", "State", "Workers", "Age"]
-    # `kubectl get -o wide` adds the pods by phase, from status.aggregate.
+    # `kubectl get -o wide` adds the pods by phase, from status.aggregate, and the progress.
     assert [c["jsonPath"] for c in columns if c.get("priority") == 1] == [
         ".status.aggregate.running",
         ".status.aggregate.pending",
         ".status.aggregate.failed",
+        ".status.progress.text",
     ]
     assert crd["spec"]["names"] == {
         "kind": "MPIJob",
