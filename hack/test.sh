@@ -121,8 +121,9 @@ fi
 if [ -z "$interrupted" ]; then
   # The real tier in two lanes side by side, as its tests mostly wait on pods and MPI rather than on the
   # CPU: the two-node fault tests, the reachability tests (minutes of waiting on late or lost hosts), the
-  # failed-rank and stalled-job tests in lane B, on a bridge and subnets of their own so that neither lane waits for the other's
-  # node; everything else in lane A, whose run of the tier directory keeps the tier's floor check.
+  # failed-rank and stalled-job tests in lane B, on a bridge and subnets of their own so that neither lane
+  # waits for the other's node; everything else in lane A, whose run of the tier directory keeps the tier's
+  # floor check.
   real_b_out=$(mktemp "${TMPDIR:-/tmp}/mpioperator-real-b.XXXXXX")
   lane_b=(test/real/test_real_nodes.py test/real/test_real_reachability.py test/real/test_real_failed_rank.py
     test/real/test_real_stalled.py)
