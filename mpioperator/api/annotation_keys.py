@@ -130,6 +130,7 @@ MPI_HOME: Final = f"{PREFIX}mpi-home"
 SSH_SECRET: Final = f"{PREFIX}ssh-secret"
 ROLL_WORKERS: Final = f"{PREFIX}roll-workers-on-template-change"
 HOSTFILE_PATH: Final = f"{PREFIX}hostfile-path"
+HOSTFILE_ADDRESSES: Final = f"{PREFIX}hostfile-addresses"
 
 # Written by the operator, never by a user.
 ATTEMPT_LABEL: Final = f"{PREFIX}attempt"  # on every child of a job that restarts as a whole
@@ -159,6 +160,8 @@ POLICIES: Final = (NEVER, ON_WORKER_FAILURE, ON_FAILURE)
 DEFAULT_MAX_RESTARTS: Final = 3
 DEFAULT_BACKOFF_SECONDS: Final = 10
 DEFAULT_DEBUG_COMMAND: Final = ("sleep", "infinity")
+ADDRESSES_DNS: Final = "dns"
+ADDRESSES_IP: Final = "ip"
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,5 +213,11 @@ TABLE: Final = (
     Annotation(SSH_SECRET, stripped, None, "a Secret of the user's own for SSH"),
     Annotation(ROLL_WORKERS, flag, False, "workers made anew when their template changes"),
     Annotation(HOSTFILE_PATH, verbatim, None, "a second path where the launcher finds the hostfile"),
+    Annotation(
+        HOSTFILE_ADDRESSES,
+        choice(ADDRESSES_DNS, ADDRESSES_IP),
+        ADDRESSES_DNS,
+        "the hostfile names each worker by its DNS name (dns) or its pod IP (ip)",
+    ),
 )
 BY_KEY: Final = {entry.key: entry for entry in TABLE}

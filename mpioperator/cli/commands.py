@@ -111,6 +111,8 @@ def set_extensions(builder: MPIJobBuilder, args: argparse.Namespace) -> None:
         builder.roll_workers_on_template_change()
     if args.hostfile_path:
         builder.hostfile_path(args.hostfile_path)
+    if args.hostfile_addresses:
+        builder.hostfile_addresses(args.hostfile_addresses)
 
 
 def _words(value: str | None) -> list[str] | None:

@@ -135,6 +135,7 @@ EXTENSION_FLAGS = {
     "ssh_secret": "--ssh-secret",
     "roll_workers": "--roll-workers-on-template-change",
     "hostfile_path": "--hostfile-path",
+    "hostfile_addresses": "--hostfile-addresses",
 }
 
 
@@ -211,6 +212,11 @@ def _extension_flags(submit: argparse.ArgumentParser) -> None:
         help="re-create the workers when their template changes, before the launcher starts",
     )
     group.add_argument("--hostfile-path", help="another path where the launcher finds the hostfile")
+    group.add_argument(
+        "--hostfile-addresses",
+        choices=("dns", "ip"),
+        help="name the workers in the hostfile by DNS name (dns, the default) or pod IP (ip)",
+    )
 
 
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:

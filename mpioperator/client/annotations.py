@@ -143,3 +143,8 @@ class AnnotationSetters:
         """The launcher also finds the hostfile at `path` (e.g. `/kubeflow/openmpi/assets/hostfile`)."""
         self._annotations[conveniences.HOSTFILE_PATH] = path
         return self
+
+    def hostfile_addresses(self, addresses: str) -> Self:
+        """`"ip"`: the hostfile and discover_hosts.sh list the workers' pod IPs; `"dns"`: their DNS names."""
+        self._annotations[extensions.HOSTFILE_ADDRESSES] = addresses
+        return self

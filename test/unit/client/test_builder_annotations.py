@@ -41,6 +41,7 @@ def test_every_annotation_of_the_operator_has_a_setter() -> None:
         .ssh_secret("site-keys")
         .roll_workers_on_template_change()
         .hostfile_path("/kubeflow/openmpi/assets/hostfile")
+        .hostfile_addresses("dns")
         .build()
     )
 
