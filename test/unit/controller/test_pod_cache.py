@@ -62,7 +62,9 @@ def test_slim_pod_keeps_phase_reason_message_and_condition_truth() -> None:
 
 def test_slim_pod_keeps_the_pod_ip_a_hostfile_of_ips_lists_and_no_other_address() -> None:
     pod = full_pod()
-    pod["status"].update(podIP="10.244.0.7", hostIP="172.18.0.2", podIPs=[{"ip": "10.244.0.7"}])
+    status = pod["status"]
+    assert isinstance(status, dict)
+    status.update(podIP="10.244.0.7", hostIP="172.18.0.2", podIPs=[{"ip": "10.244.0.7"}])
     slim = slim_pod(pod)
     assert slim["status"]["podIP"] == "10.244.0.7"
     assert "hostIP" not in slim["status"] and "podIPs" not in slim["status"]
