@@ -184,6 +184,33 @@ def test_open_mpi_5_past_64_hosts_starts_a_rank_on_each_of_65_workers(
     assert f"allreduce of rank {MANY - 1}: {MANY * (MANY + 1) // 2}" in log, log
 
 
+# Long enough that Hydra's proxies, started through the exec agent within a second, would call before it.
+LATE_NAME_SECONDS = 8
+
+
+def test_a_hydra_launcher_whose_name_resolves_late_starts_mpirun_once_the_workers_can_reach_it(
+    real_cluster: LocalCluster, check_namespace: str
+) -> None:
+    """The workers' Hydra proxies call the launcher back by its hostname, which resolves only once the
+    launcher pod is Ready and in the Service's EndpointSlice; under load that comes seconds after its
+    container starts. A readiness probe's initial delay makes it late on purpose: the image's entrypoint
+    waits for the name in DNS (its own /etc/hosts knows it at once), so mpirun's proxies find it."""
+    name = "mpich-late-name"
+    body = check_job(name, IMAGES["mpich"], agent="exec", as_worker=False)
+    launcher = body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    launcher["readinessProbe"] = {
+        "exec": {"command": ["true"]},
+        "initialDelaySeconds": LATE_NAME_SECONDS,
+        "periodSeconds": 1,
+    }
+    job = Job(real_cluster, check_namespace, name)
+
+    run_to_success(job, body)
+
+    assert_check_passed(real_cluster, check_namespace, name, IMAGES["mpich"])
+    real_cluster.rest.delete(job.path)
+
+
 IP_HOSTFILE = "mpioperator.io/hostfile-addresses"
 
 
