@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import yaml
+
 from mpioperator.api import extensions
 from mpioperator.api.objects import Obj
 from mpioperator.controller.builders import configmap
@@ -186,3 +190,14 @@ def ip_map(pods: list[Obj]) -> dict[str, str]:
 def configmap_with(cached: Obj, made: Obj) -> Obj:
     cached["data"] = made["data"]
     return cached
+
+
+def test_the_ip_hostfile_example_is_the_pi_example_with_the_annotation_only() -> None:
+    examples = Path(__file__).resolve().parents[3] / "examples" / "v2beta1"
+    pi = yaml.safe_load((examples / "pi" / "pi.yaml").read_text())
+    example = yaml.safe_load((examples / "extensions" / "pi-ip-hostfile.yaml").read_text())
+
+    pi["metadata"] = {"name": "pi-ip-hostfile", "annotations": {IP: "ip"}}
+    assert example == pi
+    assert extensions.ip_hostfile(example)
+    assert not extensions.validate_annotations(example)
