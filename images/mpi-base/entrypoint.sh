@@ -1,8 +1,8 @@
 #!/bin/sh
 # Entry point of the mpi-pi images: loads the MPI environment; hands the container's environment to the
 # sshd that starts ranks; in a launcher (K_MPI_JOB_ROLE=launcher, set by the operator) waits until its own
-# name and every host of /etc/mpi/hostfile resolve, since Hydra (MPICH, Intel MPI) gives up at once on a
-# name that does not resolve yet. Then runs the command.
+# name resolves through DNS and every host of /etc/mpi/hostfile resolves, since Hydra (MPICH, Intel MPI)
+# gives up at once on a name that does not resolve yet. Then runs the command.
 if [ -r /etc/profile.d/mpi.sh ]; then
   . /etc/profile.d/mpi.sh
 fi
@@ -39,8 +39,18 @@ if [ -d "$(dirname "$environment_conf")" ]; then
     || echo "entrypoint: cannot write $environment_conf; ranks started over ssh get sshd's environment" >&2
 fi
 
+# The launcher's own name through DNS only: the kubelet writes the pod's names into its /etc/hosts, so a
+# plain lookup here answers at once, while the workers (whose Hydra proxies call the launcher back by this
+# name) must wait for the Service's record. The full name, as /etc/hosts gives it: the launcher's resolv.conf
+# lacks the job's search domain the workers have.
+own_name_in_dns() {
+  own=$(hostname)
+  full=$(getent hosts "$own" | awk '{ print $2; exit }')
+  getent -s dns hosts "${full:-$own}" >/dev/null
+}
+
 resolves_all() {
-  getent hosts "$(hostname)" >/dev/null || return 1
+  own_name_in_dns || return 1
   [ -r /etc/mpi/hostfile ] || return 0
   while read -r host _; do
     host=${host%%:*}

@@ -135,6 +135,7 @@ MAX_WORKERS: Final = f"{PREFIX}max-workers"
 PROGRESS: Final = f"{PREFIX}progress"
 STALL_TIMEOUT: Final = f"{PREFIX}stall-timeout-seconds"
 STALL_ACTION: Final = f"{PREFIX}stall-action"
+HOSTFILE_ADDRESSES: Final = f"{PREFIX}hostfile-addresses"
 
 # Written by the operator, never by a user.
 ATTEMPT_LABEL: Final = f"{PREFIX}attempt"  # on every child of a job that restarts as a whole
@@ -185,6 +186,10 @@ def progress_format(text: str) -> str | re.Pattern[str] | None:
     except (re.error, RecursionError, OverflowError):
         return None
     return pattern if "done" in pattern.groupindex else None
+
+
+ADDRESSES_DNS: Final = "dns"
+ADDRESSES_IP: Final = "ip"
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +261,12 @@ TABLE: Final = (
         choice(STALL_CONDITION_ONLY, STALL_FAIL),
         STALL_CONDITION_ONLY,
         "what a stall does without a restart policy: only the condition, or fail the job",
+    ),
+    Annotation(
+        HOSTFILE_ADDRESSES,
+        choice(ADDRESSES_DNS, ADDRESSES_IP),
+        ADDRESSES_DNS,
+        "the hostfile names each worker by its DNS name (dns) or its pod IP (ip)",
     ),
 )
 BY_KEY: Final = {entry.key: entry for entry in TABLE}

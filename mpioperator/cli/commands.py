@@ -117,6 +117,8 @@ def set_extensions(builder: MPIJobBuilder, args: argparse.Namespace) -> None:
         builder.progress(args.progress)
     if args.stall_timeout_seconds is not None:
         builder.stall_timeout(args.stall_timeout_seconds, fail=args.stall_fail)
+    if args.hostfile_addresses:
+        builder.hostfile_addresses(args.hostfile_addresses)
 
 
 def _words(value: str | None) -> list[str] | None:

@@ -140,6 +140,7 @@ EXTENSION_FLAGS = {
     "progress": "--progress",
     "stall_timeout_seconds": "--stall-timeout-seconds",
     "stall_fail": "--stall-fail",
+    "hostfile_addresses": "--hostfile-addresses",
 }
 
 
@@ -234,6 +235,11 @@ def _extension_flags(submit: argparse.ArgumentParser) -> None:
         "--stall-fail",
         action="store_true",
         help="fail a stalled job that has no restart policy (with one, it restarts as a whole)",
+    )
+    group.add_argument(
+        "--hostfile-addresses",
+        choices=("dns", "ip"),
+        help="name the workers in the hostfile by DNS name (dns, the default) or pod IP (ip)",
     )
 
 

@@ -168,3 +168,8 @@ class AnnotationSetters:
         if fail:
             self._annotations[launcher_log.STALL_ACTION] = launcher_log.STALL_FAIL
         return self
+
+    def hostfile_addresses(self, addresses: str) -> Self:
+        """`"ip"`: the hostfile and discover_hosts.sh list the workers' pod IPs; `"dns"`: their DNS names."""
+        self._annotations[launch.HOSTFILE_ADDRESSES] = addresses
+        return self

@@ -76,6 +76,7 @@ class ChildReconciler:
         host_waiter: HostWaiter | None = None,
         launcher_decorator: Callable[[Obj, Decorator | None], Decorator | None] | None = None,
         before_delete: Callable[[Obj, list[Obj]], Awaitable[None]] | None = None,
+        hostfile_addresses: Callable[[Obj, list[Obj]], configmap.Addresses | None] | None = None,
     ) -> None:
         self._l = listers
         self._host_waiter = host_waiter or HostWaiter()
@@ -90,6 +91,8 @@ class ChildReconciler:
         self._launcher_decorator = launcher_decorator or (lambda job, decorate: decorate)
         # Told which of a job's pods are about to be deleted (the exec agent's Role lets them go first).
         self._before_delete = before_delete
+        # The hostfile's addresses when a feature gives other than upstream's DNS names (pod IPs).
+        self._hostfile_addresses = hostfile_addresses or (lambda job, workers: None)
 
     def _refuse(self, job: Obj, obj: Obj, kind: str = "") -> SyncError:
         message = not_managed_message(obj["metadata"]["name"], obj.get("kind", kind))
@@ -184,15 +187,13 @@ class ChildReconciler:
         cached = self._l.config_maps.get(ns, names.config_map_name(job))
         # Ours (decisions-local L36): only pods the job made are its hosts; upstream lists any Running pod
         # with the worker labels.
-        running = [
-            p
-            for p in self._l.pods.select(ns, worker_selector(job))
-            if p.get("status", {}).get("phase") == "Running" and is_controlled_by(p, job)
-        ]
-        inputs = self._hostfiles.inputs(job, running, cached)
+        workers = [p for p in self._l.pods.select(ns, worker_selector(job)) if is_controlled_by(p, job)]
+        running = [p for p in workers if p.get("status", {}).get("phase") == "Running"]
+        addresses = self._hostfile_addresses(job, workers)
+        inputs = self._hostfiles.inputs(job, running, cached, addresses)
         if cached is not None and self._hostfiles.verified(job, inputs):
             return cached
-        desired = configmap.new_config_map(job, running, self._domain)
+        desired = configmap.new_config_map(job, running, self._domain, addresses)
         made = await self._upsert(
             job, CONFIG_MAPS, cached, desired, ["data"], "getting or creating ConfigMap"
         )

@@ -10,10 +10,11 @@ docs/architecture.md shows where each feature plugs in.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from mpioperator.api.field_errors import FieldError
 from mpioperator.api.objects import Obj
 from mpioperator.clock import Clock, RealClock
 from mpioperator.controller.builders.podspec import Decorator
@@ -53,6 +54,7 @@ class FeaturePorts:
     logs: PodLogs | None = None
     clock: Clock = field(default_factory=RealClock)
     follow: FollowSettings = field(default_factory=FollowSettings)
+    cluster_domain: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +86,11 @@ class Feature:
     async def on_deleting(self, cached: Obj, job: Obj) -> None:
         """The job is being deleted (its deletionTimestamp is set); nothing else runs."""
 
+    def validate(self, job: Obj) -> list[FieldError]:
+        """What this feature finds wrong with the job beside the API's validation; any problem makes the
+        job Invalid (one Warning and a condition) and nothing of it is made."""
+        return []
+
     async def before_children(self, cached: Obj, job: Obj, now: dt.datetime, suspended: bool) -> Stop | None:
         """Before upstream's children step; a `Stop` ends the sync there."""
         return None
@@ -91,6 +98,11 @@ class Feature:
     async def with_launcher(self, job: Obj, launcher: Obj | None) -> bool:
         """The launcher Job the cache has; True when it is to be made anew (the sync treats it as absent)."""
         return False
+
+    def hostfile_addresses(self, job: Obj, workers: list[Obj]) -> Mapping[str, str] | None:
+        """The address the hostfile gives each of the job's worker pods, when it is not upstream's DNS name
+        (only workers that have one are listed); None: upstream's names."""
+        return None
 
     async def with_shared_children(self, job: Obj, now: dt.datetime) -> float | None:
         """Beside the Service and ConfigMap; a number of seconds when the job must wait (makes no pods this
@@ -171,6 +183,9 @@ class FeatureSet:
         for feature in self._with("on_deleting"):
             await feature.on_deleting(cached, job)
 
+    def validate(self, job: Obj) -> list[FieldError]:
+        return [problem for feature in self._with("validate") for problem in feature.validate(job)]
+
     async def before_children(self, cached: Obj, job: Obj, now: dt.datetime, suspended: bool) -> Stop | None:
         for feature in self._with("before_children"):
             if (stop := await feature.before_children(cached, job, now, suspended)) is not None:
@@ -182,6 +197,13 @@ class FeatureSet:
         for feature in self._with("with_launcher"):
             renew = await feature.with_launcher(job, launcher) or renew
         return renew
+
+    def hostfile_addresses(self, job: Obj, workers: list[Obj]) -> Mapping[str, str] | None:
+        """The first feature's addresses that are not upstream's names."""
+        for feature in self._with("hostfile_addresses"):
+            if (addresses := feature.hostfile_addresses(job, workers)) is not None:
+                return addresses
+        return None
 
     async def with_shared_children(self, job: Obj, now: dt.datetime) -> float | None:
         """The shortest wait any feature asks for; None when none waits."""

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Hashable, Iterable
 
 from mpioperator.api.objects import Obj
-from mpioperator.controller.builders.configmap import data_inputs
+from mpioperator.controller.builders.configmap import Addresses, data_inputs
 
 
 class VerifiedConfigMaps:
@@ -23,7 +23,9 @@ class VerifiedConfigMaps:
         self._capacity = capacity
 
     @staticmethod
-    def inputs(job: Obj, running_workers: Iterable[Obj], cached: Obj | None) -> Hashable | None:
+    def inputs(
+        job: Obj, running_workers: Iterable[Obj], cached: Obj | None, addresses: Addresses | None = None
+    ) -> Hashable | None:
         """What the comparison of `cached` with the job's data depends on; None without a cached one."""
         if cached is None:
             return None
@@ -31,7 +33,7 @@ class VerifiedConfigMaps:
         version = (meta.get("uid"), meta.get("resourceVersion"))
         if not all(version):
             return None
-        return (version, data_inputs(job, running_workers))
+        return (version, data_inputs(job, running_workers, addresses))
 
     def verified(self, job: Obj, inputs: Hashable | None) -> bool:
         uid = job["metadata"].get("uid", "")

@@ -45,6 +45,7 @@ POD_FIELDS: FieldSpec = {
     "status": {
         **dict.fromkeys(_STATUS_TEXT, KEEP),
         "phase": KEEP,
+        "podIP": KEEP,  # for a job whose hostfile lists pod IPs
         # reason and message: kept only for a pod the scheduler could not place
         "conditions": [dict.fromkeys((*_CONDITION, "reason", "message"), KEEP)],
         "containerStatuses": [_CONTAINER],
@@ -133,6 +134,8 @@ def slim_pod(pod: Obj) -> Obj:
     slim_status: Obj = {k: status[k] for k in _STATUS_TEXT if k in status}
     if isinstance(status.get("phase"), str):
         slim_status["phase"] = sys.intern(status["phase"])
+    if isinstance(status.get("podIP"), str) and status["podIP"]:
+        slim_status["podIP"] = status["podIP"]
     if status.get("conditions"):
         slim_status["conditions"] = [_slim_condition(c) for c in status["conditions"]]
     for key in ("containerStatuses", "initContainerStatuses"):
@@ -182,6 +185,8 @@ def slim_pod_message(pod: Any) -> Obj:
         slim_status["message"] = string(status.message)
     if status.phase:
         slim_status["phase"] = _interned_string(status.phase)
+    if status.podIP:
+        slim_status["podIP"] = string(status.podIP)
     if status.conditions:
         slim_status["conditions"] = [_condition_message(c) for c in status.conditions]
     for key in ("containerStatuses", "initContainerStatuses"):

@@ -113,6 +113,7 @@ class JobSyncer:
             waiter,
             launcher_decorator=self._features.decorate_launcher,
             before_delete=self._features.before_delete,
+            hostfile_addresses=self._features.hostfile_addresses,
         )
         ports = FeaturePorts(
             listers,
@@ -126,6 +127,7 @@ class JobSyncer:
             logs,
             clock or RealClock(),
             self._settings.launcher_log,
+            self._settings.cluster_domain,
         )
         self._features.use(features(ports) if features is not None else [])
         self._step = ChildrenStep(self._children, self._features)
@@ -159,6 +161,7 @@ class JobSyncer:
             validate_mpijob(job)
             + validate_worker_bound(job, self._settings.max_worker_replicas)
             + restarts.validate_cap(job, self._settings.max_restarts_cap)
+            + self._features.validate(job)
         )
         if not problems:
             validity.clear(job)

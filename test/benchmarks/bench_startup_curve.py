@@ -21,6 +21,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from mpioperator.testing.audit import LEASES
 from mpioperator.testing.rest import RestError
@@ -35,6 +36,10 @@ OURS_MAX_WORKERS = 20_000
 # The Service, the ConfigMap and the SSH Secret, beside the workers and the launcher Job.
 SHARED_CHILDREN = 3
 JOB_NAME = "curve"
+# The longest name whose workers' hostnames stay DNS labels at 5-digit indexes (63 - len("-worker-99999")).
+LONG_JOB_NAME = "c" * 50
+NAMESPACE_LENGTH = 63
+IP_HOSTFILE = {"mpioperator.io/hostfile-addresses": "ip"}
 STALLED_S = 90.0
 
 
@@ -54,23 +59,38 @@ class Point:
     note: str = ""  # why a run never got all its workers Running
 
 
-def configmap_bytes(bench: Bench, ns: str) -> int:
-    body = bench.cluster.rest.get(f"/api/v1/namespaces/{ns}/configmaps/{JOB_NAME}-config")
+@dataclass(frozen=True)
+class Shape:
+    """The job each run submits: its name, and its annotations (the hostfile of pod IPs, say)."""
+
+    name: str = JOB_NAME
+    annotations: tuple[tuple[str, str], ...] = ()
+
+    def body(self, workers: int) -> dict[str, Any]:
+        made = bench_job(self.name, workers, "24h")
+        if self.annotations:
+            made["metadata"]["annotations"] = dict(self.annotations)
+        return made
+
+
+def configmap_bytes(bench: Bench, ns: str, name: str) -> int:
+    body = bench.cluster.rest.get(f"/api/v1/namespaces/{ns}/configmaps/{name}-config")
     return sum(len(k.encode()) + len(v.encode()) for k, v in (body.get("data") or {}).items())
 
 
-def measure(bench: Bench, contender: Contender, ns: str, workers: int) -> Point:
+def measure(bench: Bench, contender: Contender, ns: str, workers: int, shape: Shape) -> Point:
+    name = shape.name
     timeline = Timeline(bench.cluster.rest, ns).start(
         expected_children=workers + 1 + SHARED_CHILDREN, expected_running=workers
     )
     cpu_before, writes_before = contender.stats().cpu_seconds, bench.writes()
     started = time.monotonic()
-    bench.submit(ns, [bench_job(JOB_NAME, workers, "24h")])
-    progress = Progress(timeline)
+    bench.submit(ns, [shape.body(workers)])
+    progress = Progress(timeline, name)
     try:
         wait_alive(
             f"{workers} workers Running under {contender.name}",
-            lambda: progress.check() and JOB_NAME in timeline.pods_running_at,
+            lambda: progress.check() and name in timeline.pods_running_at,
             contender,
             # Scheduling and kwok's status updates run at a few hundred pods a second here.
             timeout=120 + workers * 0.1,
@@ -83,12 +103,12 @@ def measure(bench: Bench, contender: Contender, ns: str, workers: int) -> Point:
     return Point(
         contender=contender.name,
         workers=workers,
-        children_s=timeline.child_complete_at[JOB_NAME] - started,
-        running_s=timeline.pods_running_at[JOB_NAME] - started,
-        launcher_s=timeline.launcher_at[JOB_NAME] - started,
+        children_s=timeline.child_complete_at[name] - started,
+        running_s=timeline.pods_running_at[name] - started,
+        launcher_s=timeline.launcher_at[name] - started,
         cpu_s=contender.stats().cpu_seconds - cpu_before,
         writes=writes.total(excluding=LEASES),
-        configmap_bytes=configmap_bytes(bench, ns),
+        configmap_bytes=configmap_bytes(bench, ns, name),
     )
 
 
@@ -96,13 +116,14 @@ class Progress:
     """Gives up once nothing new has been seen for STALLED_S: a job the operator cannot start (a
     ConfigMap the API server refuses, say) would otherwise hold the run for the whole budget."""
 
-    def __init__(self, timeline: Timeline) -> None:
+    def __init__(self, timeline: Timeline, name: str) -> None:
         self.timeline = timeline
-        self.last = timeline.progress(JOB_NAME)
+        self.name = name
+        self.last = timeline.progress(name)
         self.changed_at = time.monotonic()
 
     def check(self) -> bool:
-        now, seen = time.monotonic(), self.timeline.progress(JOB_NAME)
+        now, seen = time.monotonic(), self.timeline.progress(self.name)
         if seen != self.last:
             self.last, self.changed_at = seen, now
         elif now - self.changed_at > STALLED_S:
@@ -127,7 +148,13 @@ def empty(bench: Bench, ns: str, timeout: float) -> None:
     rest = bench.cluster.rest
     # The namespace controller deletes what is in it; a collection delete of thousands of pods from here
     # would hold one request open for longer than the client waits.
-    rest.delete(f"/api/v1/namespaces/{ns}")
+    try:
+        rest.delete(f"/api/v1/namespaces/{ns}")
+    except RestError as exc:
+        # Never made: the operator did not start. Its own error is the one to see, not this.
+        if exc.status == 404:
+            return
+        raise
 
     def gone() -> bool:
         try:
@@ -154,14 +181,14 @@ def warm_up(bench: Bench, contender: Contender, ns: str) -> None:
     wait_quiet(bench, timeout=60)
 
 
-def run_once(bench: Bench, contender: Contender, workers: int, ns: str, workdir: Path) -> Point:
+def run_once(bench: Bench, contender: Contender, workers: int, ns: str, workdir: Path, shape: Shape) -> Point:
     bench.free_lock()
     contender.start(bench.cluster, Path(tempfile.mkdtemp(dir=workdir)))
     try:
         contender.wait_ready(timeout=600)
         bench.namespace(ns)
         warm_up(bench, contender, ns)
-        return measure(bench, contender, ns, workers)
+        return measure(bench, contender, ns, workers, shape)
     finally:
         contender.stop()
         empty(bench, ns, timeout=300 + workers * 0.2)
@@ -236,6 +263,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--sizes", default="10,100,1000,5000,10000", help="worker counts, comma-separated")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--long-names",
+        action="store_true",
+        help=f"a {len(LONG_JOB_NAME)}-letter job name in {NAMESPACE_LENGTH}-letter namespaces (the longest)",
+    )
+    parser.add_argument(
+        "--ip-hostfile", action="store_true", help="the job asks for a hostfile of pod IPs (ours reads it)"
+    )
     parser.add_argument("--out", type=Path, default=Path("bench-startup-curve"), help="JSON and PNG go here")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -245,6 +280,10 @@ def main(argv: list[str] | None = None) -> int:
         Ours(Settings(), queue=RAISED_QUEUE, extra_args=(f"--max-worker-replicas={OURS_MAX_WORKERS}",)),
         Upstream(Settings(), build_upstream(), queue=RAISED_QUEUE),
     ]
+    shape = Shape(
+        name=LONG_JOB_NAME if args.long_names else JOB_NAME,
+        annotations=tuple(IP_HOSTFILE.items()) if args.ip_hostfile else (),
+    )
     points: list[Point] = []
     try:
         for size in sizes:
@@ -252,7 +291,9 @@ def main(argv: list[str] | None = None) -> int:
                 for contender in contenders if n % 2 == 0 else contenders[::-1]:
                     # Names of one length: the hostfile's size depends on the namespace's.
                     ns = f"curve-{size}-{n}-{'ours' if isinstance(contender, Ours) else 'upst'}"
-                    point = run_once(bench, contender, size, ns, workdir)
+                    if args.long_names:
+                        ns = ns.ljust(NAMESPACE_LENGTH, "x")
+                    point = run_once(bench, contender, size, ns, workdir, shape)
                     points.append(point)
                     print(json.dumps(asdict(point)), flush=True)
     finally:

@@ -10,6 +10,7 @@ import datetime as dt
 import json
 import os
 import re
+import socket
 import subprocess
 import time
 import urllib.error
@@ -187,6 +188,17 @@ class Ours:
         return self._proc.log_tail() if self._proc else ""
 
 
+def port_free(port: int) -> bool:
+    """Whether a listener could bind the port on every address now, as upstream's does."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("", port))
+        except OSError:
+            return False
+        return True
+
+
 def build_upstream() -> Path:
     """The upstream binary, built from its Go module on first use (cached by version afterwards)."""
     script = REPO / "hack" / "build-upstream-operator.sh"
@@ -222,6 +234,13 @@ class Upstream:
         # Upstream lets $KUBECONFIG win over its flag; the benchmark's token must be the one used.
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
         self._log = workdir / "upstream.log"
+        # Its health port is fixed: another benchmark's upstream on this machine may hold it for a while.
+        wait_for(
+            lambda: port_free(UPSTREAM_HEALTH_PORT),
+            timeout=1800,
+            interval=2.0,
+            what=f"port {UPSTREAM_HEALTH_PORT} (upstream's health port) to be free",
+        )
         self._proc = ManagedProcess("upstream-mpi-operator", argv, self._log, env=env)
         self._proc.start()
         wait_for(self._healthz, timeout=60, what="upstream /healthz", done=lambda code: code == 200)

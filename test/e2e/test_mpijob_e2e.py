@@ -211,3 +211,19 @@ def test_kubectl_get_mpijobs_shows_state(installed_cluster: LocalCluster, ns: st
     job.wait_condition("Succeeded")
     out = installed_cluster.kubectl("-n", ns, "get", "mpijobs").stdout
     assert "shown" in out and "Succeeded" in out
+
+
+def test_a_hostfile_of_pod_ips_lists_each_workers_ip_and_the_job_succeeds(
+    installed_cluster: LocalCluster, ns: str
+) -> None:
+    body = mpijob("by-ip", workers=3, launcher_runs_for="2s", worker_annotations={READY_AFTER: "2s"})
+    body["metadata"]["annotations"] = {"mpioperator.io/hostfile-addresses": "ip"}
+    job = Job(installed_cluster, ns, "by-ip").submit(body)
+    wait_for(lambda: job.launcher() is not None, timeout=TIMEOUT, what="the launcher Job")
+    workers = sorted(job.pods("worker"), key=lambda p: int(p["metadata"]["name"].rsplit("-", 1)[1]))
+    ips = [p["status"].get("podIP") for p in workers]
+    assert len(ips) == 3 and all(ips), ips
+    config = installed_cluster.rest.get(f"/api/v1/namespaces/{ns}/configmaps/by-ip-config")
+    # Made only once the ConfigMap listed them all: the launcher's pod mounts it as it is then.
+    assert config["data"]["hostfile"] == "".join(f"{ip} slots=1\n" for ip in ips)
+    job.wait_condition("Succeeded")

@@ -182,3 +182,82 @@ def test_open_mpi_5_past_64_hosts_starts_a_rank_on_each_of_65_workers(
 
     log = assert_check_passed(real_cluster, namespace, "many", IMAGES["openmpi5"])
     assert f"allreduce of rank {MANY - 1}: {MANY * (MANY + 1) // 2}" in log, log
+
+
+# Long enough that Hydra's proxies, started through the exec agent within a second, would call before it.
+LATE_NAME_SECONDS = 8
+
+
+def test_a_hydra_launcher_whose_name_resolves_late_starts_mpirun_once_the_workers_can_reach_it(
+    real_cluster: LocalCluster, check_namespace: str
+) -> None:
+    """The workers' Hydra proxies call the launcher back by its hostname, which resolves only once the
+    launcher pod is Ready and in the Service's EndpointSlice; under load that comes seconds after its
+    container starts. A readiness probe's initial delay makes it late on purpose: the image's entrypoint
+    waits for the name in DNS (its own /etc/hosts knows it at once), so mpirun's proxies find it."""
+    name = "mpich-late-name"
+    body = check_job(name, IMAGES["mpich"], agent="exec", as_worker=False)
+    launcher = body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    launcher["readinessProbe"] = {
+        "exec": {"command": ["true"]},
+        "initialDelaySeconds": LATE_NAME_SECONDS,
+        "periodSeconds": 1,
+    }
+    job = Job(real_cluster, check_namespace, name)
+
+    run_to_success(job, body)
+
+    assert_check_passed(real_cluster, check_namespace, name, IMAGES["mpich"])
+    real_cluster.rest.delete(job.path)
+
+
+IP_HOSTFILE = "mpioperator.io/hostfile-addresses"
+
+
+def ip_job_name(mpi: str) -> str:
+    return f"{mpi}-ip"
+
+
+def submit_ip_group(cluster: LocalCluster, namespace: str) -> None:
+    """The four MPIs' jobs with a hostfile of pod IPs, unless already submitted."""
+    for mpi, image in IMAGES.items():
+        name = ip_job_name(mpi)
+        if Job(cluster, namespace, name).get() is None:
+            body = check_job(name, image, agent="ssh", as_worker=False)
+            body["metadata"]["annotations"][IP_HOSTFILE] = "ip"
+            Job(cluster, namespace, name).submit(body)
+
+
+def by_pod_name(hostfile: str, ip_to_pod: dict[str, str]) -> str:
+    """The hostfile with each IP replaced by its pod's name, as the check compares ranks with hosts."""
+    lines = []
+    for line in hostfile.splitlines():
+        # Open MPI's `ADDRESS slots=N`, Hydra's `ADDRESS:N`
+        address, separator, rest = line.partition(" ") if " " in line else line.rpartition(":")
+        assert address in ip_to_pod, f"{address!r} is not a worker's pod IP: {ip_to_pod}"
+        lines.append(f"{ip_to_pod[address]}{separator}{rest}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("mpi", list(IMAGES))
+def test_a_hostfile_of_pod_ips_runs_each_rank_on_its_workers_address_with_the_images_mpi(
+    real_cluster: LocalCluster, check_namespace: str, mpi: str
+) -> None:
+    name = ip_job_name(mpi)
+    submit_ip_group(real_cluster, check_namespace)
+    job = Job(real_cluster, check_namespace, name)
+
+    run_to_success(job)
+
+    log = launcher_log(real_cluster, check_namespace, name)
+    print(f"launcher log of {name}:\n{log}")
+    hostfile = real_cluster.rest.get(f"/api/v1/namespaces/{check_namespace}/configmaps/{name}-config")[
+        "data"
+    ]["hostfile"]
+    workers = job.pods("worker")
+    ip_to_pod = {p["status"]["podIP"]: p["metadata"]["name"] for p in workers}
+    assert len(ip_to_pod) == WORKERS, workers
+    named = by_pod_name(hostfile, ip_to_pod)
+    problems = check_problems(log, named, IMAGES[mpi])
+    assert not problems, f"{problems}\nhostfile:\n{hostfile}\n{log}"
+    real_cluster.rest.delete(job.path)

@@ -1,10 +1,11 @@
-"""Launch extensions: the workers' start-up deadline, the kept failed launcher, the exec
-launch agent and the wait for the hosts (keys and readers: api/annotation_keys.py; docs/extensions.md).
+"""Launch extensions: the workers' start-up deadline, the kept failed launcher, the exec launch agent, the
+wait for the hosts and the hostfile of pod IPs (keys and readers: api/annotation_keys.py; docs/extensions.md).
 """
 
 from __future__ import annotations
 
 from mpioperator.api import annotation_keys as keys
+from mpioperator.api.annotation_keys import HOSTFILE_ADDRESSES as HOSTFILE_ADDRESSES
 from mpioperator.api.annotation_keys import KEEP_FAILED_LAUNCHER as KEEP_FAILED_LAUNCHER
 from mpioperator.api.annotation_keys import LAUNCH_AGENT as LAUNCH_AGENT
 from mpioperator.api.annotation_keys import MAX_SECONDS as MAX_SECONDS
@@ -47,6 +48,14 @@ def waits_for_running_workers(job: Obj) -> bool:
     return exec_agent(job) and wait_for_ssh_port(job) is not None
 
 
+_ADDRESSES = (keys.ADDRESSES_DNS, keys.ADDRESSES_IP)
+
+
+def ip_hostfile(job: Obj) -> bool:
+    """Whether the hostfile and discover_hosts.sh name the workers by pod IP instead of DNS name."""
+    return keys.of(job).get(HOSTFILE_ADDRESSES, "").strip() == keys.ADDRESSES_IP
+
+
 def validate_annotations(job: Obj) -> list[FieldError]:
     errors: list[FieldError] = []
     found = keys.of(job)
@@ -70,4 +79,12 @@ def validate_annotations(job: Obj) -> list[FieldError]:
         errors.append(
             invalid(keys.field_path(WAIT_FOR_SSH_PORT), JSONString(port), "must be a port number, 1-65535")
         )
+    addresses = found.get(HOSTFILE_ADDRESSES)
+    if addresses is not None and addresses.strip() not in _ADDRESSES:
+        errors.append(not_supported(keys.field_path(HOSTFILE_ADDRESSES), JSONString(addresses), _ADDRESSES))
+    elif ip_hostfile(job) and exec_agent(job):
+        detail = (
+            f"cannot be used with {LAUNCH_AGENT}: {AGENT_EXEC}, which finds each worker's pod by its name"
+        )
+        errors.append(invalid(keys.field_path(HOSTFILE_ADDRESSES), JSONString(addresses), detail))
     return errors

@@ -4,7 +4,7 @@ workers a job may have for the ConfigMap holding them to stay within what the AP
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
 from mpioperator.api import accessors
@@ -22,20 +22,30 @@ def fqdn(host: str, job: str, namespace: str, cluster_domain: str) -> str:
     return f"{name}.{cluster_domain}" if cluster_domain else name
 
 
-def hostfile(job: Obj, cluster_domain: str = "") -> str:
+# Worker name -> the address the hostfile gives it, for a job whose hostfile lists pod IPs: only the
+# workers that have one. None (the default, upstream's format) names every worker by its DNS name.
+Addresses = Mapping[str, str]
+
+
+def hostfile(job: Obj, cluster_domain: str = "", addresses: Addresses | None = None) -> str:
     name, ns = job["metadata"]["name"], job["metadata"].get("namespace", "")
     slots = accessors.slots_per_worker(job)
-    hosts = [launcher_name(job)] if accessors.run_launcher_as_worker(job) else []
-    hosts += [worker_name(job, i) for i in range(accessors.worker_replicas(job))]
     openmpi = accessors.mpi_implementation(job) == api.OPENMPI
-    lines = []
-    for host in hosts:
-        address = fqdn(host, name, ns, cluster_domain)
-        lines.append(f"{address} slots={slots}\n" if openmpi else f"{address}:{slots}\n")
-    return "".join(lines)
+    # The launcher resolves its own name from its /etc/hosts, so it keeps it even in a hostfile of IPs.
+    listed = (
+        [fqdn(launcher_name(job), name, ns, cluster_domain)] if accessors.run_launcher_as_worker(job) else []
+    )
+    workers = (worker_name(job, i) for i in range(accessors.worker_replicas(job)))
+    if addresses is None:
+        listed += [fqdn(host, name, ns, cluster_domain) for host in workers]
+    else:
+        listed += [addresses[host] for host in workers if host in addresses]
+    return "".join(f"{address} slots={slots}\n" if openmpi else f"{address}:{slots}\n" for address in listed)
 
 
-def discover_hosts(job: Obj, running_workers: Iterable[Obj], cluster_domain: str = "") -> str:
+def discover_hosts(
+    job: Obj, running_workers: Iterable[Obj], cluster_domain: str = "", addresses: Addresses | None = None
+) -> str:
     """Hosts Horovod elastic may use now: the launcher (if it works) and workers that are Running."""
     name, ns = job["metadata"]["name"], job["metadata"].get("namespace", "")
     script = "#!/bin/sh\n"
@@ -46,16 +56,20 @@ def discover_hosts(job: Obj, running_workers: Iterable[Obj], cluster_domain: str
         key=lambda p: str(p["metadata"]["name"]),
     )
     for pod in pods:
-        host = fqdn(pod["metadata"]["name"], name, pod["metadata"].get("namespace", ns), cluster_domain)
-        script += f"echo {host}\n"
+        pod_name = str(pod["metadata"]["name"])
+        if addresses is None:
+            script += f"echo {fqdn(pod_name, name, pod['metadata'].get('namespace', ns), cluster_domain)}\n"
+        elif pod_name in addresses:
+            script += f"echo {addresses[pod_name]}\n"
     return script
 
 
-def data_inputs(job: Obj, running_workers: Iterable[Obj]) -> Hashable:
+def data_inputs(job: Obj, running_workers: Iterable[Obj], addresses: Addresses | None = None) -> Hashable:
     """Everything the ConfigMap's data depend on besides the cluster domain, for workers in the job's
     namespace (as the pod cache is asked for them): equal inputs, equal data."""
     meta = job["metadata"]
     return (
+        None if addresses is None else frozenset(addresses.items()),
         meta["name"],
         meta.get("namespace", ""),
         accessors.slots_per_worker(job),
@@ -68,14 +82,16 @@ def data_inputs(job: Obj, running_workers: Iterable[Obj]) -> Hashable:
     )
 
 
-def new_config_map(job: Obj, running_workers: Iterable[Obj], cluster_domain: str = "") -> Obj:
+def new_config_map(
+    job: Obj, running_workers: Iterable[Obj], cluster_domain: str = "", addresses: Addresses | None = None
+) -> Obj:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": child_metadata(job, config_map_name(job)),
         "data": {
-            HOSTFILE: hostfile(job, cluster_domain),
-            DISCOVER_HOSTS: discover_hosts(job, running_workers, cluster_domain),
+            HOSTFILE: hostfile(job, cluster_domain, addresses),
+            DISCOVER_HOSTS: discover_hosts(job, running_workers, cluster_domain, addresses),
         },
     }
 

@@ -2,7 +2,7 @@
 
 The order is the order the sync asks them at each hook: the exec launch agent first (its RBAC grants come
 before anything deletes or rolls a pod), the whole-job restart, the conveniences, the gang's PodGroup, and
-the worker roll last (it describes the status after debug mode has).
+the hostfile of pod IPs, and the worker roll last (it describes the status after debug mode has).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from mpioperator.controller.features.exec_agent import ExecAgentFeature
 from mpioperator.controller.features.last_words import LastWordsFeature
 from mpioperator.controller.features.launcher_log import LauncherLogFeature
 from mpioperator.controller.features.pod_groups import PodGroupsFeature
+from mpioperator.controller.features.pod_ip_hostfile import PodIPHostfileFeature
 from mpioperator.controller.features.restarts import RestartsFeature
 from mpioperator.controller.features.worker_roll import WorkerRollFeature
 
@@ -25,6 +26,7 @@ def default_features(ports: FeaturePorts) -> list[Feature]:
         RestartsFeature(ports),
         ConveniencesFeature(ports),
         PodGroupsFeature(ports),
+        PodIPHostfileFeature(ports),
         WorkerRollFeature(ports),
         LastWordsFeature(ports),
         LauncherLogFeature(ports),

@@ -48,6 +48,8 @@ def test_every_annotation_has_a_submit_flag() -> None:
             "--roll-workers-on-template-change",
             "--hostfile-path",
             "/kubeflow/openmpi/assets/hostfile",
+            "--hostfile-addresses",
+            "dns",
             "--debug-worker-command",
             "sleep infinity",
             "--debug-skip-init-containers",

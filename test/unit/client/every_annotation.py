@@ -22,6 +22,8 @@ EVERY_ANNOTATION = {
     "mpioperator.io/ssh-secret": "site-keys",
     "mpioperator.io/roll-workers-on-template-change": "true",
     "mpioperator.io/hostfile-path": "/kubeflow/openmpi/assets/hostfile",
+    # dns, set explicitly: ip cannot go with the exec agent above
+    "mpioperator.io/hostfile-addresses": "dns",
     "mpioperator.io/debug-worker-command": "sleep infinity",
     "mpioperator.io/debug-skip-init-containers": "Launcher,Worker",
     "mpioperator.io/resume-launcher-command": "/home/mpiuser/resume.sh --from-checkpoint",

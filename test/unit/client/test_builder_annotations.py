@@ -44,6 +44,7 @@ def test_every_annotation_of_the_operator_has_a_setter() -> None:
         .worker_bounds(1, 3)
         .progress("json")
         .stall_timeout(600, fail=True)
+        .hostfile_addresses("dns")
         .build()
     )
 

@@ -60,6 +60,16 @@ def test_slim_pod_keeps_phase_reason_message_and_condition_truth() -> None:
     assert pod_ready(slim) is False
 
 
+def test_slim_pod_keeps_the_pod_ip_a_hostfile_of_ips_lists_and_no_other_address() -> None:
+    pod = full_pod()
+    status = pod["status"]
+    assert isinstance(status, dict)
+    status.update(podIP="10.244.0.7", hostIP="172.18.0.2", podIPs=[{"ip": "10.244.0.7"}])
+    slim = slim_pod(pod)
+    assert slim["status"]["podIP"] == "10.244.0.7"
+    assert "hostIP" not in slim["status"] and "podIPs" not in slim["status"]
+
+
 def test_slim_pod_drops_spec_annotations_and_managed_fields() -> None:
     slim = slim_pod(full_pod())
     assert "spec" not in slim

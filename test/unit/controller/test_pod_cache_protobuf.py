@@ -72,7 +72,7 @@ def pods(draw: st.DrawFn) -> bytes:
     for _ in range(draw(st.integers(0, 3))):
         meta.labels.add(key=draw(texts), value=draw(texts))
     status = pod.status
-    for key in ("phase", "reason", "message", "hostIP"):
+    for key in ("phase", "reason", "message", "hostIP", "podIP"):
         if draw(st.booleans()):
             setattr(status, key, draw(texts))
     for _ in range(draw(st.integers(0, 3))):

@@ -74,3 +74,57 @@ def test_entrypoint_writes_the_containers_environment_as_one_sshd_setenv_line(ho
     assert settings["PATH"] == "/usr/bin:/bin"
     # sshd sets these for the login itself; a value with a newline cannot be said in sshd_config.
     assert not {"HOME", "SHLVL", "SSH_AUTH_SOCK", "TWO_LINES"} & set(settings)
+
+
+# A getent that answers like a launcher pod's: its own names from /etc/hosts at once (the kubelet writes
+# them there), and from DNS (`-s dns`) only from the third DNS lookup on, as when the launcher's record
+# is not yet published. Each lookup is logged; so is the command the entrypoint runs.
+FAKE_GETENT = """#!/bin/sh
+echo "getent $*" >>"$LOG"
+dns=""
+if [ "$1" = -s ]; then
+  [ "$2" = dns ] || exit 2
+  dns=1
+  shift 2
+fi
+[ "$1" = hosts ] || exit 2
+case "$2" in
+  pi-launcher|pi-launcher.pi.default.svc.cluster.local) ;;
+  *) exit 2 ;;
+esac
+if [ -n "$dns" ] && [ "$(grep -c '^getent -s dns' "$LOG")" -lt 3 ]; then
+  exit 2
+fi
+echo "10.1.2.3 pi-launcher.pi.default.svc.cluster.local pi-launcher"
+"""
+
+
+def test_a_launcher_starts_its_command_only_once_its_own_name_resolves_through_dns(home: Path) -> None:
+    """The workers' Hydra proxies call the launcher back by its hostname, through DNS; the launcher's own
+    /etc/hosts knows that name from the start, so only a DNS answer says the workers can reach it."""
+    bin_dir = home / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "getent").write_text(FAKE_GETENT)
+    (bin_dir / "hostname").write_text("#!/bin/sh\necho pi-launcher\n")
+    for stub in bin_dir.iterdir():
+        stub.chmod(0o755)
+    log = home / "log"
+    subprocess.run(
+        ["sh", str(ENTRYPOINT), "sh", "-c", 'echo started >>"$LOG"'],
+        env={
+            "PATH": f"{bin_dir}:/usr/bin:/bin",
+            "HOME": str(home / "nonexistent"),
+            "LOG": str(log),
+            "K_MPI_JOB_ROLE": "launcher",
+        },
+        check=True,
+        timeout=60,
+    )
+    lines = log.read_text().splitlines()
+    assert lines[-1] == "started", lines
+    dns_answers = [
+        i for i, line in enumerate(lines) if line.startswith("getent -s dns hosts pi-launcher.pi.default")
+    ]
+    # The third DNS lookup of the launcher's full name is the first that answers; the command comes after.
+    assert len(dns_answers) >= 3, lines
+    assert dns_answers[2] < lines.index("started"), lines
