@@ -1,7 +1,8 @@
 """Our extensions' controller side, each a `Feature` (controller/feature.py), built and ordered here.
 
 The order is the order the sync asks them at each hook: the exec launch agent first (its RBAC grants come
-before anything deletes or rolls a pod), the whole-job restart, the conveniences, the gang's PodGroup, and
+before anything deletes or rolls a pod), the whole-job restart, a worker lost without one (after the
+restart, which takes the job when its policy restarts it), the conveniences, the gang's PodGroup, and
 the worker roll last (it describes the status after debug mode has).
 """
 
@@ -12,6 +13,7 @@ from mpioperator.controller.features.conveniences import ConveniencesFeature
 from mpioperator.controller.features.exec_agent import ExecAgentFeature
 from mpioperator.controller.features.pod_groups import PodGroupsFeature
 from mpioperator.controller.features.restarts import RestartsFeature
+from mpioperator.controller.features.worker_loss import WorkerLossFeature
 from mpioperator.controller.features.worker_roll import WorkerRollFeature
 
 
@@ -19,6 +21,7 @@ def default_features(ports: FeaturePorts) -> list[Feature]:
     return [
         ExecAgentFeature(ports),
         RestartsFeature(ports),
+        WorkerLossFeature(ports),
         ConveniencesFeature(ports),
         PodGroupsFeature(ports),
         WorkerRollFeature(ports),
