@@ -97,6 +97,10 @@ def operator(two_nodes: LocalCluster, tmp_path_factory: pytest.TempPathFactory) 
 
 @pytest.fixture
 def ns(two_nodes: LocalCluster, make_namespace: Any, operator: OperatorProcess) -> str:
+    # Every test starts on two Ready nodes, whatever the one before left (a node it lost may still be
+    # coming back when that test failed midway).
+    names = [node.name for node in nodes_of(two_nodes)]
+    wait_for(lambda: all(two_nodes.node_is_ready(n) for n in names), timeout=90, what=f"{names} Ready")
     name: str = make_namespace(two_nodes)
     wait_for(
         lambda: two_nodes.rest.get(f"/api/v1/namespaces/{name}/serviceaccounts/default"),
