@@ -1,7 +1,9 @@
 """What the pod cache keeps of each pod: only the fields the controller reads.
 
-Upstream caches whole pods; a pod's spec and status are most of its size and none of the spec is read here,
-so with thousands of pods cached the slim copy is what keeps the operator's memory below upstream's.
+Upstream caches whole pods; a pod's spec and status are most of its size and of the spec only the node the
+pod is bound to is read here (to name the node of a lost or evicted worker), so with thousands of pods
+cached the slim copy is what keeps the operator's memory below upstream's. Node names are interned: a
+cluster has far fewer nodes than pods.
 Label keys and the values that repeat across pods are interned, so 9,000 pods share one copy of each.
 The same fields are the pod informer's projection, so the rest of a pod is skipped while it is parsed, from
 protobuf (as the API server sends pods when asked) or from JSON.
@@ -24,6 +26,9 @@ from mpioperator.kube.projection import KEEP, FieldSpec, Projection
 from mpioperator.kube.protoschema import POD
 from mpioperator.kube.protoupb import string, time_of
 
+# Pod conditions whose reason and message are kept: why a pod could not be placed, and why it is going.
+_PLACED, _DISRUPTED = "PodScheduled", "DisruptionTarget"
+
 # status fields read by compute_status and the launcher failure message (phase is kept interned).
 _STATUS_TEXT = ("reason", "message")
 _CONDITION = ("type", "status")
@@ -42,11 +47,12 @@ _STUCK = frozenset(STUCK_REASONS)
 
 POD_FIELDS: FieldSpec = {
     "metadata": {**dict.fromkeys(CACHED_METADATA, KEEP), "labels": KEEP},
+    "spec": {"nodeName": KEEP},
     "status": {
         **dict.fromkeys(_STATUS_TEXT, KEEP),
         "phase": KEEP,
         "podIP": KEEP,  # for a job whose hostfile lists pod IPs
-        # reason and message: kept only for a pod the scheduler could not place
+        # reason and message: kept only for a pod the scheduler could not place or one being disrupted
         "conditions": [dict.fromkeys((*_CONDITION, "reason", "message"), KEEP)],
         "containerStatuses": [_CONTAINER],
         "initContainerStatuses": [_CONTAINER],
@@ -58,9 +64,14 @@ def _interned(values: dict[str, Any]) -> dict[str, Any]:
     return {sys.intern(k): sys.intern(v) if isinstance(v, str) else v for k, v in values.items()}
 
 
+def _explained(cond_type: object, status: object) -> bool:
+    """Whether a condition's reason and message are kept: a pod not placed, or one marked for disruption."""
+    return (cond_type == _PLACED and status == "False") or (cond_type == _DISRUPTED and status == "True")
+
+
 def _slim_condition(condition: Obj) -> Obj:
     slim = {k: sys.intern(condition[k]) for k in _CONDITION if isinstance(condition.get(k), str)}
-    if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+    if _explained(condition.get("type"), condition.get("status")):
         if isinstance(condition.get("reason"), str):
             slim["reason"] = sys.intern(condition["reason"])
         if isinstance(condition.get("message"), str):
@@ -130,6 +141,9 @@ def slim_pod(pod: Obj) -> Obj:
     if "ownerReferences" in slim_meta:
         slim_meta["ownerReferences"] = [_interned(ref) for ref in slim_meta["ownerReferences"]]
     slim: Obj = {"apiVersion": "v1", "kind": "Pod", "metadata": slim_meta}
+    node = (pod.get("spec") or {}).get("nodeName")
+    if isinstance(node, str) and node:
+        slim["spec"] = {"nodeName": sys.intern(node)}
     status = pod.get("status") or {}
     slim_status: Obj = {k: status[k] for k in _STATUS_TEXT if k in status}
     if isinstance(status.get("phase"), str):
@@ -177,6 +191,9 @@ def slim_pod_message(pod: Any) -> Obj:
             slim_meta["labels"] = {
                 _interned_string(pair.key): _interned_string(pair.value) for pair in meta.labels
             }
+    slim: Obj = {"apiVersion": "v1", "kind": "Pod", "metadata": slim_meta}
+    if pod.spec.nodeName:
+        slim["spec"] = {"nodeName": _interned_string(pod.spec.nodeName)}
     status = pod.status
     slim_status: Obj = {}
     if status.reason:
@@ -195,7 +212,8 @@ def slim_pod_message(pod: Any) -> Obj:
         ]
         if containers:
             slim_status[key] = containers
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": slim_meta, "status": slim_status}
+    slim["status"] = slim_status
+    return slim
 
 
 _OWNER_TEXT = tuple(sys.intern(k) for k in ("apiVersion", "kind", "name", "uid"))
@@ -221,7 +239,7 @@ def _condition_message(condition: Any) -> Obj:
         slim = {"type": sys.intern(condition.type), "status": sys.intern(condition.status)}
     except TypeError:
         slim = {"type": _interned_string(condition.type), "status": _interned_string(condition.status)}
-    if slim["type"] == "PodScheduled" and slim["status"] == "False":
+    if _explained(slim["type"], slim["status"]):
         if condition.reason:
             slim["reason"] = _interned_string(condition.reason)
         if condition.message:

@@ -158,11 +158,15 @@ POD_STATUS = Message(
     ),
 )
 
-# metadata and status are Go structs, not pointers: JSON always shows them, if only as {}.
+# Of the spec only the node the pod is bound to: which node a lost or evicted worker was on.
+POD_SPEC = Message("PodSpec", (Field(10, "nodeName", "string"),))
+
+# metadata, spec and status are Go structs, not pointers: JSON always shows them, if only as {}.
 POD = Message(
     "Pod",
     (
         Field(1, "metadata", "message", OBJECT_META, omitempty=False),
+        Field(2, "spec", "message", POD_SPEC, omitempty=False),
         Field(3, "status", "message", POD_STATUS, omitempty=False),
     ),
 )

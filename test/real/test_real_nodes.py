@@ -82,10 +82,19 @@ def two_nodes() -> Iterator[LocalCluster]:
         install_manifests(cluster)
         yield cluster
         cluster.stop()
-        left = {
-            network.bridge: HostSnapshot.take(network).left_since(earlier, work_dir)
-            for network, earlier in zip(networks, before, strict=True)
-        }
+
+        def leftovers() -> dict[str, Any]:
+            return {
+                network.bridge: HostSnapshot.take(network).left_since(earlier, work_dir)
+                for network, earlier in zip(networks, before, strict=True)
+            }
+
+        # A veth on no bridge is looked for on the whole host, so another developer's pod whose veth is
+        # being made or torn down at this moment shows as one: what this cluster really left stays, what
+        # was passing through goes.
+        with contextlib.suppress(WaitTimeout):
+            wait_for(lambda: not any(leftovers().values()), timeout=30, what="the host as it was")
+        left = leftovers()
     assert not any(left.values()), f"the real nodes left this behind on the host: {left}"
 
 
@@ -97,6 +106,10 @@ def operator(two_nodes: LocalCluster, tmp_path_factory: pytest.TempPathFactory) 
 
 @pytest.fixture
 def ns(two_nodes: LocalCluster, make_namespace: Any, operator: OperatorProcess) -> str:
+    # Every test starts on two Ready nodes, whatever the one before left (a node it lost may still be
+    # coming back when that test failed midway).
+    names = [node.name for node in nodes_of(two_nodes)]
+    wait_for(lambda: all(two_nodes.node_is_ready(n) for n in names), timeout=90, what=f"{names} Ready")
     name: str = make_namespace(two_nodes)
     wait_for(
         lambda: two_nodes.rest.get(f"/api/v1/namespaces/{name}/serviceaccounts/default"),
@@ -199,15 +212,7 @@ def test_a_job_whose_workers_node_is_lost_restarts_as_a_whole_on_the_node_left_a
         restarts.MAX_RESTARTS: "2",
         restarts.RESTART_BACKOFF: "1",
     }
-    body["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["tolerations"] = [
-        {
-            "key": f"node.kubernetes.io/{key}",
-            "operator": "Exists",
-            "effect": "NoExecute",
-            "tolerationSeconds": 2,
-        }
-        for key in ("unreachable", "not-ready")
-    ]
+    body["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["tolerations"] = tolerate_a_lost_node_for(2)
     # mpirun, told to stop, waits on the lost node's daemon; the default 30 s of grace would only add to
     # the test's time before the new attempt.
     body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["terminationGracePeriodSeconds"] = 5
@@ -255,6 +260,65 @@ def test_a_job_whose_workers_node_is_lost_restarts_as_a_whole_on_the_node_left_a
     assert not pods_on(two_nodes, ns, lost.name)
     # Nothing of the lost attempt starts again on the node that came back.
     wait_for(lambda: not lost_processes(lost), timeout=30, what=f"no container running on {lost.name}")
+
+
+def tolerate_a_lost_node_for(seconds: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "key": f"node.kubernetes.io/{key}",
+            "operator": "Exists",
+            "effect": "NoExecute",
+            "tolerationSeconds": seconds,
+        }
+        for key in ("unreachable", "not-ready")
+    ]
+
+
+def test_a_job_without_a_restart_policy_whose_workers_node_is_lost_fails_naming_the_node_and_the_pod(
+    two_nodes: LocalCluster, ns: str, operator: OperatorProcess
+) -> None:
+    """Node c dies under the running job. Once the node is `unreachable` past the workers' 2 s toleration
+    the taint manager deletes the worker there, which can never confirm its end; the job, with no restart
+    policy, Fails at once (decisions-local L51) with a condition naming the worker and its node, instead
+    of waiting on mpirun (upstream's way). Back up, node c runs nothing of it."""
+    left, lost = nodes_of(two_nodes)
+    body = spread_job("lose-np", ["mpirun", "-n", "2", PYTHON, "-c", LOOP], launcher_node=left.name)
+    body["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["tolerations"] = tolerate_a_lost_node_for(2)
+    body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["terminationGracePeriodSeconds"] = 5
+    job = Job(two_nodes, ns, "lose-np").submit(body)
+    wait_for(
+        lambda: "step 2 " in launcher_log(two_nodes, ns, "lose-np"), timeout=120, what="the job's step 2"
+    )
+    before = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in job.pods("worker")}
+    on_lost = [name for name, node in before.items() if node == lost.name]
+    assert len(on_lost) == 1, before
+    timeline = Timeline()
+
+    try:
+        lost.power_off()
+        timeline.mark(f"{lost.name} powered off (traffic dropped, kubelet, containerd, containers killed)")
+        wait_for(lambda: not two_nodes.node_is_ready(lost.name), timeout=40, what=f"{lost.name} NotReady")
+        timeline.mark(f"{lost.name} NotReady")
+        done = finished(job, operator, timeout=90)
+        timeline.mark(f"finished: {done['type']} ({done.get('reason')})")
+        status = (job.get() or {}).get("status") or {}
+        events = two_nodes.kubectl(
+            "-n", ns, "get", "events", "--field-selector", "involvedObject.name=lose-np"
+        ).stdout
+        print(f"timeline:\n{timeline}\nconditions: {status.get('conditions')}\nevents:\n{events}")
+        assert done["type"] == "Failed", f"{done}\n{diagnosis(job)}"
+        assert done["reason"] == "MPIJobWorkerLost", done
+        assert f"worker {on_lost[0]} on node {lost.name} was deleted by the taint manager" in done["message"]
+        assert "restarts" not in status, status
+    finally:
+        lost.power_on(two_nodes)
+    wait_for(lambda: two_nodes.node_is_ready(lost.name), timeout=60, what=f"{lost.name} Ready again")
+    timeline.mark(f"{lost.name} Ready again")
+    # The kubelet back confirms the lost pod's end; nothing of the job starts again there.
+    wait_for(lambda: not pods_on(two_nodes, ns, lost.name), timeout=60, what=f"the pods on {lost.name} gone")
+    wait_for(lambda: not lost_processes(lost), timeout=30, what=f"no container running on {lost.name}")
+    timeline.mark(f"nothing of the job left on {lost.name}")
+    print(timeline)
 
 
 def test_a_kubelet_restarted_under_a_running_job_leaves_it_to_succeed_without_a_restart(
@@ -305,8 +369,9 @@ def test_draining_a_workers_node_restarts_the_job_on_the_node_left_or_fails_it_w
     two_nodes: LocalCluster, ns: str, operator: OperatorProcess, policy: str | None
 ) -> None:
     """`kubectl drain` of the node of one worker mid-run evicts it (the kubelet ends it: its sshd goes, and
-    mpirun with it). With `OnWorkerFailure` the job restarts as a whole with both workers on the node left
-    (the cordoned node takes none) and Succeeds; without a policy it Fails, as upstream's."""
+        mpirun with it). With `OnWorkerFailure` the job restarts as a whole with both workers on the node left
+        (the cordoned node takes none) and Succeeds; without a policy it Fails, as upstream's, and the Failed
+    message names the evicted worker and its node (decisions-local L51)."""
     first, second = nodes_of(two_nodes)
     name = "drain" if policy else "drain-np"
     body = spread_job(name, ["mpirun", "-n", "2", PYTHON, "-c", LOOP], launcher_node=first.name)
@@ -341,6 +406,7 @@ def test_draining_a_workers_node_restarts_the_job_on_the_node_left_or_fails_it_w
     else:
         assert done["type"] == "Failed", f"{done}\n{diagnosis(job)}"
         assert "restarts" not in status, status
+        assert f"worker {drained[0]} on node {second.name} was evicted" in done["message"], done
 
 
 def test_a_partition_of_20_seconds_between_the_nodes_stalls_the_job_which_then_succeeds_without_a_restart(
@@ -405,6 +471,53 @@ def test_a_rank_killed_by_the_kernels_oom_killer_fails_the_job_naming_the_worker
     assert killed == ["oom-worker-1"], {name: oom_kills(p) for name, p in workers.items()}
     assert sorted(p["spec"]["nodeName"] for p in workers.values()) == sorted([first.name, second.name])
     assert "oom-worker-1" in done["message"] and "signal 9" in done["message"], done
+
+
+def test_a_worker_killed_by_the_kernels_oom_killer_restarts_the_job_with_a_restart_policy_which_succeeds(
+    two_nodes: LocalCluster, ns: str, operator: OperatorProcess
+) -> None:
+    """In the first attempt, worker 1's main process grows past the container's 128 Mi limit mid-run (its
+    sshd runs beside it) and the kernel kills it: the container ends `OOMKilled`, and with
+    `OnWorkerFailure` the job restarts as a whole, naming the worker and the OOM kill; the new attempt
+    (the `mpioperator.io/attempt` label, read through the downward API, is 1) allocates nothing and
+    Succeeds."""
+    first, _ = nodes_of(two_nodes)
+    body = spread_job("oom-r", ["mpirun", "-n", "2", PYTHON, "-c", LOOP], launcher_node=first.name)
+    body["metadata"]["annotations"] = {
+        restarts.RESTART_POLICY: restarts.ON_WORKER_FAILURE,
+        restarts.RESTART_BACKOFF: "1",
+    }
+    worker = body["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    worker["resources"] = {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}}
+    worker["env"] += [
+        {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {
+            "name": "ATTEMPT",
+            "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{restarts.ATTEMPT_LABEL}']"}},
+        },
+    ]
+    start, _, sshd = worker["command"][2].partition(" && exec ")
+    hog = f"{PYTHON} -c 'import time; time.sleep(8); bytearray(512 << 20)'"
+    # sshd in the background, the hog in the foreground as the container's main process, so the kernel's
+    # kill of it ends the container; every other worker, and the next attempt, run sshd as before.
+    worker["command"][2] = (
+        f'{start} && if [ "$POD" = oom-r-worker-1 ] && [ "$ATTEMPT" = 0 ]; '
+        f"then {sshd} & exec {hog}; else exec {sshd}; fi"
+    )
+    job = Job(two_nodes, ns, "oom-r").submit(body)
+
+    done = finished(job, operator, timeout=180)
+
+    status = (job.get() or {}).get("status") or {}
+    events = two_nodes.kubectl(
+        "-n", ns, "get", "events", "--field-selector", "involvedObject.name=oom-r"
+    ).stdout
+    print(f"conditions: {status.get('conditions')}\nevents:\n{events}")
+    assert done["type"] == "Succeeded", f"{done}\n{diagnosis(job)}"
+    assert status.get("restarts") == 1, status
+    assert "worker oom-r-worker-1 was OOMKilled (exit code 137)" in events, events
+    log = launcher_log(two_nodes, ns, "oom-r")
+    assert f"step {STEPS - 1} sum 3" in log, log
 
 
 def oom_kills(pod: dict[str, Any]) -> int:

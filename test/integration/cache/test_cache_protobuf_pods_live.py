@@ -71,3 +71,38 @@ async def test_a_protobuf_fed_pod_informer_holds_what_a_json_fed_one_holds_throu
             await informer.stop()
         await proto_client.close()
         await json_client.close()
+
+
+async def test_the_pod_cache_holds_the_node_a_pod_is_bound_to_and_its_disruption_from_both_encodings(
+    apiserver_cluster: LocalCluster, make_namespace: NamespaceFactory
+) -> None:
+    ns = make_namespace(apiserver_cluster)
+    proto_client = KubeClient.from_kubeconfig(apiserver_cluster.kubeconfig)
+    json_client = KubeClient.from_kubeconfig(apiserver_cluster.kubeconfig, protobuf=False)
+    informers: list[SharedInformer] = []
+    try:
+        await proto_client.create(
+            PODS, {"metadata": {"name": "bound"}, "spec": {**BUSYBOX, "nodeName": "node-c"}}, ns
+        )
+        disrupted = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "DeletionByTaintManager",
+            "message": "Taint manager: deleting due to NoExecute taint",
+        }
+        await proto_client.patch(
+            PODS, "bound", {"status": {"conditions": [disrupted]}}, ns, subresource="status"
+        )
+        informers = [
+            await pod_informer(proto_client, ns, operators=True),
+            await pod_informer(json_client, ns, operators=False),
+        ]
+        for informer in informers:
+            pod = by_name(informer)["bound"]
+            assert pod.get("spec") == {"nodeName": "node-c"}, pod
+            assert disrupted in pod["status"]["conditions"], pod
+    finally:
+        for informer in informers:
+            await informer.stop()
+        await proto_client.close()
+        await json_client.close()

@@ -70,7 +70,7 @@ def test_slim_pod_keeps_the_pod_ip_a_hostfile_of_ips_lists_and_no_other_address(
     assert "hostIP" not in slim["status"] and "podIPs" not in slim["status"]
 
 
-def test_slim_pod_drops_spec_annotations_and_managed_fields() -> None:
+def test_slim_pod_of_an_unbound_pod_drops_spec_annotations_and_managed_fields() -> None:
     slim = slim_pod(full_pod())
     assert "spec" not in slim
     assert "annotations" not in slim["metadata"]
@@ -173,5 +173,31 @@ def test_slim_pod_of_a_pod_without_status_has_an_empty_status() -> None:
 def test_a_pod_parsed_through_the_projection_slims_to_the_same_cached_pod() -> None:
     line = orjson.dumps({"type": "MODIFIED", "object": full_pod()})
     projected = Projection(POD_FIELDS, "Pod").event(line)["object"]
-    assert "spec" not in projected
+    assert projected.get("spec", {}) == {}  # of the spec only nodeName is read, and this pod has none
     assert slim_pod(projected) == slim_pod(full_pod())
+
+
+def test_slim_pod_keeps_the_node_it_is_bound_to_and_why_it_is_disrupted() -> None:
+    pod = full_pod()
+    pod["spec"] = {"nodeName": "node-c", "containers": [{"name": "worker", "image": "mpi"}]}
+    disrupted = {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "DeletionByTaintManager",
+        "message": "Taint manager: deleting due to NoExecute taint",
+        "lastTransitionTime": "2026-11-23T10:04:00Z",
+    }
+    pod["status"]["conditions"] = [*pod["status"]["conditions"], disrupted]  # type: ignore[index]
+
+    slim = slim_pod(pod)
+
+    assert slim["spec"] == {"nodeName": "node-c"}
+    assert slim["status"]["conditions"][-1] == {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "DeletionByTaintManager",
+        "message": "Taint manager: deleting due to NoExecute taint",
+    }
+    # And through the informer's projection, as the pods arrive in JSON.
+    projected = Projection(POD_FIELDS, "Pod").list(orjson.dumps({"items": [pod]}))["items"][0]
+    assert slim_pod(projected) == slim

@@ -71,13 +71,15 @@ def pods(draw: st.DrawFn) -> bytes:
                 setattr(ref, key, draw(st.booleans()))
     for _ in range(draw(st.integers(0, 3))):
         meta.labels.add(key=draw(texts), value=draw(texts))
+    if draw(st.booleans()):
+        pod.spec.nodeName = draw(texts)
     status = pod.status
     for key in ("phase", "reason", "message", "hostIP", "podIP"):
         if draw(st.booleans()):
             setattr(status, key, draw(texts))
     for _ in range(draw(st.integers(0, 3))):
         condition = status.conditions.add(
-            type=draw(st.sampled_from(["PodScheduled", "Ready", ""])),
+            type=draw(st.sampled_from(["PodScheduled", "Ready", "DisruptionTarget", ""])),
             status=draw(st.sampled_from(["True", "False", ""])),
         )
         for key in ("reason", "message"):
@@ -161,3 +163,17 @@ def test_a_truncated_pod_does_not_decode_so_the_resource_falls_back_to_json() ->
 def test_a_projection_that_finishes_json_must_build_the_same_form_from_protobuf() -> None:
     with pytest.raises(ValueError, match="together"):
         Projection({"metadata": None}, finish=slim_pod)
+
+
+def test_a_pod_from_protobuf_keeps_the_node_it_is_bound_to() -> None:
+    pod = PodMessage()
+    pod.metadata.name = "pi-worker-1"
+    pod.status.phase = "Running"
+    # Pod.spec is field 2; PodSpec.nodeName is field 10.
+    data = pod.SerializeToString() + field(2, field(10, b"node-c"))
+
+    slim = slim_pod_message(PodMessage.FromString(data))
+
+    assert slim.get("spec") == {"nodeName": "node-c"}, slim
+    body = MAGIC + field(1, field(2, b"PodList")) + field(2, field(2, data))
+    assert CACHED.list(body)["items"] == [slim]

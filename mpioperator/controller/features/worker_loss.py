@@ -1,0 +1,161 @@
+"""A worker taken away by the cluster, told by pod and node; one lost with its node fails the job
+(docs/extensions.md, the `WorkerLost` condition; decisions-local L51).
+
+Kubernetes marks a pod it is about to end for a reason of the cluster's with the `DisruptionTarget`
+condition: the taint manager's (a NoExecute taint of its node, such as `unreachable` or `not-ready` held
+longer than the pod tolerates), the eviction API's (a drain), the scheduler's (preemption) or the
+kubelet's. The pod cache keeps that condition's reason and the pod's node, and for a job its restart policy
+does not restart (none, or its restarts used up) this feature:
+
+* says which workers went, on which nodes and how, in a `WorkerLost` condition of ours, with one Warning
+  event. The condition stays, so once the pod is gone and made again (upstream's way) the Failed message of
+  a later launcher failure still names it (`failure_detail`);
+* fails the job at once when the taint manager deleted a worker. Its node has stopped answering: no
+  kubelet will confirm the pod's end, so its name is never free for upstream to make it again, and mpirun
+  waits on a rank that cannot answer until TCP gives up, about 15 minutes, holding the other workers.
+  Every other disruption ends the pod for real: upstream makes it again once it is gone, and the
+  launcher's retry (its backoffLimit) or an elastic job may carry on, so the job is left to that.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from mpioperator.api import constants as api
+from mpioperator.api.extensions import restarts as policy
+from mpioperator.api.objects import Obj, json_copy
+from mpioperator.api.ownership import is_controlled_by
+from mpioperator.controller import conditions
+from mpioperator.controller.events import WARNING, truncate_message
+from mpioperator.controller.feature import Feature, FeaturePorts, Seen, Stop
+from mpioperator.controller.phase import FAILED
+
+COND_WORKER_LOST = "WorkerLost"
+REASON_WORKER_LOST = "MPIJobWorkerLost"
+DISRUPTION_TARGET = "DisruptionTarget"
+BY_TAINT_MANAGER = "DeletionByTaintManager"
+# How each of Kubernetes' disruption reasons ends a pod, in the words of the condition.
+_HOW = {
+    BY_TAINT_MANAGER: "was deleted by the taint manager (a NoExecute taint of its node, such as unreachable "
+    "or not-ready held longer than the pod tolerates)",
+    "EvictionByEvictionAPI": "was evicted",
+    "PreemptionByScheduler": "was preempted by the scheduler",
+    "TerminationByKubelet": "was ended by its kubelet",
+}
+MAX_NAMED = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Loss:
+    pod: str
+    node: str
+    reason: str
+
+    def __str__(self) -> str:
+        where = f" on node {self.node}" if self.node else ""
+        how = _HOW.get(self.reason, f"was disrupted ({self.reason})")
+        return f"worker {self.pod}{where} {how}"
+
+
+def disruption(pod: Obj) -> str | None:
+    """The reason of the pod's DisruptionTarget condition when it is True, else None."""
+    for cond in (pod.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == DISRUPTION_TARGET and cond.get("status") == "True":
+            return str(cond.get("reason") or "")
+    return None
+
+
+def losses(workers: list[Obj]) -> list[Loss]:
+    found = []
+    for pod in workers:
+        reason = disruption(pod)
+        if reason is not None:
+            node = (pod.get("spec") or {}).get("nodeName") or ""
+            found.append(Loss(pod["metadata"]["name"], str(node), reason))
+    return sorted(found, key=lambda loss: loss.pod)
+
+
+def describe(lost: list[Loss]) -> str:
+    named = ", ".join(str(loss) for loss in lost[:MAX_NAMED])
+    more = len(lost) - MAX_NAMED
+    return f"{named} and {more} more" if more > 0 else named
+
+
+def _left_to_policy(job: Obj) -> bool:
+    """Whether the restart policy restarts the job for a lost worker (restarts.py says how)."""
+    return policy.enabled(job) and policy.restarts(job.get("status") or {}) < policy.max_restarts(job)
+
+
+def _noted(status: Obj, lost: list[Loss], now: dt.datetime) -> str | None:
+    """Put the losses not yet told into the WorkerLost condition; its new message, or None if none is new."""
+    current = conditions.find(status, COND_WORKER_LOST) or {}
+    told = str(current.get("message") or "") if current.get("status") == "True" else ""
+    new = [loss for loss in lost if f"worker {loss.pod} " not in told]
+    if not new:
+        return None
+    message = truncate_message(f"{told}, {describe(new)}" if told else describe(new))
+    reason = str(current.get("reason") or "") if told else new[0].reason
+    conditions.put(status, COND_WORKER_LOST, "True", reason or REASON_WORKER_LOST, message, now)
+    return message
+
+
+def told(job: Obj) -> str:
+    """What the job's WorkerLost condition says, or ""."""
+    current = conditions.find(job.get("status") or {}, COND_WORKER_LOST) or {}
+    return str(current.get("message") or "") if current.get("status") == "True" else ""
+
+
+class WorkerLossFeature(Feature):
+    def __init__(self, ports: FeaturePorts) -> None:
+        self._children = ports.children
+        self._rec = ports.recorder
+        self._write_status = ports.write_status
+
+    def _current(self, job: Obj) -> list[Obj]:
+        attempt = policy.current_attempt(job)
+        return [
+            pod
+            for pod in self._children.existing_workers(job)
+            if pod is not None and is_controlled_by(pod, job) and policy.attempt_of(pod) == attempt
+        ]
+
+    async def before_children(self, cached: Obj, job: Obj, now: dt.datetime, suspended: bool) -> Stop | None:
+        """A worker lost with its node fails the job: written here, and the sync ends (the next one finds
+        the job finished and cleans up per cleanPodPolicy)."""
+        if suspended or _left_to_policy(job):
+            return None
+        lost = losses(self._current(job))
+        with_node = [loss for loss in lost if loss.reason == BY_TAINT_MANAGER]
+        if not with_node:
+            return None
+        ns, name = job["metadata"].get("namespace", ""), job["metadata"]["name"]
+        status = json_copy(job.get("status") or {})
+        noted = _noted(status, lost, now)
+        message = truncate_message(f"MPIJob {ns}/{name} has failed: {describe(with_node)}")
+        failed = conditions.new_condition(api.COND_FAILED, "True", REASON_WORKER_LOST, message, now)
+        conditions.set_condition(status, failed)
+        status.setdefault("completionTime", conditions.format_time(now))
+        status["phase"] = FAILED
+        if not await self._write_status(cached, status):
+            return Stop(0.0)  # the job is gone
+        if noted is not None:
+            self._rec.record(job, WARNING, REASON_WORKER_LOST, noted)
+        self._rec.record(job, WARNING, REASON_WORKER_LOST, message)
+        job["status"] = status
+        return Stop(0.0)
+
+    def failure_detail(self, job: Obj, detail: str) -> str:
+        """The lost workers first: a launcher's last words after them may be long and cut."""
+        lost = told(job) or describe(losses(self._current(job)))
+        if not lost:
+            return detail
+        return f"{lost}; {detail}" if detail else lost
+
+    def describe(self, job: Obj, status: Obj, seen: Seen) -> None:
+        """Any other disruption is told in the WorkerLost condition (once, with a Warning event)."""
+        if _left_to_policy(job):
+            return
+        noted = _noted(status, losses(self._current(job)), seen.now)
+        if noted is not None:
+            self._rec.record(job, WARNING, REASON_WORKER_LOST, noted)
