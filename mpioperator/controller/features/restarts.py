@@ -21,6 +21,7 @@ earlier attempt, whose pods are only deleted.
 from __future__ import annotations
 
 import datetime as dt
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -34,6 +35,7 @@ from mpioperator.api.extensions.launcher_log import COND_STALLED
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller import conditions, template_edits
+from mpioperator.controller.bounded import BoundedSet
 from mpioperator.controller.builders.podspec import role_labels
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING, truncate_message
@@ -50,6 +52,8 @@ REASON_RESTARTING = "MPIJobRestarting"
 REASON_RESTARTED = "MPIJobRestarted"
 # Status: the earliest time the current attempt's pods are made (docs/extensions.md).
 NEXT_ATTEMPT_TIME = "nextAttemptTime"
+# Jobs whose running workers are remembered, and pods remembered as deleted by the operator.
+_SEEN_CAPACITY = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +91,39 @@ class Restarter:
         # The sync's one status-write path (status_writer.write_if_changed): a Conflict reads the newer job
         # and ends the sync, whose next run sees whether this failure was counted already (L42).
         self._write_status = write_status
+        # The running attempt's workers last seen in the cache, per job (uid -> (attempt, {pod uid: name})),
+        # and the pods the operator itself deleted: a worker that leaves the cache without the operator
+        # deleting it was taken away as surely as one seen terminating. A drain's eviction of a worker whose
+        # sshd ends at once can be gone within one sync, and the pod made again under a launcher that has
+        # lost its rank. Kept in memory: a new leader knows only what it sees terminating.
+        self._seen: OrderedDict[str, tuple[int, dict[str, str]]] = OrderedDict()
+        self._deleted_by_us = BoundedSet[str](_SEEN_CAPACITY)
+
+    def deleted_by_the_operator(self, pods: list[Obj]) -> None:
+        for pod in pods:
+            self._deleted_by_us.add(pod["metadata"].get("uid", ""))
+
+    def _vanished(self, job: Obj, current: list[Obj]) -> list[str]:
+        """Workers of the running attempt seen by an earlier sync and gone from the cache since, which the
+        operator did not delete; remembers the ones there now."""
+        uid = job["metadata"].get("uid", "")
+        attempt = policy.current_attempt(job)
+        seen_attempt, seen = self._seen.pop(uid, (attempt, {}))
+        # Every cached worker of the attempt, also those past a lowered replica count that the children
+        # step has yet to delete (the operator's own deletes, said through before_delete).
+        ns = job["metadata"].get("namespace", "")
+        listed = self._l.pods.select(ns, role_labels(job, api.ROLE_WORKER))
+        cached = [w for w in listed if policy.attempt_of(w) == attempt and is_controlled_by(w, job)]
+        present = {w["metadata"].get("uid", ""): w["metadata"]["name"] for w in [*current, *cached]}
+        gone = []
+        if seen_attempt == attempt:
+            gone = [
+                name for pod, name in seen.items() if pod not in present and not self._deleted_by_us.seen(pod)
+            ]
+        self._seen[uid] = (attempt, present)
+        while len(self._seen) > _SEEN_CAPACITY:
+            self._seen.popitem(last=False)
+        return sorted(gone)
 
     def failure(self, job: Obj) -> Failure | None:
         """The current attempt's failure that the job's policy restarts, if any (None once the limit is
@@ -109,6 +146,7 @@ class Restarter:
             # A worker deleted under a running attempt (a drain's eviction, a preemption, a user) leaves
             # mpirun short of a rank: upstream would make the pod again under a launcher that cannot use it.
             gone = [w["metadata"]["name"] for w in current if w["metadata"].get("deletionTimestamp")]
+            gone += self._vanished(job, current)
             if gone:
                 more = " and more" if gone[3:] else ""
                 return Failure(f"worker {', '.join(gone[:3])}{more} was deleted")
@@ -318,6 +356,9 @@ class RestartsFeature(Feature):
         if not suspended and (left := self._restarter.waiting(job, now)) is not None:
             return Stop(left)  # the restart's back-off (status.nextAttemptTime)
         return None
+
+    async def before_delete(self, job: Obj, pods: list[Obj]) -> None:
+        self._restarter.deleted_by_the_operator(pods)
 
     def failure_detail(self, job: Obj, detail: str) -> str:
         return self._restarter.note_exhausted(job, detail)

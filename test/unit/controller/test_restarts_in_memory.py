@@ -258,3 +258,35 @@ async def test_bad_restart_annotations_are_validation_errors() -> None:
     assert "mpioperator.io/restart-policy" in invalid["message"]
     assert "mpioperator.io/max-restarts" in invalid["message"]
     assert [e[1] for e in scene.recorder.events] == ["ValidationError"]
+
+
+async def test_a_worker_gone_from_the_cache_between_two_syncs_of_a_running_attempt_restarts_the_job() -> None:
+    """A drain's eviction of a worker whose sshd ends at once: its pod can leave the cache before any sync
+    sees it terminating; it must not be made again under a launcher that has lost its rank."""
+    pi = _opted_in()
+    scene = _scene(pi, worker(pi, 0), worker(pi, 1))
+    await scene.sync()
+    assert "restarts" not in (scene.job.get("status") or {})
+
+    scene.memory["pods"].discard("default", "pi-worker-1")
+    await scene.sync()
+
+    status = scene.written_status()
+    assert status["restarts"] == 1
+    assert "worker pi-worker-1 was deleted" in (_condition(status, "Restarting") or {})["message"]
+    assert ("create", "pods") not in [(verb, kind) for verb, kind, _ in scene.writer.calls]
+
+
+async def test_a_worker_the_operator_deleted_itself_is_no_loss() -> None:
+    pi = _opted_in()
+    scene = _scene(pi, worker(pi, 0), worker(pi, 1))
+    await scene.sync()
+
+    pi["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 1  # a scale down: the operator deletes pi-worker-1
+    await scene.sync()
+    assert ("delete", "pods", "pi-worker-1") in scene.writer.calls
+    scene.memory["pods"].discard("default", "pi-worker-1")
+    await scene.sync()
+
+    assert "restarts" not in (scene.job.get("status") or {})
+    assert not any(reason == "MPIJobRestarting" for _, reason, _ in scene.recorder.events)
