@@ -52,6 +52,10 @@ class Store:
         self._items: dict[str, Obj] = {}
         self._indexers: dict[str, IndexFunc] = default_indexers()
         self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
+        # Per index value, the number of the last write touching an object under it: a reader that
+        # memoizes what it computed from an index value's objects knows in O(1) whether they changed.
+        self._writes = 0
+        self._versions: dict[tuple[str, str], int] = {}
         if indexers:
             self.add_indexers(indexers)
 
@@ -66,6 +70,7 @@ class Store:
     def _put(self, key: str, obj: Obj) -> Obj | None:
         old = self._items.get(key)
         self._items[key] = obj
+        self._writes += 1
         if old is None:
             # A new key: nothing to take out of the indices (a first list is all new keys).
             for name, func in self._indexers.items():
@@ -80,6 +85,7 @@ class Store:
     def delete_by_key(self, key: str) -> Obj | None:
         old = self._items.pop(key, None)
         if old is not None:
+            self._writes += 1
             self._reindex(key, old, None)
         return old
 
@@ -150,6 +156,7 @@ class Store:
         for name, func in self._indexers.items():
             old_values = func(old) if old is not None else []
             new_values = func(new) if new is not None else []
+            self._touch(name, old_values)
             if old_values == new_values:
                 continue  # the usual update: nothing indexed changed
             index = self._indices[name]
@@ -160,9 +167,20 @@ class Store:
                     if not keys:
                         # Short-lived index values (e.g. owner uids) would otherwise leak empty sets.
                         del index[value]
+                        self._versions.pop((name, value), None)
             self._add_to_index(name, key, new_values)
 
     def _add_to_index(self, name: str, key: str, values: builtins.list[str]) -> None:
         index = self._indices[name]
         for value in values:
             index.setdefault(value, set()).add(key)
+        self._touch(name, values)
+
+    def _touch(self, name: str, values: builtins.list[str]) -> None:
+        for value in values:
+            self._versions[(name, value)] = self._writes
+
+    def index_version(self, index_name: str, value: str) -> int:
+        """A number that differs whenever an object under `value` was added, changed or removed since it
+        was last read (0 for a value no object has: its objects, none, are the same as then)."""
+        return self._versions.get((index_name, value), 0)

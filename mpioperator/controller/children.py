@@ -25,6 +25,7 @@ from mpioperator.controller.hostfile_memo import VerifiedConfigMaps
 from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.rejections import ChildRejected, is_permanent, not_managed_message, refused
 from mpioperator.controller.user_ssh_secret import key_names
+from mpioperator.controller.worker_view import WorkerViews, hostfile_key, worker_selector
 from mpioperator.kube import errors
 from mpioperator.kube.resources import CONFIG_MAPS, JOBS, PODS, SECRETS, SERVICES, Resource
 from mpioperator.podgroup.backend import PodGroupBackend, decorator_for
@@ -40,14 +41,6 @@ def _listed(decorate: Decorator | None) -> list[Decorator]:
     return [] if decorate is None else [decorate]
 
 
-def worker_selector(job: Obj) -> dict[str, str]:
-    return {
-        api.LABEL_OPERATOR_NAME: api.OPERATOR_NAME,
-        api.LABEL_JOB_NAME: job["metadata"]["name"],
-        api.LABEL_JOB_ROLE: api.ROLE_WORKER,
-    }
-
-
 def _named_workers(job: Obj, pods: list[Obj]) -> list[tuple[Obj, int]]:
     """The pods with a worker's name, with its index."""
     found = []
@@ -56,6 +49,12 @@ def _named_workers(job: Obj, pods: list[Obj]) -> list[tuple[Obj, int]]:
         if index is not None:
             found.append((pod, index))
     return found
+
+
+def _version(obj: Obj | None) -> tuple[object, object] | None:
+    if obj is None:
+        return None
+    return (obj["metadata"].get("uid"), obj["metadata"].get("resourceVersion"))
 
 
 RESTART_POLICY_OVERRIDDEN = "Restart policy in pod template overridden by restart policy in replica spec"
@@ -87,6 +86,7 @@ class ChildReconciler:
         self._backend: PodGroupBackend = backend or NullBackend()
         self._deleted = RecentlyDeleted()
         self._hostfiles = VerifiedConfigMaps()
+        self._views = WorkerViews()
         # The features' additions to the launcher's pod template (the exec agent's, when allowed).
         self._launcher_decorator = launcher_decorator or (lambda job, decorate: decorate)
         # Told which of a job's pods are about to be deleted (the exec agent's Role lets them go first).
@@ -187,13 +187,21 @@ class ChildReconciler:
         cached = self._l.config_maps.get(ns, names.config_map_name(job))
         # Ours (decisions-local L36): only pods the job made are its hosts; upstream lists any Running pod
         # with the worker labels.
-        workers = [p for p in self._l.pods.select(ns, worker_selector(job)) if is_controlled_by(p, job)]
-        running = [p for p in workers if p.get("status", {}).get("phase") == "Running"]
-        addresses = self._hostfile_addresses(job, workers)
-        inputs = self._hostfiles.inputs(job, running, cached, addresses)
+        view = self._views.read(job, self._l.pods)
+        workers, running = view.controlled, view.running
+        # The inputs depend on the pods (the view's) and on the job and cached ConfigMap: kept on the view
+        # for the same job fields and ConfigMap version, so an unchanged job's are not made again.
+        depends = (hostfile_key(job), _version(cached))
+        inputs = view.derived.get(depends)
+        if inputs is None:
+            addresses = self._hostfile_addresses(job, workers)
+            inputs = self._hostfiles.inputs(job, running, cached, addresses)
+            if inputs is not None:
+                view.derived.clear()
+                view.derived[depends] = inputs
         if cached is not None and self._hostfiles.verified(job, inputs):
             return cached
-        desired = configmap.new_config_map(job, running, self._domain, addresses)
+        desired = configmap.new_config_map(job, running, self._domain, self._hostfile_addresses(job, workers))
         made = await self._upsert(
             job, CONFIG_MAPS, cached, desired, ["data"], "getting or creating ConfigMap"
         )
@@ -243,23 +251,19 @@ class ChildReconciler:
         says."""
         if not accessors.replica_spec(job, api.WORKER):
             return []
-        return self._by_index(job, self._l.pods.select(job["metadata"]["namespace"], worker_selector(job)))
-
-    @staticmethod
-    def _by_index(job: Obj, listed: list[Obj]) -> list[Obj | None]:
-        by_index: list[Obj | None] = [None] * accessors.worker_replicas(job)
-        for pod, index in _named_workers(job, listed):
-            if index < len(by_index):
-                by_index[index] = pod
-        return by_index
+        return self._views.read(job, self._l.pods).by_index
 
     async def workers(self, job: Obj) -> list[Obj]:
         if not accessors.replica_spec(job, api.WORKER):
             return []
         ns = job["metadata"]["namespace"]
-        listed = self._l.pods.select(ns, worker_selector(job))
-        await self._scale_down(job, listed, accessors.worker_replicas(job))
-        existing = self._by_index(job, listed)
+        view = self._views.read(job, self._l.pods)
+        replicas = accessors.worker_replicas(job)
+        if view.complete and len(view.listed) == replicas:
+            # Every worker there and the job's, none surplus: nothing to make, scale down or refuse.
+            return view.present
+        await self._scale_down(job, view.listed, replicas)
+        existing = list(view.by_index)
         for i in (i for i, pod in enumerate(existing) if pod is None):
             # A pod of that name without the job's labels is not ours: refused below, not created over.
             existing[i] = self._l.pods.get(ns, names.worker_name(job, i))

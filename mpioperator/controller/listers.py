@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 from mpioperator.api import constants as api
 from mpioperator.api.objects import Obj
@@ -50,6 +50,22 @@ class StoreLister:
                 candidates = informer.by_index(NAMESPACE_INDEX, namespace)
             found.extend(obj for obj in candidates if matches(obj, labels))
         return found
+
+    def select_version(self, namespace: str, labels: Mapping[str, str]) -> Hashable | None:
+        """What changes whenever `select(namespace, labels)` may answer differently, for a selection by
+        job name from informers indexed by it; None when it cannot tell (then nothing may be memoized)."""
+        job = labels.get(api.LABEL_JOB_NAME)
+        if job is None:
+            return None
+        versions: list[tuple[int, int]] = []
+        for informer in self._informers:
+            if informer.namespace not in (None, namespace):
+                continue
+            if JOB_NAME_INDEX not in informer.store.index_names():
+                return None
+            store = informer.store
+            versions.append((id(store), store.index_version(JOB_NAME_INDEX, f"{namespace}/{job}")))
+        return tuple(versions)
 
     def owned_by(self, uid: str) -> list[Obj]:
         if not uid:

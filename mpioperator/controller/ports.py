@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from mpioperator.api.objects import Obj
 from mpioperator.kube.calls import Reads, Writes
@@ -18,6 +18,13 @@ class Lister(Protocol):
     def select(self, namespace: str, labels: Mapping[str, str]) -> list[Obj]: ...
 
     def owned_by(self, uid: str) -> list[Obj]: ...
+
+
+@runtime_checkable
+class VersionedLister(Protocol):
+    """A lister that can tell, in O(1), that a selection by job name would answer as before."""
+
+    def select_version(self, namespace: str, labels: Mapping[str, str]) -> Hashable | None: ...
 
 
 @dataclass(slots=True)

@@ -1,0 +1,119 @@
+"""An unchanged running job's sync does no per-pod work in its children step: the calls of the functions
+that look at one pod are as many for 1,000 workers as for 100 (none), counted, not timed. A pod that
+changes is still seen: the hostfile follows a worker that starts running."""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from collections.abc import Callable
+from typing import Any, cast
+
+import pytest
+
+from mpioperator.api import names
+from mpioperator.api.objects import Obj
+from mpioperator.cache.informer import SharedInformer
+from mpioperator.cache.store import Store
+from mpioperator.controller import children, hostfile_memo, listers
+from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
+from mpioperator.controller.sync import SyncSettings
+from test.unit.controller import sync_fixtures as fx
+
+
+class _Indexed:
+    """What a StoreLister reads of an informer: its namespace (all) and its store, indexed as in the
+    operator (the pods by job name)."""
+
+    namespace: str | None = None
+
+    def __init__(self, objects: list[Obj]) -> None:
+        self.store = Store({JOB_NAME_INDEX: job_name_index})
+        for obj in objects:
+            self.store.add(obj)
+
+    def get(self, namespace: str | None, name: str) -> Obj | None:
+        return self.store.get(namespace, name)
+
+    def by_index(self, index_name: str, value: str) -> list[Obj]:
+        return self.store.by_index(index_name, value)
+
+
+def _indexed_scene(workers: int, phase: str = "Running") -> tuple[fx.Scene, dict[str, _Indexed]]:
+    job = fx.job(workers)
+    pods = [fx.worker(job, i, phase=phase) for i in range(workers)]
+    scene = fx.running_scene(job, *pods, settings=SyncSettings(max_worker_replicas=workers))
+    stores = {}
+    for attr, lister in scene.memory.items():
+        stores[attr] = _Indexed(lister.objects())
+        setattr(scene.listers, attr, StoreLister([cast(SharedInformer, stores[attr])]))
+    return scene, stores
+
+
+async def _settled(scene: fx.Scene) -> None:
+    await scene.sync()
+    written = [c.body for c in scene.writer.log if c.verb == "update_status" and c.body is not None]
+    if written:
+        scene.job["status"] = copy.deepcopy(written[-1]["status"])
+    await scene.sync()
+
+
+_PER_POD: list[tuple[Any, str]] = [
+    (listers, "matches"),
+    (names, "worker_index"),
+    (children, "is_controlled_by"),
+    (hostfile_memo, "data_inputs"),
+]
+
+
+@pytest.fixture
+def per_pod_calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    calls: Counter[str] = Counter()
+
+    def counted(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return func(*args, **kwargs)
+
+        return wrapper
+
+    for module, name in _PER_POD:
+        monkeypatch.setattr(module, name, counted(name, getattr(module, name)))
+    return calls
+
+
+async def _unchanged_sync_calls(workers: int, calls: Counter[str]) -> Counter[str]:
+    scene, _ = _indexed_scene(workers)
+    await _settled(scene)
+    calls.clear()
+    before = len(scene.writer.log)
+    await scene.sync()
+    assert len(scene.writer.log) == before, "an unchanged job's sync makes no request"
+    return Counter(calls)
+
+
+async def test_an_unchanged_running_jobs_children_step_looks_at_no_pod_whatever_its_workers(
+    per_pod_calls: Counter[str],
+) -> None:
+    small = await _unchanged_sync_calls(100, per_pod_calls)
+    big = await _unchanged_sync_calls(1000, per_pod_calls)
+    assert big == small
+    # No label matched, no worker name parsed, no hostfile input made; the ownership checks left are
+    # those of the Service, ConfigMap and launcher.
+    assert big["matches"] == big["worker_index"] == big["data_inputs"] == 0, big
+
+
+async def test_a_worker_that_starts_running_after_a_memoized_sync_joins_the_hostfile() -> None:
+    scene, stores = _indexed_scene(3, phase="Pending")
+    await _settled(scene)
+    pod = copy.deepcopy(stores["pods"].store.get(scene.job["metadata"]["namespace"], "pi-worker-1"))
+    assert pod is not None
+    pod["status"]["phase"] = "Running"
+    pod["metadata"]["resourceVersion"] = "999"
+    stores["pods"].store.update(pod)
+    await scene.sync()
+    updates = [
+        c.body for c in scene.writer.log if c.verb == "update" and c.body and c.body["kind"] == "ConfigMap"
+    ]
+    assert updates, "the ConfigMap is rewritten"
+    assert "pi-worker-1" in updates[-1]["data"]["hostfile"]
