@@ -16,15 +16,19 @@ the pods' counts and lists alone waits a little for the next change that is writ
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import Any
 
 from mpioperator.api import accessors, names
 from mpioperator.api import constants as api
 from mpioperator.api.objects import Obj
 from mpioperator.controller import health, host_wait, phase, startup_deadline, tasks
 from mpioperator.controller.conditions import is_finished
+from mpioperator.controller.pod_walks import PodWalks
 from mpioperator.controller.problems import PodProblem, last_words, stuck_pods, worker_endings
 from mpioperator.controller.rejections import (
     COND_CHILD_REJECTED,
@@ -74,6 +78,7 @@ class Reporter:
         self._default_deadline = default_deadline_seconds
         self._last_words: OrderedDict[str, str] = OrderedDict()
         self._capacity = capacity
+        self._walks = PodWalks(capacity)
 
     def _remember(self, uid: str, words: str) -> str:
         if words:
@@ -87,10 +92,21 @@ class Reporter:
     def forget(self, uid: str) -> None:
         """A new attempt of the job begins: the last one's launcher said its last words."""
         self._last_words.pop(uid, None)
+        self._walks.forget(uid)
 
     def observe(self, job: Obj, launcher_pods: list[Obj], workers: list[Obj], now: dt.datetime) -> Observed:
         """Everything the status step needs from the pods, before it runs."""
-        problems, crash_recheck = stuck_pods(launcher_pods, workers, now)
+        uid, clock = job["metadata"].get("uid", ""), now.timestamp()
+
+        def stuck() -> tuple[tuple[list[PodProblem], float | None], float | None]:
+            # Kept until the soonest a recent crash stops counting (when the answer can change).
+            found, recheck = stuck_pods(launcher_pods, workers, now)
+            until = None if recheck is None else clock + recheck
+            return (found, until), until
+
+        problems, crash_until = self._walks.walk(uid, launcher_pods, workers, "stuck", stuck, clock)
+        problems = list(problems)
+        crash_recheck = None if crash_until is None else crash_until - clock
         seconds = startup_deadline.deadline_seconds(job, self._default_deadline)
         expected: dict[str, Obj | None] = {}
         if seconds > 0 and not accessors.suspended(job):
@@ -116,7 +132,10 @@ class Reporter:
                 verdict = startup_deadline.Verdict(True, unreachable)
         words = self._remember(job["metadata"].get("uid", ""), last_words(launcher_pods))
         # A waiter that gave up: its last words are the verdict's message already.
-        detail = "; ".join(part for part in (worker_endings(workers), words) if part and not unreachable)
+        endings = self._walks.walk(
+            uid, launcher_pods, workers, "endings", lambda: (worker_endings(workers), None), clock
+        )
+        detail = "; ".join(part for part in (endings, words) if part and not unreachable)
         waits = [w for w in (crash_recheck, verdict.recheck_after) if w is not None]
         return Observed(
             job, (launcher_pods, workers), problems, verdict, detail, min(waits) if waits else None
@@ -137,13 +156,29 @@ class Reporter:
                 stuck = assessed.condition
                 events.append(StatusEvent(WARNING, str(stuck["reason"]), str(stuck["message"])))
         launcher_pods, workers = observed.pods
-        status["podCounts"] = phase.pod_counts(launcher_pods, workers)
+        job, clock = observed.job, now.timestamp()
+        uid = job["metadata"].get("uid", "")
+
+        def walked(key: Hashable, make: Callable[[], Any]) -> Any:
+            # A copy: the status is the caller's to change, the kept answer is not.
+            kept = self._walks.walk(uid, launcher_pods, workers, key, lambda: (make(), None), clock)
+            return copy.deepcopy(kept)
+
+        status["podCounts"] = walked("counts", lambda: phase.pod_counts(launcher_pods, workers))
         finished = is_finished(status)
-        status["aggregate"] = tasks.aggregate(
-            observed.job, launcher_pods, workers, wants_pods=not (suspended or finished)
+        wants_pods = not (suspended or finished)
+        status["aggregate"] = walked(
+            (
+                "aggregate",
+                wants_pods,
+                accessors.worker_replicas(job),
+                bool(accessors.replica_spec(job, api.WORKER)),
+                bool(accessors.replica_spec(job, api.LAUNCHER)),
+            ),
+            lambda: tasks.aggregate(job, launcher_pods, workers, wants_pods=wants_pods),
         )
-        status["tasks"] = tasks.tasks(launcher_pods, workers)
-        unknown = not finished and tasks.unknown(launcher_pods, workers)
+        status["tasks"] = walked("tasks", lambda: tasks.tasks(launcher_pods, workers))
+        unknown = not finished and walked("unknown", lambda: tasks.unknown(launcher_pods, workers))
         status["phase"] = phase.phase(status, suspended, pods_unknown=unknown)
         return events
 

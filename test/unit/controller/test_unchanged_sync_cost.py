@@ -1,4 +1,4 @@
-"""An unchanged running job's sync does no per-pod work in its children step: the calls of the functions
+"""An unchanged running job's sync does no per-pod work in its children step nor in its report: the calls of the functions
 that look at one pod are as many for 1,000 workers as for 100 (none), counted, not timed. A pod that
 changes is still seen: the hostfile follows a worker that starts running."""
 
@@ -15,7 +15,7 @@ from mpioperator.api import names
 from mpioperator.api.objects import Obj
 from mpioperator.cache.informer import SharedInformer
 from mpioperator.cache.store import Store
-from mpioperator.controller import children, hostfile_memo, listers
+from mpioperator.controller import children, hostfile_memo, listers, problems, tasks
 from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
 from mpioperator.controller.sync import SyncSettings
 from test.unit.controller import sync_fixtures as fx
@@ -63,6 +63,8 @@ _PER_POD: list[tuple[Any, str]] = [
     (names, "worker_index"),
     (children, "is_controlled_by"),
     (hostfile_memo, "data_inputs"),
+    (problems, "pod_problem"),  # per pod, looking for stuck ones
+    (tasks, "_phase"),  # per pod, counting them for the aggregate and tasks
 ]
 
 
@@ -101,6 +103,7 @@ async def test_an_unchanged_running_jobs_children_step_looks_at_no_pod_whatever_
     # No label matched, no worker name parsed, no hostfile input made; the ownership checks left are
     # those of the Service, ConfigMap and launcher.
     assert big["matches"] == big["worker_index"] == big["data_inputs"] == 0, big
+    assert big["pod_problem"] == big["_phase"] == 0, big
 
 
 async def test_a_worker_that_starts_running_after_a_memoized_sync_joins_the_hostfile() -> None:
