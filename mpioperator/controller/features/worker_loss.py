@@ -20,6 +20,7 @@ does not restart (none, or its restarts used up) this feature:
 from __future__ import annotations
 
 import datetime as dt
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from mpioperator.api import constants as api
@@ -56,6 +57,9 @@ class Loss:
         where = f" on node {self.node}" if self.node else ""
         how = _HOW.get(self.reason, f"was disrupted ({self.reason})")
         return f"worker {self.pod}{where} {how}"
+
+
+_KEPT_JOBS = 20_000
 
 
 def disruption(pod: Obj) -> str | None:
@@ -111,21 +115,38 @@ class WorkerLossFeature(Feature):
         self._children = ports.children
         self._rec = ports.recorder
         self._write_status = ports.write_status
+        # Per job (by uid): the worker list last read, its attempt and its losses. The children step
+        # hands over the very same list while the job's pods are unchanged (decisions-local L52), so an
+        # unchanged job's losses are not looked for again among all its workers.
+        self._losses: OrderedDict[str, tuple[list[Obj | None], int, list[Loss]]] = OrderedDict()
 
-    def _current(self, job: Obj) -> list[Obj]:
+    def _lost(self, job: Obj) -> list[Loss]:
         attempt = policy.current_attempt(job)
-        return [
-            pod
-            for pod in self._children.existing_workers(job)
-            if pod is not None and is_controlled_by(pod, job) and policy.attempt_of(pod) == attempt
-        ]
+        workers = self._children.existing_workers(job)
+        uid = job["metadata"].get("uid", "")
+        kept = self._losses.get(uid)
+        if kept is not None and kept[0] is workers and kept[1] == attempt:
+            return list(kept[2])
+        lost = losses(
+            [
+                pod
+                for pod in workers
+                if pod is not None and is_controlled_by(pod, job) and policy.attempt_of(pod) == attempt
+            ]
+        )
+        if uid:
+            self._losses[uid] = (workers, attempt, lost)
+            self._losses.move_to_end(uid)
+            while len(self._losses) > _KEPT_JOBS:
+                self._losses.popitem(last=False)
+        return list(lost)
 
     async def before_children(self, cached: Obj, job: Obj, now: dt.datetime, suspended: bool) -> Stop | None:
         """A worker lost with its node fails the job: written here, and the sync ends (the next one finds
         the job finished and cleans up per cleanPodPolicy)."""
         if suspended or _left_to_policy(job):
             return None
-        lost = losses(self._current(job))
+        lost = self._lost(job)
         with_node = [loss for loss in lost if loss.reason == BY_TAINT_MANAGER]
         if not with_node:
             return None
@@ -147,7 +168,7 @@ class WorkerLossFeature(Feature):
 
     def failure_detail(self, job: Obj, detail: str) -> str:
         """The lost workers first: a launcher's last words after them may be long and cut."""
-        lost = told(job) or describe(losses(self._current(job)))
+        lost = told(job) or describe(self._lost(job))
         if not lost:
             return detail
         return f"{lost}; {detail}" if detail else lost
@@ -156,6 +177,6 @@ class WorkerLossFeature(Feature):
         """Any other disruption is told in the WorkerLost condition (once, with a Warning event)."""
         if _left_to_policy(job):
             return
-        noted = _noted(status, losses(self._current(job)), seen.now)
+        noted = _noted(status, self._lost(job), seen.now)
         if noted is not None:
             self._rec.record(job, WARNING, REASON_WORKER_LOST, noted)
