@@ -36,7 +36,7 @@ from mpioperator.controller.rejections import (
     put_condition,
     rejected_condition,
 )
-from mpioperator.controller.status import WARNING, StatusEvent
+from mpioperator.controller.status import WARNING, StatusEvent, worker_tally
 
 # A change of the pods' counts and lists and nothing else (a launcher pod Pending before it runs, one that
 # ended before its Job says so) waits this long for a change that is written anyway, as child events
@@ -139,6 +139,15 @@ class Reporter:
         waits = [w for w in (crash_recheck, verdict.recheck_after) if w is not None]
         return Observed(
             job, (launcher_pods, workers), problems, verdict, detail, min(waits) if waits else None
+        )
+
+    def tally(
+        self, job: Obj, launcher_pods: list[Obj], workers: list[Obj], now: dt.datetime
+    ) -> tuple[int, int, int, int]:
+        """The status step's worker_tally, kept for the same pods."""
+        uid = job["metadata"].get("uid", "")
+        return self._walks.walk(
+            uid, launcher_pods, workers, "tally", lambda: (worker_tally(workers), None), now.timestamp()
         )
 
     def finish(

@@ -74,6 +74,22 @@ def _detailed(message: str, detail: str) -> str:
     return truncate_message(f"{message}; {detail}") if detail else message
 
 
+def worker_tally(workers: list[Obj]) -> tuple[int, int, int, int]:
+    """The workers Failed, of those the Evicted, Succeeded and Running."""
+    failed = evicted = succeeded = running = 0
+    for pod in workers:
+        phase = pod.get("status", {}).get("phase")
+        if phase == "Failed":
+            failed += 1
+            if pod.get("status", {}).get("reason") == "Evicted":
+                evicted += 1
+        elif phase == "Succeeded":
+            succeeded += 1
+        elif phase == "Running":
+            running += 1
+    return failed, evicted, succeeded, running
+
+
 def compute_status(
     job: Obj,
     *,
@@ -83,6 +99,7 @@ def compute_status(
     now: dt.datetime,
     failure_detail: str = "",
     deadline_missed: str = "",
+    tally: tuple[int, int, int, int] | None = None,  # worker_tally(workers), when already known
 ) -> StatusResult:
     ns, name = job["metadata"].get("namespace", ""), job["metadata"]["name"]
     status = json_copy(job.get("status") or {})
@@ -126,17 +143,7 @@ def compute_status(
         else:
             replica_statuses[api.LAUNCHER] = _counts(failed=failed_pods, active=launcher_running)
 
-    failed = evicted = succeeded = running = 0
-    for pod in workers:
-        phase = pod.get("status", {}).get("phase")
-        if phase == "Failed":
-            failed += 1
-            if pod.get("status", {}).get("reason") == "Evicted":
-                evicted += 1
-        elif phase == "Succeeded":
-            succeeded += 1
-        elif phase == "Running":
-            running += 1
+    failed, evicted, succeeded, running = worker_tally(workers) if tally is None else tally
     replica_statuses[api.WORKER] = _counts(active=running, succeeded=succeeded, failed=failed)
 
     if evicted:

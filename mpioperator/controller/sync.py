@@ -219,6 +219,7 @@ class JobSyncer:
             now=now,
             failure_detail=self._features.failure_detail(job, observed.failure_detail),
             deadline_missed=observed.deadline.message if observed.deadline.expired else "",
+            tally=self._reporter.tally(job, launcher_pods, step.workers, now),
         )
         events = [
             *result.events,

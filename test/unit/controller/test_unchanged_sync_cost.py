@@ -15,7 +15,7 @@ from mpioperator.api import names
 from mpioperator.api.objects import Obj
 from mpioperator.cache.informer import SharedInformer
 from mpioperator.cache.store import Store
-from mpioperator.controller import children, hostfile_memo, listers, problems, tasks
+from mpioperator.controller import children, hostfile_memo, listers, problems, report, status, tasks
 from mpioperator.controller.features import worker_loss
 from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
 from mpioperator.controller.sync import SyncSettings
@@ -67,6 +67,8 @@ _PER_POD: list[tuple[Any, str]] = [
     (problems, "pod_problem"),  # per pod, looking for stuck ones
     (tasks, "_phase"),  # per pod, counting them for the aggregate and tasks
     (worker_loss, "disruption"),  # per pod, looking for workers lost with their node
+    (status, "worker_tally"),  # one walk over the workers for upstream's replica statuses
+    (report, "worker_tally"),
 ]
 
 
@@ -106,6 +108,7 @@ async def test_an_unchanged_running_jobs_children_step_looks_at_no_pod_whatever_
     # those of the Service, ConfigMap and launcher.
     assert big["matches"] == big["worker_index"] == big["data_inputs"] == 0, big
     assert big["pod_problem"] == big["_phase"] == big["disruption"] == 0, big
+    assert big["worker_tally"] == 0, big
 
 
 async def test_a_worker_that_starts_running_after_a_memoized_sync_joins_the_hostfile() -> None:
