@@ -30,6 +30,14 @@ Schema = dict[str, Any]
 # hack/ is not a package: its siblings are found from here whether this runs as a script or is loaded
 # from its path by the tests.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from crd_extensions import (  # noqa: E402
+    desc,
+    extension_status,
+    last_words_status,
+    progress_column,
+    progress_status,
+    scale_subresource,
+)
 from crd_openapi import CORE, SPECIAL, Resolver, openapi_path  # noqa: E402
 from generated import check_flag, write_or_check  # noqa: E402
 
@@ -58,10 +66,6 @@ def pod_template(resolver: Resolver) -> Schema:
         "required": ["spec"],
         "properties": {"metadata": metadata, "spec": spec},
     }
-
-
-def desc(text: str, schema: Schema) -> Schema:
-    return {"description": text, **schema}
 
 
 def replica_spec(resolver: Resolver) -> Schema:
@@ -209,190 +213,6 @@ def job_status() -> Schema:
             **progress_status(),
         },
     }
-
-
-def extension_status() -> Schema:
-    """Ours (docs/extensions.md): typed readers of upstream's status ignore these fields."""
-    count = {"type": "integer", "format": "int32", "minimum": 0}
-    pod_counts = {
-        "type": "object",
-        "properties": {
-            name: count for name in ("pending", "running", "ready", "succeeded", "failed", "restarts")
-        },
-    }
-    return {
-        "phase": desc(
-            "The job in one word, read off its conditions.",
-            {
-                "type": "string",
-                "enum": ["Pending", "Running", "Suspended", "Resuming", "Unknown", "Succeeded", "Failed"],
-            },
-        ),
-        "aggregate": desc(
-            "The job's pods counted once each, job-wide: not made yet (creating), being deleted (deleted), "
-            "else by phase.",
-            {
-                "type": "object",
-                "properties": {
-                    name: count
-                    for name in (
-                        "creating",
-                        "pending",
-                        "running",
-                        "succeeded",
-                        "failed",
-                        "unknown",
-                        "deleted",
-                    )
-                },
-            },
-        ),
-        "tasks": desc(
-            "Per replica type, its pods' names, uids, phases and restarts: at most 32 of each type (workers "
-            "by index, the launcher's newest first), `truncated` saying how many more there are.",
-            {
-                "type": "array",
-                "maxItems": 2,
-                "x-kubernetes-list-type": "atomic",
-                "items": {
-                    "type": "object",
-                    "required": ["type"],
-                    "properties": {
-                        "type": {"type": "string"},
-                        "restartCount": count,
-                        "truncated": count,
-                        "pods": {
-                            "type": "array",
-                            "maxItems": 32,
-                            "x-kubernetes-list-type": "atomic",
-                            "items": {
-                                "type": "object",
-                                "required": ["name"],
-                                "properties": {
-                                    "name": {"type": "string"},
-                                    "uid": {"type": "string"},
-                                    "phase": {"type": "string"},
-                                    "restartCount": count,
-                                    "deleting": {"type": "boolean"},
-                                },
-                            },
-                        },
-                    },
-                },
-            },
-        ),
-        "podCounts": desc(
-            "Pods per replica type (Launcher, Worker) by phase, the Ready ones, and their restarts.",
-            {"type": "object", "additionalProperties": pod_counts},
-        ),
-        "restarts": desc(
-            "Whole-job restarts done so far (mpioperator.io/restart-policy); the running attempt's number.",
-            count,
-        ),
-        "restartDelaySeconds": desc(
-            "The back-off before the current attempt (mpioperator.io/restart-policy), in seconds.",
-            count,
-        ),
-        "nextAttemptTime": desc(
-            "The earliest time the current attempt's pods are made, after a whole-job restart's back-off.",
-            {"type": "string", "format": "date-time"},
-        ),
-        "unhealthyPods": desc(
-            "Up to 10 pods that cannot start or keep crashing, launcher first, then workers by index.",
-            {
-                "type": "array",
-                "maxItems": 10,
-                "x-kubernetes-list-type": "atomic",
-                "items": {
-                    "type": "object",
-                    "required": ["name", "replicaType", "reason"],
-                    "properties": {
-                        "name": {"type": "string"},
-                        "replicaType": {"type": "string"},
-                        "reason": {"type": "string"},
-                        "restarts": count,
-                    },
-                },
-            },
-        ),
-    }
-
-
-def last_words_status() -> Schema:
-    """Ours (docs/extensions.md): the failed rank and the last lines of its worker's and the launcher's
-    logs, kept after cleanup (controller/features/last_words.py)."""
-    lines = {
-        "type": "object",
-        "required": ["pod"],
-        "properties": {
-            "pod": {"type": "string"},
-            "lines": {
-                "type": "array",
-                "maxItems": 20,
-                "x-kubernetes-list-type": "atomic",
-                "items": {"type": "string", "maxLength": 2048},
-            },
-        },
-    }
-    return {
-        "lastWords": desc(
-            "Set once the launcher failed: the rank mpirun named, its pod, node and exit code or signal, "
-            "and the last lines (at most 20 of 2 KiB) of that worker's log and of the launcher's.",
-            {
-                "type": "object",
-                "properties": {
-                    "rank": {"type": "integer", "format": "int32", "minimum": 0},
-                    "exitCode": {"type": "integer", "format": "int32"},
-                    "signal": {"type": "integer", "format": "int32"},
-                    "signalName": {"type": "string"},
-                    "pod": {"type": "string"},
-                    "node": {"type": "string"},
-                    "launcher": lines,
-                    "worker": lines,
-                },
-            },
-        )
-    }
-
-
-def scale_subresource() -> Schema:
-    """Ours (docs/extensions.md): `kubectl scale` and a HorizontalPodAutoscaler set the worker count; the
-    status counts the running workers and names their selector (written for jobs with elastic bounds)."""
-    return {
-        "specReplicasPath": ".spec.mpiReplicaSpecs.Worker.replicas",
-        "statusReplicasPath": ".status.replicaStatuses.Worker.active",
-        "labelSelectorPath": ".status.replicaStatuses.Worker.selector",
-    }
-
-
-def progress_status() -> Schema:
-    """mpioperator.io/progress (docs/extensions.md): how far the job has got, read off its launcher's log."""
-    number = {"type": "number", "minimum": 0}
-    return {
-        "progress": desc(
-            "How far the job has got, from its launcher's log (mpioperator.io/progress).",
-            {
-                "type": "object",
-                "properties": {
-                    "done": number,
-                    "total": number,
-                    "percent": {"type": "integer", "minimum": 0, "maximum": 100},
-                    "text": {"type": "string", "maxLength": 64},
-                    "metrics": {
-                        "type": "object",
-                        "maxProperties": 8,
-                        "additionalProperties": {"type": "string", "maxLength": 63},
-                    },
-                    "lastUpdateTime": {"type": "string", "format": "date-time"},
-                },
-            },
-        ),
-    }
-
-
-def progress_column() -> Schema:
-    """`-o wide`: the job's progress as its status last said (mpioperator.io/progress)."""
-    return {"name": "Progress", "type": "string", "jsonPath": ".status.progress.text", "priority": 1}
 
 
 _WORKERS = (
