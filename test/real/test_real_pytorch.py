@@ -52,12 +52,33 @@ def run_example_on_two_workers(
     with ProgressColumn(cluster, namespace, job.name) as column:
         run_to_success(job)
     print("\n".join(column.shown))  # the PROGRESS column as it moved, for a person reading the run
+    assert_launcher_ran_once(cluster, namespace, job)
     if progress is not None:
         progress += column.values
     log = launcher_log(cluster, namespace, job.name)
     print(log)  # the launcher's log, for a person reading the run (pytest -rP)
     assert ranks_by_host(log) == {f"{job.name}-worker-0": [0], f"{job.name}-worker-1": [1]}, log
     return job, log
+
+
+def assert_launcher_ran_once(cluster: LocalCluster, namespace: str, job: Job) -> None:
+    """Training that succeeded on a retry hides why the first attempt ended: fail with that attempt's log
+    and its container's last state, which the Job's retry would otherwise leave unread."""
+    pods = job.pods("launcher")
+    retried = [
+        (pod["metadata"]["name"], status)
+        for pod in pods
+        for status in pod.get("status", {}).get("containerStatuses", [])
+        if status.get("restartCount", 0) > 0
+    ]
+    if len(pods) == 1 and not retried:
+        return
+    report = [f"{len(pods)} launcher pods"]
+    for name, status in retried:
+        previous = cluster.kubectl("-n", namespace, "logs", name, "--previous", check=False)
+        report.append(f"{name}: {status.get('lastState')}\nprevious log:\n{previous.stdout}{previous.stderr}")
+    events = cluster.kubectl("-n", namespace, "get", "events", "--sort-by=.lastTimestamp", check=False)
+    raise AssertionError("the launcher ran more than once\n" + "\n".join(report) + "\n" + events.stdout)
 
 
 @pytest.fixture
