@@ -8,10 +8,11 @@ Tiers:
   root only); kwok nodes, if asked for, are tainted so that only pods that tolerate
   ``kwok.x-k8s.io/node`` land on them. ``node_lifecycle`` shortens how soon a lost node is NotReady.
 
-The full tier can also run a second scheduler, scheduler-plugins with Coscheduling (gang scheduling), next
-to the vanilla one: ``LocalCluster("full", scheduler_plugins=True)`` installs the PodGroup CRD and serves
-pods whose ``spec.schedulerName`` is ``cluster.gang_scheduler_name``. ``workload_gang=True`` (any tier)
-serves Kubernetes' own Workload API and turns on kube-scheduler's GangScheduling plugin instead.
+The full and real tiers can also run a second scheduler, scheduler-plugins with Coscheduling (gang
+scheduling), next to the vanilla one: ``LocalCluster("full", scheduler_plugins=True)`` installs the
+PodGroup CRD and serves pods whose ``spec.schedulerName`` is ``cluster.gang_scheduler_name``.
+``workload_gang=True`` (any tier) serves Kubernetes' own Workload API and turns on kube-scheduler's
+GangScheduling plugin, alone or beside scheduler-plugins (each job's operator picks one).
 """
 
 from __future__ import annotations
@@ -101,8 +102,8 @@ class LocalCluster:
         first_real_node: int = 0,
         node_lifecycle: components.NodeLifecycle | None = None,
     ):
-        if scheduler_plugins and tier != "full":
-            raise ValueError("scheduler_plugins needs the full tier (pods, nodes and a scheduler to compete)")
+        if scheduler_plugins and tier == "apiserver":
+            raise ValueError("scheduler_plugins needs nodes and a scheduler to compete (full or real tier)")
         if volcano and (tier != "full" or scheduler_plugins):
             raise ValueError("volcano needs the full tier, and no second gang scheduler beside it")
         self.tier: Tier = tier

@@ -9,12 +9,14 @@ mounts, interfaces, network namespaces, iptables rules and cgroups taken before 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mpioperator.testing.cluster import LocalCluster
+from mpioperator.testing.components import NodeLifecycle
 from mpioperator.testing.images.background import BackgroundBuildFailed, wait_for_background_build
 from mpioperator.testing.install import OPERATOR_NAMESPACE, install_manifests
 from mpioperator.testing.node import slot
@@ -22,6 +24,7 @@ from mpioperator.testing.node.realnode import host_problem
 from mpioperator.testing.node.settings import NodeNetwork
 from mpioperator.testing.node.snapshot import HostSnapshot
 from mpioperator.testing.operator import OperatorProcess
+from mpioperator.testing.wait import WaitTimeout, wait_for
 from test.conftest import _start
 
 
@@ -55,6 +58,62 @@ def real_cluster() -> Iterator[LocalCluster]:
         cluster.stop()
         left = HostSnapshot.take(network).left_since(before, work_dir)
     assert not left, f"the real node left this behind on the host: {left}"
+
+
+@contextlib.contextmanager
+def two_real_nodes(
+    *,
+    node_images: Collection[str],
+    node_lifecycle: NodeLifecycle | None = None,
+    scheduler_plugins: bool = False,
+    workload_gang: bool = False,
+) -> Iterator[LocalCluster]:
+    """A cluster of its own with two real nodes, `real-node-b` and `real-node-c`, on the bridges after the
+    session's (`MPIOPERATOR_NODE_BRIDGE` + `b` and `c`, the next two subnets), so it never waits for the
+    session's node; the operator's manifests applied. On exit it checks that neither node left anything
+    on the host. Modules that use it run one after the other, each waiting for the bridges' slots."""
+    require_real_node()
+    with contextlib.suppress(BackgroundBuildFailed):
+        wait_for_background_build()
+    base = NodeNetwork.from_env()
+    networks = [base.sibling(1), base.sibling(2)]
+    with contextlib.ExitStack() as slots:
+        # Held from the first snapshot to the last, as the session's fixture holds its own.
+        for network in networks:
+            slots.enter_context(slot.holding(network.tag))
+        before = [HostSnapshot.take(network) for network in networks]
+        cluster = _start(
+            LocalCluster(
+                "real",
+                nodes=0,
+                node_network=base,
+                real_nodes=2,
+                first_real_node=1,
+                node_lifecycle=node_lifecycle,
+                node_images=node_images,
+                scheduler_plugins=scheduler_plugins,
+                workload_gang=workload_gang,
+            )
+        )
+        assert cluster.layout is not None
+        work_dir = cluster.layout.root
+        install_manifests(cluster)
+        yield cluster
+        cluster.stop()
+
+        def leftovers() -> dict[str, Any]:
+            return {
+                network.bridge: HostSnapshot.take(network).left_since(earlier, work_dir)
+                for network, earlier in zip(networks, before, strict=True)
+            }
+
+        # A veth on no bridge is looked for on the whole host, so another developer's pod whose veth is
+        # being made or torn down at this moment shows as one: what this cluster really left stays, what
+        # was passing through goes.
+        with contextlib.suppress(WaitTimeout):
+            wait_for(lambda: not any(leftovers().values()), timeout=30, what="the host as it was")
+        left = leftovers()
+    assert not any(left.values()), f"the real nodes left this behind on the host: {left}"
 
 
 @pytest.fixture

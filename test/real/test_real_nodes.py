@@ -1,15 +1,12 @@
 """MPI across two real nodes on this machine, and the faults a real cluster has (docs/development.md, "More
 than one real node").
 
-The module's cluster has two real nodes, `real-node-b` and `real-node-c`, on the bridges after the
-session's (`MPIOPERATOR_NODE_BRIDGE` + `b` and `c`, the next two subnets), so it never waits for the
-session's node, and a node lifecycle short enough that a lost node is NotReady within about 15 s. Its
-teardown checks that neither node left anything on the host.
+The module's cluster has two real nodes, `real-node-b` and `real-node-c` (conftest.two_real_nodes), and a
+node lifecycle short enough that a lost node is NotReady within about 15 s.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import time
 from collections.abc import Iterator
@@ -20,18 +17,13 @@ import pytest
 from mpioperator.api.extensions import restarts
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.components import FAST_NODE_LIFECYCLE
-from mpioperator.testing.images.background import BackgroundBuildFailed, wait_for_background_build
-from mpioperator.testing.install import install_manifests
 from mpioperator.testing.jobs import Job
 from mpioperator.testing.mpi4py_check import IMAGES, PYTHON, SCRIPT, check_problems
-from mpioperator.testing.node import host, slot
+from mpioperator.testing.node import host
 from mpioperator.testing.node.realnode import RealNode
-from mpioperator.testing.node.settings import NodeNetwork
-from mpioperator.testing.node.snapshot import HostSnapshot
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.wait import WaitTimeout, wait_for
-from test.conftest import _start
-from test.real.conftest import require_real_node, running_operator
+from test.real.conftest import running_operator, two_real_nodes
 from test.real.test_real_mpi4py import check_job
 from test.real.test_real_mpijobs import diagnosis, launcher_log
 
@@ -56,46 +48,8 @@ LOOP = (
 
 @pytest.fixture(scope="module")
 def two_nodes() -> Iterator[LocalCluster]:
-    require_real_node()
-    with contextlib.suppress(BackgroundBuildFailed):
-        wait_for_background_build()
-    base = NodeNetwork.from_env()
-    networks = [base.sibling(1), base.sibling(2)]
-    with contextlib.ExitStack() as slots:
-        # Held from the first snapshot to the last, as the session's fixture holds its own.
-        for network in networks:
-            slots.enter_context(slot.holding(network.tag))
-        before = [HostSnapshot.take(network) for network in networks]
-        cluster = _start(
-            LocalCluster(
-                "real",
-                nodes=0,
-                node_network=base,
-                real_nodes=2,
-                first_real_node=1,
-                node_lifecycle=FAST_NODE_LIFECYCLE,
-                node_images=[OPENMPI.image],
-            )
-        )
-        assert cluster.layout is not None
-        work_dir = cluster.layout.root
-        install_manifests(cluster)
+    with two_real_nodes(node_lifecycle=FAST_NODE_LIFECYCLE, node_images=[OPENMPI.image]) as cluster:
         yield cluster
-        cluster.stop()
-
-        def leftovers() -> dict[str, Any]:
-            return {
-                network.bridge: HostSnapshot.take(network).left_since(earlier, work_dir)
-                for network, earlier in zip(networks, before, strict=True)
-            }
-
-        # A veth on no bridge is looked for on the whole host, so another developer's pod whose veth is
-        # being made or torn down at this moment shows as one: what this cluster really left stays, what
-        # was passing through goes.
-        with contextlib.suppress(WaitTimeout):
-            wait_for(lambda: not any(leftovers().values()), timeout=30, what="the host as it was")
-        left = leftovers()
-    assert not any(left.values()), f"the real nodes left this behind on the host: {left}"
 
 
 @pytest.fixture(scope="module")
