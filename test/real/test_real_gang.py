@@ -55,9 +55,15 @@ def nodes_of(cluster: LocalCluster) -> list[RealNode]:
     return cluster.real_nodes.nodes
 
 
-def pods_holding_nodes(cluster: LocalCluster) -> list[str]:
+def pods_taking_room(cluster: LocalCluster) -> list[str]:
+    """Every pod the scheduler counts on a node: bound and not finished, those being deleted too (their
+    requests are freed only once they are gone)."""
     pods: list[Obj] = cluster.rest.get("/api/v1/pods")["items"]
-    return [f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods if holds_node(p)]
+    return sorted(
+        f"{p['metadata']['namespace']}/{p['metadata']['name']}"
+        for p in pods
+        if p["spec"].get("nodeName") and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+    )
 
 
 @pytest.fixture
@@ -67,7 +73,7 @@ def ns(gang_nodes: LocalCluster, make_namespace: Any) -> str:
     names = [node.name for node in nodes_of(gang_nodes)]
     wait_for(lambda: all(gang_nodes.node_is_ready(n) for n in names), timeout=90, what=f"{names} Ready")
     wait_for(
-        lambda: not pods_holding_nodes(gang_nodes),
+        lambda: not pods_taking_room(gang_nodes),
         timeout=120,
         what="no pod of an earlier test on the nodes",
     )
@@ -210,6 +216,9 @@ def second_job_waits_whole_while_the_first_runs_then_both_succeed(
     except WaitTimeout as late:
         raise AssertionError(f"{late}\n{diagnosis(first)}\noperator:\n{operator.log_tail(60)}") from None
     watch.mark(f"first job running: {watch.bound['first']}")
+    # The first job's three pods are all that take room: one place is left, which a scheduler placing pod
+    # by pod would give to one of the second job's workers.
+    assert pods_taking_room(cluster) == sorted(f"{ns}/{name}" for name in watch.bound["first"])
 
     second = gang_type(cluster, ns, "second").submit(gang_pi_job("second", cpu, gated=False))
     watch.mark("second job submitted")
