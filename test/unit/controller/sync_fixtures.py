@@ -15,17 +15,20 @@ import copy
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from prometheus_client import CollectorRegistry
 
 from mpioperator.api import names
 from mpioperator.api.objects import Obj
+from mpioperator.cache.informer import SharedInformer
+from mpioperator.cache.store import Store
 from mpioperator.clock import FakeClock
 from mpioperator.controller.builders import configmap, secret, service
 from mpioperator.controller.decorators import compose
 from mpioperator.controller.features import default_features
+from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.ports import Listers, PodLogs
 from mpioperator.controller.secret_cache import SECRET_CACHE_PROJECTION
@@ -234,6 +237,33 @@ class Scene:
     def written_status(self) -> Obj:
         status: Obj = self.writer.body("update_status", "mpijobs", self.job["metadata"]["name"])["status"]
         return status
+
+
+class IndexedStore:
+    """The part of a SharedInformer a StoreLister reads: its namespace (all) and its store, indexed as in
+    the operator (the pods by job name), so a sync reads the caches as the operator's informers serve them."""
+
+    namespace: str | None = None
+
+    def __init__(self, objects: list[Obj]) -> None:
+        self.store = Store({JOB_NAME_INDEX: job_name_index})
+        for obj in objects:
+            self.store.add(obj)
+
+    def get(self, namespace: str | None, name: str) -> Obj | None:
+        return self.store.get(namespace, name)
+
+    def by_index(self, index_name: str, value: str) -> list[Obj]:
+        return self.store.by_index(index_name, value)
+
+
+def index_listers(scene: Scene) -> dict[str, IndexedStore]:
+    """Swaps the scene's listers for StoreListers over indexed stores of the same objects; the stores."""
+    stores = {}
+    for attr, lister in scene.memory.items():
+        stores[attr] = IndexedStore(lister.objects())
+        setattr(scene.listers, attr, StoreLister([cast(SharedInformer, stores[attr])]))
+    return stores
 
 
 # --- what the caches hold: objects as this controller made them, stamped as the informers keep them ---
