@@ -33,7 +33,7 @@ from mpioperator.testing.wait import WaitTimeout, wait_for
 from test.conftest import _start
 from test.real.conftest import require_real_node, running_operator
 from test.real.test_real_mpi4py import check_job
-from test.real.test_real_mpijobs import diagnosis, launcher_log
+from test.real.test_real_mpijobs import diagnosis, launcher_log, wait_finished
 
 OPENMPI = IMAGES["openmpi"]
 # Where each worker finds the name of the node it runs on, for its rank line.
@@ -165,16 +165,7 @@ def node_lines(log: str) -> dict[int, str]:
 
 
 def finished(job: Job, operator: OperatorProcess, timeout: float) -> dict[str, Any]:
-    try:
-        found = wait_for(
-            lambda: job.condition("Succeeded") or job.condition("Failed"),
-            timeout=timeout,
-            what=f"{job.name} to finish",
-        )
-    except WaitTimeout as late:
-        raise AssertionError(f"{late}\n{diagnosis(job)}\noperator:\n{operator.log_tail(80)}") from None
-    assert found is not None
-    return found
+    return wait_finished(job, timeout, lambda: f"\noperator:\n{operator.log_tail(80)}")
 
 
 def test_an_mpi4py_job_spread_over_two_real_nodes_runs_a_rank_on_each_and_its_rank_lines_name_both(
