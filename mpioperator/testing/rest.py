@@ -73,6 +73,16 @@ class RestClient:
     def get(self, path: str) -> Any:
         return self.request("GET", path)
 
+    def exists(self, path: str) -> bool:
+        """Whether a GET of `path` finds it: False on a 404, any other error raised."""
+        try:
+            self.get(path)
+        except RestError as err:
+            if err.status == 404:
+                return False
+            raise
+        return True
+
     def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         created: dict[str, Any] = self.request("POST", path, body)
         return created

@@ -14,7 +14,6 @@ from mpioperator.testing.binaries import BinariesUnavailable, run_build_script
 from mpioperator.testing.images.versions import pinned
 from mpioperator.testing.plane import ControlPlane
 from mpioperator.testing.podgroup_crds import module_dir
-from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import wait_for
 
 NAME = "volcano-scheduler"
@@ -82,15 +81,9 @@ def start(cluster: ControlPlane, binary: Path, root: Path) -> None:
         "-v=2",
     ]
     cluster.spawn_component(NAME, argv)
-
-    def default_queue() -> bool:
-        try:
-            cluster.rest.get(f"{QUEUES}/default")
-        except RestError as err:
-            if err.status == 404:
-                return False
-            raise
-        return True
-
-    wait_for(default_queue, timeout=60, what="Volcano's scheduler to create the default queue")
+    wait_for(
+        lambda: cluster.rest.exists(f"{QUEUES}/default"),
+        timeout=60,
+        what="Volcano's scheduler to create the default queue",
+    )
     cluster.rest.merge_patch(f"{QUEUES}/default/status", {"status": {"state": "Open"}})
