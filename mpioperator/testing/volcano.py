@@ -7,10 +7,9 @@ queue the scheduler creates, and a queue that is not Open admits nothing, so the
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from mpioperator.testing.binaries import BinariesUnavailable, run_build_script
+from mpioperator.testing.binaries import built_executable
 from mpioperator.testing.images.versions import pinned
 from mpioperator.testing.plane import ControlPlane
 from mpioperator.testing.podgroup_crds import module_dir
@@ -52,11 +51,7 @@ tiers:
 
 def find_scheduler() -> Path:
     """$VOLCANO_SCHEDULER_BIN, else the cached build of hack/build-volcano-scheduler.sh (built if needed)."""
-    explicit = os.environ.get(BIN_ENV)
-    binary = Path(explicit) if explicit else run_build_script(_SCRIPT, what="Volcano's scheduler")
-    if not os.access(binary, os.X_OK):
-        raise BinariesUnavailable(f"{binary} is not an executable Volcano scheduler")
-    return binary
+    return built_executable(BIN_ENV, _SCRIPT, what="Volcano's scheduler", kind="Volcano scheduler")
 
 
 def crd_paths() -> list[Path]:
