@@ -408,6 +408,15 @@ def running_status(workers: int) -> Obj:
     }
 
 
+def running_job(workers: int = 2, annotations: Mapping[str, str] | None = None, **status: object) -> Obj:
+    """A job of `workers` workers that a sync found running (running_status), with `status` laid over
+    that status and, when given, `annotations` as its annotations."""
+    made = job(workers, status={**running_status(workers), **status})
+    if annotations is not None:
+        made["metadata"]["annotations"] = dict(annotations)
+    return made
+
+
 def running_scene(pi: Obj, *pods: Obj, settings: SyncSettings | None = None) -> Scene:
     """`pi` with every child in place: shared children, the given worker pods, a running launcher."""
     running = [p for p in pods if p["status"]["phase"] == "Running"]

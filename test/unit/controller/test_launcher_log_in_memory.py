@@ -11,10 +11,9 @@ from mpioperator.controller.sync import SyncSettings
 from test.unit.controller.log_fixtures import MemoryLogs, sync_keeping_status
 from test.unit.controller.sync_fixtures import (
     Scene,
-    job,
     launcher,
     launcher_pod,
-    running_status,
+    running_job,
     shared_children,
     worker,
 )
@@ -24,9 +23,7 @@ SETTINGS = SyncSettings(launcher_log=FollowSettings(interval=INTERVAL, qps=10, b
 
 
 def _opted_in(**annotations: str) -> Obj:
-    pi = job(workers=2, status=running_status(2))
-    pi["metadata"]["annotations"] = annotations
-    return pi
+    return running_job(2, annotations)
 
 
 def _scene(pi: Obj) -> tuple[Scene, MemoryLogs]:

@@ -13,10 +13,9 @@ from mpioperator.api.extensions import restarts
 from mpioperator.controller.errors import StatusConflict
 from test.unit.controller.sync_fixtures import (
     Scene,
-    job,
     launcher,
     launcher_pod,
-    running_status,
+    running_job,
     shared_children,
     worker,
 )
@@ -35,7 +34,7 @@ def test_only_the_status_writer_writes_an_mpijobs_status() -> None:
 
 
 async def test_a_restart_whose_count_meets_a_newer_job_reads_it_and_deletes_nothing() -> None:
-    pi = job(workers=2, status=running_status(2))
+    pi = running_job()
     pi["metadata"]["annotations"] = {restarts.RESTART_POLICY: "OnWorkerFailure"}
     pi["metadata"]["resourceVersion"] = "10"
     newer = copy.deepcopy(pi)

@@ -13,9 +13,9 @@ from test.unit.controller.sync_fixtures import (
     EARLIER,
     NOW,
     Scene,
-    job,
     launcher,
     launcher_pod,
+    running_job,
     running_status,
     shared_children,
     true_condition,
@@ -30,9 +30,7 @@ def _at(seconds: float) -> str:
 
 
 def _opted_in(annotations: dict[str, str] | None = None, **status: object) -> Obj:
-    pi = job(workers=2, status={**running_status(2), **status})
-    pi["metadata"]["annotations"] = {restarts.RESTART_POLICY: "OnWorkerFailure", **(annotations or {})}
-    return pi
+    return running_job(2, {restarts.RESTART_POLICY: "OnWorkerFailure", **(annotations or {})}, **status)
 
 
 def _failing_scene(pi: Obj) -> Scene:

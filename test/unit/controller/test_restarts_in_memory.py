@@ -8,9 +8,9 @@ from mpioperator.api.objects import Obj
 from test.unit.controller.sync_fixtures import (
     NOW,
     Scene,
-    job,
     launcher,
     launcher_pod,
+    running_job,
     running_status,
     shared_children,
     true_condition,
@@ -19,12 +19,10 @@ from test.unit.controller.sync_fixtures import (
 
 
 def _opted_in(policy: str = "OnWorkerFailure", max_restarts: str | None = None, **status: object) -> Obj:
-    pi = job(workers=2, status={**running_status(2), **status})
     annotations = {restarts.RESTART_POLICY: policy}
     if max_restarts is not None:
         annotations[restarts.MAX_RESTARTS] = max_restarts
-    pi["metadata"]["annotations"] = annotations
-    return pi
+    return running_job(2, annotations, **status)
 
 
 def _labelled_launcher_pod(pi: Obj, the_launcher: Obj, phase: str = "Running") -> Obj:
@@ -236,7 +234,7 @@ async def test_a_suspended_job_with_a_failed_worker_is_not_restarted() -> None:
 
 
 async def test_without_the_annotation_a_failed_worker_is_left_to_upstreams_rules() -> None:
-    pi = job(workers=2, status=running_status(2))
+    pi = running_job()
     failed = worker(pi, 1, "Failed", containerStatuses=[{"state": {"terminated": {"exitCode": 3}}}])
     assert restarts.ATTEMPT_LABEL not in failed["metadata"]["labels"]
     scene = _scene(pi, worker(pi, 0), failed)

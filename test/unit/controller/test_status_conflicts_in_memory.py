@@ -23,7 +23,7 @@ from test.unit.controller.sync_fixtures import (
     job,
     launcher,
     launcher_pod,
-    running_status,
+    running_job,
     shared_children,
     worker,
 )
@@ -54,7 +54,7 @@ class NewerOnTheServer(RecordingWriter):
 def _succeeding_scene() -> tuple[Scene, NewerOnTheServer]:
     """A running job whose launcher has just completed; the server has a newer version of it, with a
     condition of another client's."""
-    pi = job(workers=2, status=running_status(2))
+    pi = running_job()
     pi["metadata"]["resourceVersion"] = "10"
     newer = copy.deepcopy(pi)
     newer["metadata"]["resourceVersion"] = "11"

@@ -11,8 +11,8 @@ from test.unit.controller.sync_fixtures import (
     job,
     launcher,
     launcher_pod,
+    running_job,
     running_scene,
-    running_status,
     shared_children,
     worker,
 )
@@ -42,7 +42,7 @@ def _condition(status: Obj, cond_type: str) -> Obj | None:
 
 
 async def test_a_worker_the_taint_manager_deleted_fails_a_job_without_a_policy_naming_node_and_pod() -> None:
-    pi = job(workers=2, status=running_status(2))
+    pi = running_job()
     lost = _disrupted(_on(worker(pi, 1), "node-c"), TAINT_MANAGER)
     scene = running_scene(pi, _on(worker(pi, 0), "node-b"), lost)
 
@@ -65,7 +65,7 @@ async def test_a_worker_the_taint_manager_deleted_fails_a_job_without_a_policy_n
 
 async def test_an_evicted_worker_does_not_fail_a_job_without_a_restart_policy_by_itself() -> None:
     """As upstream: the launcher may still retry with the worker made again, or an elastic job go on."""
-    pi = job(workers=2, status=running_status(2))
+    pi = running_job()
     evicted = _disrupted(_on(worker(pi, 1), "node-c"), EVICTION)
     scene = running_scene(pi, _on(worker(pi, 0), "node-b"), evicted)
 
@@ -80,7 +80,7 @@ async def test_an_evicted_worker_does_not_fail_a_job_without_a_restart_policy_by
 
 
 async def test_a_job_that_fails_after_a_worker_was_evicted_names_the_worker_and_its_node_in_failed() -> None:
-    pi = job(workers=2, status=running_status(2))
+    pi = running_job()
     evicted = _disrupted(_on(worker(pi, 1), "node-c"), EVICTION)
     first = running_scene(pi, _on(worker(pi, 0), "node-b"), evicted)
     await first.sync()
@@ -107,7 +107,7 @@ async def test_a_job_that_fails_after_a_worker_was_evicted_names_the_worker_and_
 
 
 async def test_a_job_with_a_restart_policy_restarts_for_a_worker_lost_with_its_node_instead() -> None:
-    pi = job(workers=2, status=running_status(2))
+    pi = running_job()
     pi["metadata"]["annotations"] = {restarts.RESTART_POLICY: restarts.ON_WORKER_FAILURE}
     lost = _disrupted(_on(worker(pi, 1), "node-c"), TAINT_MANAGER)
     scene = running_scene(pi, _on(worker(pi, 0), "node-b"), lost)
