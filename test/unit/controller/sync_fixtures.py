@@ -326,6 +326,14 @@ def launcher_pod(job: Obj, job_obj: Obj, phase: str = "Running") -> Obj:
     return pod
 
 
+def labelled_launcher_pod(job: Obj, job_obj: Obj, phase: str = "Running") -> Obj:
+    """A pod of the launcher Job with the labels the Job controller copies from its template (a restartable
+    job's attempt label among them)."""
+    pod = launcher_pod(job, job_obj, phase)
+    pod["metadata"]["labels"] = dict(job_obj["spec"]["template"]["metadata"]["labels"])
+    return pod
+
+
 def shared_children(job: Obj, running_workers: list[Obj] | None = None) -> list[Obj]:
     """The Service, ConfigMap (for these running workers) and SSH Secret, as the first sync made them."""
     return [
@@ -417,9 +425,16 @@ def running_job(workers: int = 2, annotations: Mapping[str, str] | None = None, 
     return made
 
 
-def running_scene(pi: Obj, *pods: Obj, settings: SyncSettings | None = None) -> Scene:
-    """`pi` with every child in place: shared children, the given worker pods, a running launcher."""
+def running_children(pi: Obj, *pods: Obj) -> list[Obj]:
+    """Every child of `pi` in place: shared children (the running pods in the hostfile), the given worker
+    pods, a running launcher and its pod."""
     running = [p for p in pods if p["status"]["phase"] == "Running"]
     the_launcher = launcher(pi)
-    children = (*shared_children(pi, running), *pods, the_launcher, launcher_pod(pi, the_launcher))
-    return Scene(pi, *children, settings=settings)
+    return [*shared_children(pi, running), *pods, the_launcher, launcher_pod(pi, the_launcher)]
+
+
+def running_scene(
+    pi: Obj, *pods: Obj, settings: SyncSettings | None = None, writer: RecordingWriter | None = None
+) -> Scene:
+    """`pi` with every child in place (running_children)."""
+    return Scene(pi, *running_children(pi, *pods), settings=settings, writer=writer)

@@ -11,6 +11,7 @@ from mpioperator.controller.sync import SyncSettings
 from test.unit.controller.log_fixtures import MemoryLogs, sync_keeping_status
 from test.unit.controller.sync_fixtures import (
     Scene,
+    labelled_launcher_pod,
     launcher,
     launcher_pod,
     running_job,
@@ -28,9 +29,8 @@ def _opted_in(**annotations: str) -> Obj:
 
 def _scene(pi: Obj) -> tuple[Scene, MemoryLogs]:
     the_launcher = launcher(pi)
-    pod = launcher_pod(pi, the_launcher)
-    if restarts.RESTART_POLICY in pi["metadata"]["annotations"]:
-        pod["metadata"]["labels"] = dict(the_launcher["spec"]["template"]["metadata"]["labels"])
+    restartable = restarts.RESTART_POLICY in pi["metadata"]["annotations"]
+    pod = (labelled_launcher_pod if restartable else launcher_pod)(pi, the_launcher)
     workers = [worker(pi, 0), worker(pi, 1)]
     logs = MemoryLogs()
     scene = Scene(

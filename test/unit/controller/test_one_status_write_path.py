@@ -12,11 +12,8 @@ import pytest
 from mpioperator.api.extensions import restarts
 from mpioperator.controller.errors import StatusConflict
 from test.unit.controller.sync_fixtures import (
-    Scene,
-    launcher,
-    launcher_pod,
     running_job,
-    shared_children,
+    running_scene,
     worker,
 )
 from test.unit.controller.test_status_conflicts_in_memory import NewerOnTheServer
@@ -40,16 +37,7 @@ async def test_a_restart_whose_count_meets_a_newer_job_reads_it_and_deletes_noth
     newer = copy.deepcopy(pi)
     newer["metadata"]["resourceVersion"] = "11"
     failed = worker(pi, 1, "Failed", containerStatuses=[{"state": {"terminated": {"exitCode": 3}}}])
-    the_launcher = launcher(pi)
-    scene = Scene(
-        pi,
-        *shared_children(pi, [worker(pi, 0)]),
-        worker(pi, 0),
-        failed,
-        the_launcher,
-        launcher_pod(pi, the_launcher),
-        writer=NewerOnTheServer(newer),
-    )
+    scene = running_scene(pi, worker(pi, 0), failed, writer=NewerOnTheServer(newer))
 
     with pytest.raises(StatusConflict):
         await scene.sync()

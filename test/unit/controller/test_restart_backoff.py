@@ -13,8 +13,8 @@ from test.unit.controller.sync_fixtures import (
     EARLIER,
     NOW,
     Scene,
+    labelled_launcher_pod,
     launcher,
-    launcher_pod,
     running_job,
     running_status,
     shared_children,
@@ -36,8 +36,7 @@ def _opted_in(annotations: dict[str, str] | None = None, **status: object) -> Ob
 def _failing_scene(pi: Obj) -> Scene:
     failed = worker(pi, 1, "Failed", containerStatuses=[{"state": {"terminated": {"exitCode": 3}}}])
     the_launcher = launcher(pi)
-    pod = launcher_pod(pi, the_launcher)
-    pod["metadata"]["labels"] = dict(the_launcher["spec"]["template"]["metadata"]["labels"])
+    pod = labelled_launcher_pod(pi, the_launcher)
     running = [worker(pi, 0)]
     return Scene(pi, *shared_children(pi, running), *running, failed, the_launcher, pod)
 

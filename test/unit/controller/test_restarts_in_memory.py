@@ -8,8 +8,8 @@ from mpioperator.api.objects import Obj
 from test.unit.controller.sync_fixtures import (
     NOW,
     Scene,
+    labelled_launcher_pod,
     launcher,
-    launcher_pod,
     running_job,
     running_status,
     shared_children,
@@ -25,18 +25,11 @@ def _opted_in(policy: str = "OnWorkerFailure", max_restarts: str | None = None, 
     return running_job(2, annotations, **status)
 
 
-def _labelled_launcher_pod(pi: Obj, the_launcher: Obj, phase: str = "Running") -> Obj:
-    """A pod of the launcher Job with the labels the Job controller copies from its template."""
-    pod = launcher_pod(pi, the_launcher, phase)
-    pod["metadata"]["labels"] = dict(the_launcher["spec"]["template"]["metadata"]["labels"])
-    return pod
-
-
 def _scene(pi: Obj, *workers: Obj, launcher_condition: str | None = None) -> Scene:
     the_launcher = launcher(pi, launcher_condition)
     running = [w for w in workers if w["status"]["phase"] == "Running"]
     return Scene(
-        pi, *shared_children(pi, running), *workers, the_launcher, _labelled_launcher_pod(pi, the_launcher)
+        pi, *shared_children(pi, running), *workers, the_launcher, labelled_launcher_pod(pi, the_launcher)
     )
 
 
@@ -147,7 +140,7 @@ async def test_a_failure_already_counted_is_not_counted_again_its_pods_are_only_
     restarting = true_condition("Restarting", "MPIJobRestarting", "restarting", NOW)
     pi = _opted_in(restarts=1, conditions=[running_status(2)["conditions"][0], restarting])
     scene = Scene(
-        pi, *shared_children(pi), *old, old_launcher, _labelled_launcher_pod(pi, old_launcher, "Failed")
+        pi, *shared_children(pi), *old, old_launcher, labelled_launcher_pod(pi, old_launcher, "Failed")
     )
 
     result = await scene.sync()

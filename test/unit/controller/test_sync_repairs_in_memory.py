@@ -23,6 +23,7 @@ from test.unit.controller.sync_fixtures import (
     job,
     launcher,
     launcher_pod,
+    running_children,
     running_job,
     running_scene,
     shared_children,
@@ -45,9 +46,7 @@ def child_writes(scene: Scene) -> list[tuple[str, str, str]]:
 def running_after(pi: Obj, kind: str, edit: Callable[[Obj], None]) -> Scene:
     """`pi` running with its two workers and every child in place, after `edit` changed its child of
     `kind` as someone else might have."""
-    pods = [worker(pi, 0), worker(pi, 1)]
-    the_launcher = launcher(pi)
-    children = [*shared_children(pi, pods), *pods, the_launcher, launcher_pod(pi, the_launcher)]
+    children = running_children(pi, worker(pi, 0), worker(pi, 1))
     for child in children:
         if child["kind"] == kind:
             edit(child)
@@ -216,9 +215,7 @@ class CompletedMeanwhile(ServerVersions):
 
 async def test_ssh_secret_completed_by_someone_else_during_our_repair_is_not_given_new_keys() -> None:
     pi = running_job()
-    pods = [worker(pi, 0), worker(pi, 1)]
-    the_launcher = launcher(pi)
-    children = [*shared_children(pi, pods), *pods, the_launcher, launcher_pod(pi, the_launcher)]
+    children = running_children(pi, worker(pi, 0), worker(pi, 1))
     incomplete = next(c for c in children if c["kind"] == "Secret")
     complete = copy.deepcopy(incomplete)
     complete["metadata"]["resourceVersion"] = "6"

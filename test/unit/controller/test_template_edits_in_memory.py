@@ -12,8 +12,8 @@ from mpioperator.api.objects import Obj
 from test.unit.controller.sync_fixtures import (
     NOW,
     Scene,
+    labelled_launcher_pod,
     launcher,
-    launcher_pod,
     running_job,
     running_status,
     shared_children,
@@ -35,8 +35,7 @@ def _scene(made_from: Obj, now: Obj, launcher_phase: str = "Running") -> Scene:
     """The caches hold `now`, and the children made from `made_from` (the job before the edit)."""
     workers = [worker(made_from, 0), worker(made_from, 1)]
     the_launcher = launcher(made_from)
-    pod = launcher_pod(made_from, the_launcher, launcher_phase)
-    pod["metadata"]["labels"] = dict(the_launcher["spec"]["template"]["metadata"]["labels"])
+    pod = labelled_launcher_pod(made_from, the_launcher, launcher_phase)
     return Scene(now, *shared_children(made_from, workers), *workers, the_launcher, pod)
 
 
