@@ -343,15 +343,20 @@ def shared_children(job: Obj, running_workers: list[Obj] | None = None) -> list[
     ]
 
 
-def true_condition(cond_type: str, reason: str, message: str, when: str) -> Obj:
+def condition(cond_type: str, status: str, reason: str, message: str, when: str) -> Obj:
+    """A job condition as written out in a test's expectations: both of its times are `when`."""
     return {
         "type": cond_type,
-        "status": "True",
+        "status": status,
         "reason": reason,
         "message": message,
         "lastUpdateTime": when,
         "lastTransitionTime": when,
     }
+
+
+def true_condition(cond_type: str, reason: str, message: str, when: str) -> Obj:
+    return condition(cond_type, "True", reason, message, when)
 
 
 def finished_status(condition: str, reason: str, *, workers: Obj | None = None) -> Obj:
