@@ -214,16 +214,15 @@ class Scene:
         self.clock = FakeClock()
         self.registry = CollectorRegistry()
         self.metrics = JobMetrics(self.registry)
-        self.syncer = JobSyncer(
-            self.listers,
-            self.writer,
-            self.recorder,
-            self.metrics,
-            utcnow=self.clock.utcnow,
-            settings=settings,
-            features=default_features,
-            logs=self.logs,
-            clock=self.clock,
+        self.syncer = self.syncer_with(
+            settings=settings, features=default_features, logs=self.logs, clock=self.clock
+        )
+
+    def syncer_with(self, **options: Any) -> JobSyncer:
+        """A JobSyncer over this scene's caches, writer, recorder, metrics and wall clock, made with
+        `options` (JobSyncer's keyword arguments)."""
+        return JobSyncer(
+            self.listers, self.writer, self.recorder, self.metrics, utcnow=self.clock.utcnow, **options
         )
 
     async def sync(self, key: str | None = None) -> SyncResult:
