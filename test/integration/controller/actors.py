@@ -42,13 +42,7 @@ class Actors:
         return f"{base}/{name}" if name else base
 
     def get(self, kind: str, name: str) -> dict[str, Any] | None:
-        try:
-            found: dict[str, Any] = self.rest.get(self.path(kind, name))
-            return found
-        except RestError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return self.rest.get_or_none(self.path(kind, name))
 
     def items(self, kind: str, selector: str = "") -> list[dict[str, Any]]:
         query = f"?labelSelector={selector}" if selector else ""

@@ -13,7 +13,6 @@ from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.operator import service_account_token
 from mpioperator.testing.pki import write_kubeconfig
-from mpioperator.testing.rest import RestError
 from test.integration.controller.actors import Actors
 from test.integration.controller.conftest import running_controller
 from test.integration.controller.waits import condition_appears
@@ -45,13 +44,7 @@ def can_i(cluster: LocalCluster, ns: str, account: str, verb: str, what: str, na
 
 
 def role(a: Actors, name: str) -> Obj | None:
-    try:
-        found: Obj = a.rest.get(f"{RBAC}/{a.ns}/roles/{name}")
-        return found
-    except RestError as error:
-        if error.status == 404:
-            return None
-        raise
+    return a.rest.get_or_none(f"{RBAC}/{a.ns}/roles/{name}")
 
 
 async def test_a_launcher_account_may_exec_into_its_own_workers_and_is_refused_another_jobs_pod(
@@ -224,13 +217,7 @@ def granted(a: Actors, job: str) -> list[str] | None:
 
 
 def binding(a: Actors, name: str) -> Obj | None:
-    try:
-        found: Obj = a.rest.get(f"{RBAC}/{a.ns}/rolebindings/{name}")
-        return found
-    except RestError as error:
-        if error.status == 404:
-            return None
-        raise
+    return a.rest.get_or_none(f"{RBAC}/{a.ns}/rolebindings/{name}")
 
 
 def hold(a: Actors, pod: str) -> None:

@@ -63,13 +63,7 @@ class GangActors(Actors):
         self.root = root
 
     def pod_group(self, name: str) -> Obj | None:
-        try:
-            found: Obj = self.rest.get(f"{self.root}/namespaces/{self.ns}/podgroups/{name}")
-            return found
-        except RestError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return self.rest.get_or_none(f"{self.root}/namespaces/{self.ns}/podgroups/{name}")
 
     async def wait_pod_group(self, name: str) -> Obj:
         found = await self.until(lambda: self.pod_group(name), f"PodGroup {name}")

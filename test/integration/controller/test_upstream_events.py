@@ -239,13 +239,7 @@ async def volcano(podgroup_crds: LocalCluster, make_namespace: Any) -> AsyncIter
 
 
 def _pod_group(a: Actors, root: str) -> Obj | None:
-    try:
-        found: Obj = a.rest.get(f"{root}/namespaces/{a.ns}/podgroups/{JOB}")
-        return found
-    except RestError as exc:
-        if exc.status == 404:
-            return None
-        raise
+    return a.rest.get_or_none(f"{root}/namespaces/{a.ns}/podgroups/{JOB}")
 
 
 async def test_scheduler_plugins_scenario_records_upstreams_events(
