@@ -29,16 +29,19 @@ CRD_FILE = Path(
 )
 
 
+def with_mpijob_crd(cluster: LocalCluster) -> LocalCluster:
+    """`cluster` once the MPIJob CRD is applied, established and its resource served."""
+    cluster.kubectl("apply", "--server-side", "-f", str(CRD_FILE))
+    wait_crd_established(cluster, "mpijobs.kubeflow.org")
+    wait_for(
+        lambda: cluster.rest.get("/apis/kubeflow.org/v2beta1/mpijobs"), timeout=30, what="mpijobs served"
+    )
+    return cluster
+
+
 @pytest.fixture(scope="session")
 def mpijob_crd(apiserver_cluster: LocalCluster) -> LocalCluster:
-    apiserver_cluster.kubectl("apply", "--server-side", "-f", str(CRD_FILE))
-    wait_crd_established(apiserver_cluster, "mpijobs.kubeflow.org")
-    wait_for(
-        lambda: apiserver_cluster.rest.get("/apis/kubeflow.org/v2beta1/mpijobs"),
-        timeout=30,
-        what="mpijobs served",
-    )
-    return apiserver_cluster
+    return with_mpijob_crd(apiserver_cluster)
 
 
 # The calls that write: what CountingWriter counts.

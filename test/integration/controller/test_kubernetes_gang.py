@@ -11,9 +11,8 @@ import pytest
 import pytest_asyncio
 
 from mpioperator.api.objects import Obj
-from mpioperator.testing.cluster import LocalCluster, wait_crd_established
-from mpioperator.testing.wait import wait_for
-from test.integration.controller.conftest import CRD_FILE, Harness, running_controller
+from mpioperator.testing.cluster import LocalCluster
+from test.integration.controller.conftest import Harness, running_controller, with_mpijob_crd
 from test.integration.controller.test_gang_scheduling import GangActors, gang_job, owner_of
 
 ROOT = "/apis/scheduling.k8s.io/v1alpha2"
@@ -21,14 +20,7 @@ ROOT = "/apis/scheduling.k8s.io/v1alpha2"
 
 @pytest.fixture(scope="session")
 def workload_api(workload_api_cluster: LocalCluster) -> LocalCluster:
-    workload_api_cluster.kubectl("apply", "--server-side", "-f", str(CRD_FILE))
-    wait_crd_established(workload_api_cluster, "mpijobs.kubeflow.org")
-    wait_for(
-        lambda: workload_api_cluster.rest.get("/apis/kubeflow.org/v2beta1/mpijobs"),
-        timeout=30,
-        what="mpijobs served",
-    )
-    return workload_api_cluster
+    return with_mpijob_crd(workload_api_cluster)
 
 
 @pytest_asyncio.fixture
