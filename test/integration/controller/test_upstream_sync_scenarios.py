@@ -43,6 +43,7 @@ from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import async_wait_for
 from test.integration.controller.actors import Actors, now
+from test.integration.controller.admission import denying_policy
 from test.integration.controller.conftest import CountingWriter, Harness
 
 Write = tuple[str, str, str]
@@ -904,49 +905,11 @@ def launcher_updates_refused(scene: Scene, launcher: str) -> Iterator[str]:
     """A ValidatingAdmissionPolicy that refuses every update of the launcher Job while the block runs."""
     name = f"refuse-{scene.ns}"
     message = "launcher updates are refused for this test"
-    root = "/apis/admissionregistration.k8s.io/v1"
-    scene.rest.create(
-        f"{root}/validatingadmissionpolicies",
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "failurePolicy": "Fail",
-                "matchConstraints": {
-                    "resourceRules": [
-                        {
-                            "apiGroups": ["batch"],
-                            "apiVersions": ["v1"],
-                            "operations": ["UPDATE"],
-                            "resources": ["jobs"],
-                        }
-                    ]
-                },
-                "matchConditions": [
-                    {"name": "the-launcher", "expression": f"object.metadata.name == '{launcher}'"}
-                ],
-                "validations": [{"expression": "false", "message": message}],
-            },
-        },
-    )
-    scene.rest.create(
-        f"{root}/validatingadmissionpolicybindings",
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "policyName": name,
-                "validationActions": ["Deny"],
-                "matchResources": {
-                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": scene.ns}}
-                },
-            },
-        },
-    )
-    try:
+    jobs = {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["jobs"]}
+    the_launcher = [{"name": "the-launcher", "expression": f"object.metadata.name == '{launcher}'"}]
+    denial = {"expression": "false", "message": message}
+    with denying_policy(scene.rest, name, scene.ns, jobs, denial, the_launcher):
         yield message
-    finally:
-        for kind in ("validatingadmissionpolicybindings", "validatingadmissionpolicies"):
-            with contextlib.suppress(RestError):
-                scene.rest.delete(f"{root}/{kind}/{name}")
 
 
 def _update_refused(scene: Scene, launcher: str) -> bool:
