@@ -41,10 +41,16 @@ def _condition(status: Obj, cond_type: str) -> Obj | None:
     return next((c for c in status.get("conditions") or () if c["type"] == cond_type), None)
 
 
-async def test_a_worker_the_taint_manager_deleted_fails_a_job_without_a_policy_naming_node_and_pod() -> None:
+def _losing_worker_1(why: tuple[str, str]) -> Scene:
+    """A running job whose worker 1, on node-c, the taint manager or the eviction API (`why`) is taking;
+    worker 0 runs on node-b."""
     pi = running_job()
-    lost = _disrupted(_on(worker(pi, 1), "node-c"), TAINT_MANAGER)
-    scene = running_scene(pi, _on(worker(pi, 0), "node-b"), lost)
+    disrupted = _disrupted(_on(worker(pi, 1), "node-c"), why)
+    return running_scene(pi, _on(worker(pi, 0), "node-b"), disrupted)
+
+
+async def test_a_worker_the_taint_manager_deleted_fails_a_job_without_a_policy_naming_node_and_pod() -> None:
+    scene = _losing_worker_1(TAINT_MANAGER)
 
     await scene.sync()
 
@@ -65,9 +71,7 @@ async def test_a_worker_the_taint_manager_deleted_fails_a_job_without_a_policy_n
 
 async def test_an_evicted_worker_does_not_fail_a_job_without_a_restart_policy_by_itself() -> None:
     """As upstream: the launcher may still retry with the worker made again, or an elastic job go on."""
-    pi = running_job()
-    evicted = _disrupted(_on(worker(pi, 1), "node-c"), EVICTION)
-    scene = running_scene(pi, _on(worker(pi, 0), "node-b"), evicted)
+    scene = _losing_worker_1(EVICTION)
 
     await scene.sync()
 
