@@ -149,12 +149,19 @@ class RecordingWriter:
         return {}
 
 
-class MemoryLogs:
-    """Pods' logs by name, as the kubelet would serve them; records each read."""
+@dataclass(frozen=True)
+class LogQuery:
+    """What a read of pods/log asks for, as the PodLogs port takes it."""
 
-    def __init__(self, logs: dict[str, str] | None = None) -> None:
-        self.logs = dict(logs or {})
-        self.reads: list[tuple[str, int | None, int | None]] = []
+    container: str | None
+    tail_lines: int | None
+    since_time: str | None
+    limit_bytes: int | None
+    timestamps: bool
+
+
+class ServedLogs:
+    """The PodLogs port of the in-memory log fakes, its signature written once: each fake answers `serve`."""
 
     async def pod_log(
         self,
@@ -167,6 +174,21 @@ class MemoryLogs:
         limit_bytes: int | None = None,
         timestamps: bool = False,
     ) -> str:
+        return self.serve(name, LogQuery(container, tail_lines, since_time, limit_bytes, timestamps))
+
+    def serve(self, name: str, query: LogQuery) -> str:
+        raise NotImplementedError
+
+
+class MemoryLogs(ServedLogs):
+    """Pods' logs by name, as the kubelet would serve them; records each read."""
+
+    def __init__(self, logs: dict[str, str] | None = None) -> None:
+        self.logs = dict(logs or {})
+        self.reads: list[tuple[str, int | None, int | None]] = []
+
+    def serve(self, name: str, query: LogQuery) -> str:
+        tail_lines, limit_bytes = query.tail_lines, query.limit_bytes
         self.reads.append((name, tail_lines, limit_bytes))
         if name not in self.logs:
             raise errors.NotFound(404, "NotFound", f'pods "{name}" not found')
