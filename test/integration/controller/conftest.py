@@ -142,6 +142,27 @@ def podgroup_crds(mpijob_crd: LocalCluster) -> LocalCluster:
     return mpijob_crd
 
 
+# Upstream's integration test runs scheduler-plugins under this name too: any value but "volcano" works.
+PLUGINS_SCHEDULER = "default-scheduler"
+
+
+@pytest_asyncio.fixture
+async def volcano(podgroup_crds: LocalCluster, make_namespace: Any) -> AsyncIterator[Harness]:
+    """A controller with --gang-scheduling=volcano, watching a namespace of its own."""
+    async with running_controller(
+        podgroup_crds, make_namespace(podgroup_crds), gang_scheduling="volcano"
+    ) as h:
+        yield h
+
+
+@pytest_asyncio.fixture
+async def plugins(podgroup_crds: LocalCluster, make_namespace: Any) -> AsyncIterator[Harness]:
+    """A controller with scheduler-plugins gang scheduling, watching a namespace of its own."""
+    namespace = make_namespace(podgroup_crds)
+    async with running_controller(podgroup_crds, namespace, gang_scheduling=PLUGINS_SCHEDULER) as h:
+        yield h
+
+
 async def _synced(controller: MPIJobController, task: asyncio.Future[None]) -> None:
     while controller.ready_check() is not None:
         if task.done():

@@ -5,37 +5,19 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
 
 import pytest
-import pytest_asyncio
 
 from mpioperator.api.objects import Obj
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.rest import RestError
 from test.integration.controller.actors import Actors
-from test.integration.controller.conftest import Harness, running_controller
+from test.integration.controller.conftest import PLUGINS_SCHEDULER, Harness
 
 VOLCANO_ROOT = "/apis/scheduling.volcano.sh/v1beta1"
 PLUGINS_ROOT = "/apis/scheduling.x-k8s.io/v1alpha1"
-# Upstream's integration test runs scheduler-plugins under this name too: any value but "volcano" works.
-PLUGINS_SCHEDULER = "default-scheduler"
-
-
-@pytest_asyncio.fixture
-async def volcano(podgroup_crds: LocalCluster, make_namespace: Any) -> AsyncIterator[Harness]:
-    namespace = make_namespace(podgroup_crds)
-    async with running_controller(podgroup_crds, namespace, gang_scheduling="volcano") as running:
-        yield running
-
-
-@pytest_asyncio.fixture
-async def plugins(podgroup_crds: LocalCluster, make_namespace: Any) -> AsyncIterator[Harness]:
-    namespace = make_namespace(podgroup_crds)
-    async with running_controller(podgroup_crds, namespace, gang_scheduling=PLUGINS_SCHEDULER) as running:
-        yield running
 
 
 @pytest.fixture
@@ -348,16 +330,21 @@ async def test_converged_gang_job_sync_makes_no_api_write(volcano: Harness) -> N
     a.submit(gang_job("quiet"))
     await a.until(lambda: a.launcher_job("quiet"), "launcher Job")
     assert a.pod_group_spec("quiet")["queue"] == "default"
-    a.set_workers("quiet", "Running", ready=True)
-    a.create_launcher_pod("quiet")
-    await a.until_true(lambda: a.condition("quiet", "Running") is not None, "Running condition")
-    await a.until_true(lambda: volcano.controller.queue_idle(), "the work queue to drain")
-    await volcano.controller.recorder.flush()
+    await assert_running_job_resyncs_without_writes(volcano, a, "quiet")
 
-    volcano.writer.writes.clear()
-    await volcano.controller.syncer.sync(f"{volcano.namespace}/quiet")
-    await volcano.controller.recorder.flush()
-    assert volcano.writer.writes == []
+
+async def assert_running_job_resyncs_without_writes(h: Harness, a: Actors, name: str) -> None:
+    """Once job `name`, its launcher made, runs and the queue is idle, one more sync of it writes nothing."""
+    a.set_workers(name, "Running", ready=True)
+    a.create_launcher_pod(name)
+    await a.until_true(lambda: a.condition(name, "Running") is not None, "Running condition")
+    await a.until_true(lambda: h.controller.queue_idle(), "the work queue to drain")
+    await h.controller.recorder.flush()
+
+    h.writer.writes.clear()
+    await h.controller.syncer.sync(f"{h.namespace}/{name}")
+    await h.controller.recorder.flush()
+    assert h.writer.writes == []
 
 
 async def test_pod_group_events_bring_an_edited_or_deleted_pod_group_back(plugins: Harness) -> None:

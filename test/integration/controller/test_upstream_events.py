@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from mpioperator.api.objects import Obj
 from mpioperator.testing.cluster import LocalCluster
@@ -23,7 +22,7 @@ from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import async_wait_for
 from test.integration.controller.actors import Actors, now
-from test.integration.controller.conftest import Harness, running_controller
+from test.integration.controller.conftest import Harness
 
 COMPONENT = "mpi-job-controller"
 # What upstream's checker leaves out of its comparison (and TypeMeta, which list items do not carry).
@@ -220,22 +219,6 @@ def priority_class(podgroup_crds: LocalCluster) -> Iterator[str]:
     yield name
     with contextlib.suppress(RestError):
         podgroup_crds.rest.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
-
-
-@pytest_asyncio.fixture
-async def plugins(podgroup_crds: LocalCluster, make_namespace: Any) -> AsyncIterator[Harness]:
-    async with running_controller(
-        podgroup_crds, make_namespace(podgroup_crds), gang_scheduling="default-scheduler"
-    ) as running:
-        yield running
-
-
-@pytest_asyncio.fixture
-async def volcano(podgroup_crds: LocalCluster, make_namespace: Any) -> AsyncIterator[Harness]:
-    async with running_controller(
-        podgroup_crds, make_namespace(podgroup_crds), gang_scheduling="volcano"
-    ) as running:
-        yield running
 
 
 def _pod_group(a: Actors, root: str) -> Obj | None:
