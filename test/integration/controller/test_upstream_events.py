@@ -225,6 +225,18 @@ def _pod_group(a: Actors, root: str) -> Obj | None:
     return a.rest.get_or_none(f"{root}/namespaces/{a.ns}/podgroups/{JOB}")
 
 
+async def _submitted_with_its_pod_group(a: Actors, body: Obj, priority_class: str, root: str) -> Expected:
+    """Submits `body` with its launcher in `priority_class`; once its PodGroup (under `root`) and replica
+    statuses are there, only MPIJobCreated has been recorded. The expectations, for what follows."""
+    body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["priorityClassName"] = priority_class
+    expected = Expected(a, a.submit(body))
+    _created(a, expected)
+    await a.until(lambda: _pod_group(a, root), "the PodGroup")
+    await _replica_statuses(a, {"Launcher": {}, "Worker": {}})
+    await expected.seen()
+    return expected
+
+
 async def test_scheduler_plugins_scenario_records_upstreams_events(
     plugins: Harness, priority_class: str
 ) -> None:
@@ -234,12 +246,7 @@ async def test_scheduler_plugins_scenario_records_upstreams_events(
     body = _job_body(
         run_policy={"cleanPodPolicy": "Running", "schedulingPolicy": {"scheduleTimeoutSeconds": 900}}
     )
-    body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["priorityClassName"] = priority_class
-    expected = Expected(a, a.submit(body))
-    _created(a, expected)
-    await a.until(lambda: _pod_group(a, root), "the PodGroup")
-    await _replica_statuses(a, {"Launcher": {}, "Worker": {}})
-    await expected.seen()
+    expected = await _submitted_with_its_pod_group(a, body, priority_class, root)
 
     a.patch_spec(JOB, {"spec": {"runPolicy": {"schedulingPolicy": {"scheduleTimeoutSeconds": 10}}}})
     await a.until_true(
@@ -260,12 +267,7 @@ async def test_volcano_scenario_records_upstreams_events(volcano: Harness, prior
             "schedulingPolicy": {"queue": "default", "priorityClass": priority_class},
         }
     )
-    body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["priorityClassName"] = priority_class
-    expected = Expected(a, a.submit(body))
-    _created(a, expected)
-    await a.until(lambda: _pod_group(a, root), "the PodGroup")
-    await _replica_statuses(a, {"Launcher": {}, "Worker": {}})
-    await expected.seen()
+    expected = await _submitted_with_its_pod_group(a, body, priority_class, root)
 
     a.patch_spec(
         JOB, {"spec": {"runPolicy": {"schedulingPolicy": {"minAvailable": 2, "queue": "queue-for-mpijob"}}}}
