@@ -8,6 +8,14 @@ from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.wait import wait_for
 
 TIMEOUT = 120.0
+# Where the kinds of an MPIJob's children are listed: (API root, plural).
+CHILD_KINDS = (
+    ("/api/v1", "services"),
+    ("/api/v1", "configmaps"),
+    ("/api/v1", "secrets"),
+    ("/apis/batch/v1", "jobs"),
+    ("/api/v1", "pods"),
+)
 
 
 class Job:
