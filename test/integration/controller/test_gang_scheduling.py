@@ -249,34 +249,40 @@ async def test_priority_classes_decide_which_replica_min_resources_cuts(
     assert a.pod_group_spec("wh")["priorityClassName"] == low
 
 
-async def test_min_resources_count_init_containers_and_native_sidecars(plugins: Harness) -> None:
+@pytest.mark.parametrize(
+    ("init_containers", "cpu"),
+    [
+        pytest.param(
+            [
+                {
+                    "name": "sidecar",
+                    "image": "x",
+                    "restartPolicy": "Always",
+                    "resources": {"requests": {"cpu": "500m"}},
+                },
+                {"name": "warmup", "image": "x", "resources": {"requests": {"cpu": "4"}}},
+            ],
+            # A worker runs its main container beside the native sidecar for its whole life: 10 + 0.5 cpu
+            # (the init container's 4 + 0.5 is less). Upstream counts 10 per worker, 21 in all.
+            "22",
+            id="native-sidecar",
+        ),
+        pytest.param(
+            [{"name": "warmup", "image": "x", "resources": {"requests": {"cpu": "16"}}}],
+            # Each worker needs 16 cpu while its init container runs; upstream's sum would say 1 + 2 x 10 = 21.
+            "33",
+            id="init-container-larger-than-the-main-container",
+        ),
+    ],
+)
+async def test_min_resources_count_init_containers_and_native_sidecars(
+    plugins: Harness, init_containers: list[Obj], cpu: str
+) -> None:
     a = GangActors(plugins, PLUGINS_ROOT)
-    init_containers = [
-        {
-            "name": "sidecar",
-            "image": "x",
-            "restartPolicy": "Always",
-            "resources": {"requests": {"cpu": "500m"}},
-        },
-        {"name": "warmup", "image": "x", "resources": {"requests": {"cpu": "4"}}},
-    ]
-    a.submit(gang_job("eff", worker={"initContainers": init_containers}))
-    # A worker runs its main container beside the native sidecar for its whole life: 10 + 0.5 cpu (the
-    # init container's 4 + 0.5 is less). Upstream counts 10 per worker, 21 in all.
-    await a.until_true(
-        lambda: a.pod_group_spec("eff").get("minResources") == {"cpu": "22", "memory": "42Gi"},
-        "minResources with the sidecar",
-    )
-
-
-async def test_min_resources_take_an_init_container_larger_than_the_main_container(plugins: Harness) -> None:
-    a = GangActors(plugins, PLUGINS_ROOT)
-    init_containers = [{"name": "warmup", "image": "x", "resources": {"requests": {"cpu": "16"}}}]
     a.submit(gang_job("init", worker={"initContainers": init_containers}))
-    # Each worker needs 16 cpu while its init container runs; upstream's sum would say 1 + 2 x 10 = 21.
     await a.until_true(
-        lambda: a.pod_group_spec("init").get("minResources") == {"cpu": "33", "memory": "42Gi"},
-        "minResources with the init container",
+        lambda: a.pod_group_spec("init").get("minResources") == {"cpu": cpu, "memory": "42Gi"},
+        "minResources with the init containers",
     )
 
 
