@@ -227,6 +227,34 @@ def _ago(seconds: int) -> str:
     return (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def succeeded_status(ns: str, job: str, started: str, completed: str, *, worker: Obj) -> Obj:
+    """The status of a job that succeeded as the controller writes it: Created at `started`, Succeeded at
+    `completed`, the launcher succeeded, the workers' status `worker`."""
+    return {
+        "startTime": started,
+        "completionTime": completed,
+        "conditions": [
+            {
+                "type": "Created",
+                "status": "True",
+                "reason": "MPIJobCreated",
+                "message": f"MPIJob {ns}/{job} is created.",
+                "lastUpdateTime": started,
+                "lastTransitionTime": started,
+            },
+            {
+                "type": "Succeeded",
+                "status": "True",
+                "reason": "MPIJobSucceeded",
+                "message": f"MPIJob {ns}/{job} successfully completed.",
+                "lastUpdateTime": completed,
+                "lastTransitionTime": completed,
+            },
+        ],
+        "replicaStatuses": {"Launcher": {"succeeded": 1}, "Worker": worker},
+    }
+
+
 # --- jobs the controller must not touch -----------------------------------------------------------
 
 
@@ -729,30 +757,7 @@ async def test_finished_job_deletes_its_workers_in_index_order_then_zeroes_the_w
     workers in index order, then writes status with Worker {} and nothing else changed.
     D5 #8: after that, syncs write nothing; upstream re-deletes and re-PUTs status every time."""
     scene.submit(mpijob("shut", workers=8, run_policy=ALL))
-    ns, started, completed = scene.ns, _ago(60), _ago(30)
-    finished: Obj = {
-        "startTime": started,
-        "completionTime": completed,
-        "conditions": [
-            {
-                "type": "Created",
-                "status": "True",
-                "reason": "MPIJobCreated",
-                "message": f"MPIJob {ns}/shut is created.",
-                "lastUpdateTime": started,
-                "lastTransitionTime": started,
-            },
-            {
-                "type": "Succeeded",
-                "status": "True",
-                "reason": "MPIJobSucceeded",
-                "message": f"MPIJob {ns}/shut successfully completed.",
-                "lastUpdateTime": completed,
-                "lastTransitionTime": completed,
-            },
-        ],
-        "replicaStatuses": {"Launcher": {"succeeded": 1}, "Worker": {"active": 8}},
-    }
+    finished = succeeded_status(scene.ns, "shut", _ago(60), _ago(30), worker={"active": 8})
     scene.put_status("shut", finished)
     scene.create_workers("shut", 8, phase="Running")
 
