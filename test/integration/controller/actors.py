@@ -17,6 +17,11 @@ T = TypeVar("T")
 TIMEOUT = 30.0
 
 
+def job_selector(job: str) -> dict[str, str]:
+    """The labels upstream selects the pods of MPIJob `job` by (its Service's selector)."""
+    return {"training.kubeflow.org/operator-name": "mpi-operator", "training.kubeflow.org/job-name": job}
+
+
 def now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

@@ -8,7 +8,7 @@ from typing import Any
 from mpioperator.controller.controller import ControllerSettings
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
-from test.integration.controller.actors import Actors
+from test.integration.controller.actors import Actors, job_selector
 from test.integration.controller.conftest import Harness, running_controller
 
 
@@ -25,10 +25,7 @@ async def test_success_creates_children_then_follows_workers_and_launcher_to_suc
     await a.until(lambda: a.get("jobs", "pi-launcher"), "launcher Job")
     service = a.get("services", "pi")
     assert service is not None
-    assert service["spec"]["selector"] == {
-        "training.kubeflow.org/operator-name": "mpi-operator",
-        "training.kubeflow.org/job-name": "pi",
-    }
+    assert service["spec"]["selector"] == job_selector("pi")
     config = a.get("configmaps", "pi-config")
     assert config is not None and set(config["data"]) == {"hostfile", "discover_hosts.sh"}
     assert (

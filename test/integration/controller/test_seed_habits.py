@@ -13,6 +13,7 @@ from mpioperator.api.objects import Obj
 from mpioperator.controller.builders.secret import new_key_pair
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
+from test.integration.controller.actors import job_selector
 from test.integration.controller.test_upstream_sync_scenarios import ALL, Scene, informers_only
 
 
@@ -58,10 +59,7 @@ async def test_legacy_labels_leave_discover_hosts_and_the_service_selector_as_up
 
     service = scene.get("services", "hosts")
     assert service is not None
-    assert service["spec"]["selector"] == {
-        "training.kubeflow.org/operator-name": "mpi-operator",
-        "training.kubeflow.org/job-name": "hosts",
-    }
+    assert service["spec"]["selector"] == job_selector("hosts")
     config = scene.get("configmaps", "hosts-config")
     assert config is not None
     assert config["data"]["discover_hosts.sh"] == "#!/bin/sh\n" + "".join(
@@ -173,8 +171,7 @@ async def test_a_running_pod_not_of_the_job_but_with_its_worker_labels_is_never_
     workers = "".join(f"echo side-worker-{i}.side.{scene.ns}.svc\n" for i in range(2))
     for name, index in (("stranger", "1"), ("surplus", "5")):
         labels = {
-            "training.kubeflow.org/operator-name": "mpi-operator",
-            "training.kubeflow.org/job-name": "side",
+            **job_selector("side"),
             "training.kubeflow.org/job-role": "worker",
             "training.kubeflow.org/replica-index": index,
         }
