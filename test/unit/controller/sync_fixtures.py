@@ -310,6 +310,13 @@ def worker(job: Obj, index: int, phase: str = "Running", *, ready: bool = True, 
     return _cached(pod, f"worker-{index}")
 
 
+def failed_worker(job: Obj, index: int, exit_code: int = 3) -> Obj:
+    """Worker pod `index`, Failed: its container exited with `exit_code`."""
+    return worker(
+        job, index, "Failed", containerStatuses=[{"state": {"terminated": {"exitCode": exit_code}}}]
+    )
+
+
 def launcher(job: Obj, condition: str | None = None, *, suspended: bool = False, **status: Any) -> Obj:
     """The launcher Job; `condition` ("Complete", "Failed") finishes it."""
     made, _ = compose.new_launcher_job(job)
@@ -451,16 +458,26 @@ def running_job(workers: int = 2, annotations: Mapping[str, str] | None = None, 
     return made
 
 
-def running_children(pi: Obj, *pods: Obj) -> list[Obj]:
+def running_children(
+    pi: Obj, *pods: Obj, launcher_condition: str | None = None, labelled: bool = False
+) -> list[Obj]:
     """Every child of `pi` in place: shared children (the running pods in the hostfile), the given worker
-    pods, a running launcher and its pod."""
+    pods, the launcher (with `launcher_condition`, if any) and its running pod (`labelled` as the Job
+    controller labels it, see labelled_launcher_pod)."""
     running = [p for p in pods if p["status"]["phase"] == "Running"]
-    the_launcher = launcher(pi)
-    return [*shared_children(pi, running), *pods, the_launcher, launcher_pod(pi, the_launcher)]
+    the_launcher = launcher(pi, launcher_condition)
+    pod = (labelled_launcher_pod if labelled else launcher_pod)(pi, the_launcher)
+    return [*shared_children(pi, running), *pods, the_launcher, pod]
 
 
 def running_scene(
-    pi: Obj, *pods: Obj, settings: SyncSettings | None = None, writer: RecordingWriter | None = None
+    pi: Obj,
+    *pods: Obj,
+    settings: SyncSettings | None = None,
+    writer: RecordingWriter | None = None,
+    launcher_condition: str | None = None,
+    labelled: bool = False,
 ) -> Scene:
     """`pi` with every child in place (running_children)."""
-    return Scene(pi, *running_children(pi, *pods), settings=settings, writer=writer)
+    children = running_children(pi, *pods, launcher_condition=launcher_condition, labelled=labelled)
+    return Scene(pi, *children, settings=settings, writer=writer)

@@ -19,6 +19,7 @@ from test.unit.controller.sync_fixtures import (
     EARLIER,
     RecordingWriter,
     Scene,
+    failed_worker,
     finished_status,
     job,
     launcher,
@@ -200,7 +201,7 @@ async def test_scale_down_takes_the_name_out_of_the_role_before_the_pod_is_delet
 async def test_a_whole_job_restart_empties_the_role_before_the_attempts_pods_go() -> None:
     pi = exec_job(workers=2, status=running_status(2))
     pi["metadata"]["annotations"][restarts.RESTART_POLICY] = "OnWorkerFailure"
-    failed = worker(pi, 1, "Failed", containerStatuses=[{"state": {"terminated": {"exitCode": 3}}}])
+    failed = failed_worker(pi, 1)
     scene = running(pi, worker(pi, 0), failed, writer=granting("pi-worker-0", "pi-worker-1"))
 
     await scene.sync()

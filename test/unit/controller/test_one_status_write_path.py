@@ -12,6 +12,7 @@ import pytest
 from mpioperator.api.extensions import restarts
 from mpioperator.controller.errors import StatusConflict
 from test.unit.controller.sync_fixtures import (
+    failed_worker,
     running_job,
     running_scene,
     worker,
@@ -36,7 +37,7 @@ async def test_a_restart_whose_count_meets_a_newer_job_reads_it_and_deletes_noth
     pi["metadata"]["resourceVersion"] = "10"
     newer = copy.deepcopy(pi)
     newer["metadata"]["resourceVersion"] = "11"
-    failed = worker(pi, 1, "Failed", containerStatuses=[{"state": {"terminated": {"exitCode": 3}}}])
+    failed = failed_worker(pi, 1)
     scene = running_scene(pi, worker(pi, 0), failed, writer=NewerOnTheServer(newer))
 
     with pytest.raises(StatusConflict):

@@ -13,9 +13,9 @@ from test.unit.controller.sync_fixtures import (
     EARLIER,
     NOW,
     Scene,
-    labelled_launcher_pod,
-    launcher,
+    failed_worker,
     running_job,
+    running_scene,
     running_status,
     shared_children,
     true_condition,
@@ -34,11 +34,7 @@ def _opted_in(annotations: dict[str, str] | None = None, **status: object) -> Ob
 
 
 def _failing_scene(pi: Obj) -> Scene:
-    failed = worker(pi, 1, "Failed", containerStatuses=[{"state": {"terminated": {"exitCode": 3}}}])
-    the_launcher = launcher(pi)
-    pod = labelled_launcher_pod(pi, the_launcher)
-    running = [worker(pi, 0)]
-    return Scene(pi, *shared_children(pi, running), *running, failed, the_launcher, pod)
+    return running_scene(pi, worker(pi, 0), failed_worker(pi, 1), labelled=True)
 
 
 def _restarted(restarts_done: int, next_attempt: str, delay: int) -> Obj:

@@ -8,9 +8,11 @@ from mpioperator.api.objects import Obj
 from test.unit.controller.sync_fixtures import (
     NOW,
     Scene,
+    failed_worker,
     labelled_launcher_pod,
     launcher,
     running_job,
+    running_scene,
     running_status,
     shared_children,
     true_condition,
@@ -26,11 +28,8 @@ def _opted_in(policy: str = "OnWorkerFailure", max_restarts: str | None = None, 
 
 
 def _scene(pi: Obj, *workers: Obj, launcher_condition: str | None = None) -> Scene:
-    the_launcher = launcher(pi, launcher_condition)
-    running = [w for w in workers if w["status"]["phase"] == "Running"]
-    return Scene(
-        pi, *shared_children(pi, running), *workers, the_launcher, labelled_launcher_pod(pi, the_launcher)
-    )
+    """`pi` with every child in place, its launcher pod labelled as the Job controller labels it."""
+    return running_scene(pi, *workers, launcher_condition=launcher_condition, labelled=True)
 
 
 def _condition(status: Obj, cond_type: str) -> Obj | None:
@@ -39,7 +38,7 @@ def _condition(status: Obj, cond_type: str) -> Obj | None:
 
 async def test_a_failed_worker_counts_a_restart_then_deletes_every_pod_of_the_attempt() -> None:
     pi = _opted_in()
-    failed = worker(pi, 1, "Failed", containerStatuses=[{"state": {"terminated": {"exitCode": 3}}}])
+    failed = failed_worker(pi, 1)
     scene = _scene(pi, worker(pi, 0), failed)
 
     result = await scene.sync()
@@ -228,7 +227,7 @@ async def test_a_suspended_job_with_a_failed_worker_is_not_restarted() -> None:
 
 async def test_without_the_annotation_a_failed_worker_is_left_to_upstreams_rules() -> None:
     pi = running_job()
-    failed = worker(pi, 1, "Failed", containerStatuses=[{"state": {"terminated": {"exitCode": 3}}}])
+    failed = failed_worker(pi, 1)
     assert restarts.ATTEMPT_LABEL not in failed["metadata"]["labels"]
     scene = _scene(pi, worker(pi, 0), failed)
 
