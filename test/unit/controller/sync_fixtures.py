@@ -458,16 +458,22 @@ def running_job(workers: int = 2, annotations: Mapping[str, str] | None = None, 
     return made
 
 
+def job_children(
+    pi: Obj, *pods: Obj, the_launcher: Obj, launcher_phase: str = "Running", labelled: bool = False
+) -> list[Obj]:
+    """Every child of `pi` in place: shared children (the running pods in the hostfile), the given worker
+    pods, `the_launcher` and its pod in `launcher_phase` (`labelled` as the Job controller labels it, see
+    labelled_launcher_pod)."""
+    running = [p for p in pods if p["status"]["phase"] == "Running"]
+    pod = (labelled_launcher_pod if labelled else launcher_pod)(pi, the_launcher, launcher_phase)
+    return [*shared_children(pi, running), *pods, the_launcher, pod]
+
+
 def running_children(
     pi: Obj, *pods: Obj, launcher_condition: str | None = None, labelled: bool = False
 ) -> list[Obj]:
-    """Every child of `pi` in place: shared children (the running pods in the hostfile), the given worker
-    pods, the launcher (with `launcher_condition`, if any) and its running pod (`labelled` as the Job
-    controller labels it, see labelled_launcher_pod)."""
-    running = [p for p in pods if p["status"]["phase"] == "Running"]
-    the_launcher = launcher(pi, launcher_condition)
-    pod = (labelled_launcher_pod if labelled else launcher_pod)(pi, the_launcher)
-    return [*shared_children(pi, running), *pods, the_launcher, pod]
+    """job_children with a launcher (with `launcher_condition`, if any) whose pod runs."""
+    return job_children(pi, *pods, the_launcher=launcher(pi, launcher_condition), labelled=labelled)
 
 
 def running_scene(

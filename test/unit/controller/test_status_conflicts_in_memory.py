@@ -21,8 +21,8 @@ from test.unit.controller.sync_fixtures import (
     RecordingWriter,
     Scene,
     job,
+    job_children,
     launcher,
-    launcher_pod,
     running_job,
     shared_children,
     worker,
@@ -62,9 +62,7 @@ def _succeeding_scene() -> tuple[Scene, NewerOnTheServer]:
     writer = NewerOnTheServer(newer)
     pods = [worker(pi, 0), worker(pi, 1)]
     done = launcher(pi, "Complete", completionTime=NOW)
-    scene = Scene(
-        pi, *shared_children(pi, pods), *pods, done, launcher_pod(pi, done, "Succeeded"), writer=writer
-    )
+    scene = Scene(pi, *job_children(pi, *pods, the_launcher=done, launcher_phase="Succeeded"), writer=writer)
     return scene, writer
 
 

@@ -24,6 +24,7 @@ from test.unit.controller.sync_fixtures import (
     RecordingWriter,
     Scene,
     job,
+    job_children,
     launcher,
     launcher_pod,
     running_job,
@@ -192,7 +193,7 @@ async def test_launcher_succeeded_makes_the_job_succeeded_with_the_launchers_com
     pi = running_job()
     pods = [worker(pi, 0), worker(pi, 1)]
     done = launcher(pi, "Complete", completionTime="2026-01-01T00:00:00Z")
-    scene = Scene(pi, *shared_children(pi, pods), *pods, done, launcher_pod(pi, done, "Succeeded"))
+    scene = Scene(pi, *job_children(pi, *pods, the_launcher=done, launcher_phase="Succeeded"))
 
     await scene.sync()
 

@@ -21,6 +21,7 @@ from test.unit.controller.sync_fixtures import (
     RecordingWriter,
     Scene,
     job,
+    job_children,
     launcher,
     launcher_pod,
     running_children,
@@ -284,7 +285,7 @@ async def test_job_whose_launcher_failed_is_counted_once_in_jobs_failed_total() 
     pi["metadata"]["resourceVersion"] = "7"
     pods = [worker(pi, 0)]
     failed = launcher(pi, "Failed", failed=1)
-    scene = Scene(pi, *shared_children(pi, pods), *pods, failed, launcher_pod(pi, failed, "Failed"))
+    scene = Scene(pi, *job_children(pi, *pods, the_launcher=failed, launcher_phase="Failed"))
 
     await scene.sync()
     assert scene.counter("mpi_operator_jobs_failed") == 1

@@ -12,7 +12,7 @@ from mpioperator.api.objects import Obj
 from test.unit.controller.sync_fixtures import (
     NOW,
     Scene,
-    labelled_launcher_pod,
+    job_children,
     launcher,
     running_job,
     running_status,
@@ -35,8 +35,10 @@ def _scene(made_from: Obj, now: Obj, launcher_phase: str = "Running") -> Scene:
     """The caches hold `now`, and the children made from `made_from` (the job before the edit)."""
     workers = [worker(made_from, 0), worker(made_from, 1)]
     the_launcher = launcher(made_from)
-    pod = labelled_launcher_pod(made_from, the_launcher, launcher_phase)
-    return Scene(now, *shared_children(made_from, workers), *workers, the_launcher, pod)
+    children = job_children(
+        made_from, *workers, the_launcher=the_launcher, launcher_phase=launcher_phase, labelled=True
+    )
+    return Scene(now, *children)
 
 
 def _condition(status: Obj, cond_type: str) -> Obj | None:

@@ -9,11 +9,10 @@ from test.unit.controller.sync_fixtures import (
     NOW,
     Scene,
     job,
+    job_children,
     launcher,
-    launcher_pod,
     running_job,
     running_scene,
-    shared_children,
     worker,
 )
 
@@ -95,13 +94,7 @@ async def test_a_job_that_fails_after_a_worker_was_evicted_names_the_worker_and_
         reason="BackoffLimitExceeded", message="Job has reached the specified backoff limit"
     )
     workers = [_on(worker(after, 0), "node-b"), _on(worker(after, 1), "node-b")]
-    scene = Scene(
-        after,
-        *shared_children(after, workers),
-        *workers,
-        the_launcher,
-        launcher_pod(after, the_launcher, "Failed"),
-    )
+    scene = Scene(after, *job_children(after, *workers, the_launcher=the_launcher, launcher_phase="Failed"))
 
     await scene.sync()
 
