@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mpioperator.controller.features import default_features  # noqa: E402
-from mpioperator.controller.sync import JobSyncer, SyncSettings  # noqa: E402
+from mpioperator.controller.sync import SyncSettings  # noqa: E402
 from mpioperator.podgroup.scheduler_plugins import SchedulerPluginsBackend  # noqa: E402
 from test.unit.controller import sync_fixtures as fx  # noqa: E402
 from test.unit.controller.jobs import reference_job  # noqa: E402
@@ -86,12 +86,7 @@ async def _sync(footprint: Footprint) -> None:
     job = _job()
     workers = [fx.worker(job, i) for i in range(2)]
     scene = fx.Scene(job, *workers)
-    syncer = JobSyncer(
-        scene.listers,
-        scene.writer,
-        scene.recorder,
-        scene.metrics,
-        utcnow=scene.clock.utcnow,
+    syncer = scene.syncer_with(
         settings=SyncSettings(exec_agent_image="kubectl:1"),
         backend=SchedulerPluginsBackend("scheduler-plugins-scheduler"),
         features=default_features,

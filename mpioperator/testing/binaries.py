@@ -91,6 +91,15 @@ def run_build_script(script: Path, *args: str, what: str) -> Path:
     return Path(lines[-1])
 
 
+def built_executable(env: str, script: Path, *, what: str, kind: str) -> Path:
+    """$`env`, else the cached build of `script` (built if needed); either must be an executable `kind`."""
+    explicit = os.environ.get(env)
+    binary = Path(explicit) if explicit else run_build_script(script, what=what)
+    if not os.access(binary, os.X_OK):
+        raise BinariesUnavailable(f"{binary} is not an executable {kind}")
+    return binary
+
+
 def find_built_tool(binary: str, *, env: str, script: Path, build: bool = True) -> Path:
     """A tool one of the hack/ scripts builds: $ENV, then `binary` on PATH, then the script (built once)."""
     explicit = os.environ.get(env)

@@ -53,7 +53,7 @@ from mpioperator.testing.nodes import (
     node_is_ready,
 )
 from mpioperator.testing.process import ManagedProcess, pid_alive
-from mpioperator.testing.rest import RestClient, RestError
+from mpioperator.testing.rest import RestClient
 from mpioperator.testing.wait import ProbeAborted, wait_for
 
 Tier = Literal["apiserver", "full", "real"]
@@ -446,13 +446,7 @@ class LocalCluster:
     def _service_account_exists(self, namespace: str) -> bool:
         for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
             self.require_running(self._procs[name])
-        try:
-            self.rest.get(f"/api/v1/namespaces/{namespace}/serviceaccounts/default")
-        except RestError as err:
-            if err.status == 404:
-                return False
-            raise
-        return True
+        return self.rest.exists(f"/api/v1/namespaces/{namespace}/serviceaccounts/default")
 
     def require_running(self, proc: ManagedProcess) -> None:
         if not proc.running():

@@ -5,10 +5,17 @@ from __future__ import annotations
 from typing import Any, Self
 
 from mpioperator.testing.cluster import LocalCluster
-from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import wait_for
 
 TIMEOUT = 120.0
+# Where the kinds of an MPIJob's children are listed: (API root, plural).
+CHILD_KINDS = (
+    ("/api/v1", "services"),
+    ("/api/v1", "configmaps"),
+    ("/api/v1", "secrets"),
+    ("/apis/batch/v1", "jobs"),
+    ("/api/v1", "pods"),
+)
 
 
 class Job:
@@ -28,13 +35,7 @@ class Job:
         return self
 
     def get(self) -> dict[str, Any] | None:
-        try:
-            found: dict[str, Any] = self.cluster.rest.get(self.path)
-            return found
-        except RestError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return self.cluster.rest.get_or_none(self.path)
 
     def condition(self, cond_type: str) -> dict[str, Any] | None:
         for cond in ((self.get() or {}).get("status") or {}).get("conditions") or ():
@@ -52,15 +53,7 @@ class Job:
         return [p for p in items if not p["metadata"].get("deletionTimestamp")]
 
     def launcher(self) -> dict[str, Any] | None:
-        try:
-            found: dict[str, Any] = self.cluster.rest.get(
-                f"/apis/batch/v1/namespaces/{self.ns}/jobs/{self.name}-launcher"
-            )
-            return found
-        except RestError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return self.cluster.rest.get_or_none(f"/apis/batch/v1/namespaces/{self.ns}/jobs/{self.name}-launcher")
 
     def wait_condition(self, cond_type: str, timeout: float = TIMEOUT) -> dict[str, Any]:
         found = wait_for(lambda: self.condition(cond_type), timeout=timeout, what=f"{self.name} {cond_type}")

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from mpioperator.testing import kueue_manifests
-from mpioperator.testing.binaries import BinariesUnavailable, run_build_script
+from mpioperator.testing.binaries import BinariesUnavailable, built_executable
 from mpioperator.testing.cluster import LocalCluster, wait_crd_established
 from mpioperator.testing.free_ports import free_ports, start_on_free_ports
 from mpioperator.testing.images.versions import pinned
@@ -63,11 +63,7 @@ def host_problem() -> str | None:
 
 def find_kueue() -> Path:
     """$KUEUE_BIN, else the cached build of hack/build-kueue.sh (built if needed)."""
-    explicit = os.environ.get(BIN_ENV)
-    binary = Path(explicit) if explicit else run_build_script(_SCRIPT, what="Kueue")
-    if not os.access(binary, os.X_OK):
-        raise BinariesUnavailable(f"{binary} is not an executable Kueue")
-    return binary
+    return built_executable(BIN_ENV, _SCRIPT, what="Kueue", kind="Kueue")
 
 
 def crd_paths() -> list[Path]:

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -128,13 +128,15 @@ def pid_alive(pid: int) -> bool:
     return False
 
 
-def wait_pids_gone(pids: Sequence[int], timeout: float = 10.0) -> list[int]:
-    """Return the pids still alive after `timeout` seconds."""
+def wait_pids_gone(
+    pids: Sequence[int], timeout: float = 10.0, *, is_alive: Callable[[int], bool] = pid_alive
+) -> list[int]:
+    """Return the pids still alive (by `is_alive`) after `timeout` seconds."""
     deadline = time.monotonic() + timeout
-    alive = [p for p in pids if pid_alive(p)]
+    alive = [p for p in pids if is_alive(p)]
     while alive and time.monotonic() < deadline:
         time.sleep(0.05)
-        alive = [p for p in alive if pid_alive(p)]
+        alive = [p for p in alive if is_alive(p)]
     return alive
 
 

@@ -23,6 +23,7 @@ import yaml
 from mpioperator.testing.binaries import BinariesUnavailable, find_built_tool, run_build_script
 from mpioperator.testing.cluster import LocalCluster, wait_crd_established
 from mpioperator.testing.free_ports import free_port, start_on_free_ports
+from mpioperator.testing.http_probe import answers_ok
 from mpioperator.testing.process import ManagedProcess
 from mpioperator.testing.wait import ProbeAborted, WaitTimeout, wait_for
 
@@ -144,11 +145,7 @@ class LocalPrometheus:
     def _ready(self) -> bool:
         if self._process is None or not self._process.running():
             raise ProbeAborted("prometheus exited")
-        try:
-            with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as answer:
-                return int(answer.status) == 200
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            return False
+        return answers_ok(f"{self.url}/-/ready")
 
     def api(self, path: str, **params: str) -> Any:
         """GET /api/v1/<path>; the `data` of a success, PromQLError with Prometheus's own message if not."""

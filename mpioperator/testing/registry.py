@@ -10,12 +10,11 @@ import json
 import os
 import shutil
 import tempfile
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from mpioperator.testing.binaries import find_built_tool
 from mpioperator.testing.free_ports import free_port, start_on_free_ports
+from mpioperator.testing.http_probe import answers_ok
 from mpioperator.testing.process import ManagedProcess
 from mpioperator.testing.wait import ProbeAborted, WaitTimeout, wait_for
 
@@ -104,11 +103,7 @@ class LocalRegistry:
         process = self._process
         if process is None or not process.running():
             raise ProbeAborted("registry exited")
-        try:
-            with urllib.request.urlopen(f"http://{self.address}/v2/", timeout=2) as response:
-                return int(response.status) == 200
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            return False
+        return answers_ok(f"http://{self.address}/v2/")
 
     def stop(self) -> None:
         if self._process is not None:

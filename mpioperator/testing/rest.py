@@ -73,6 +73,20 @@ class RestClient:
     def get(self, path: str) -> Any:
         return self.request("GET", path)
 
+    def get_or_none(self, path: str) -> dict[str, Any] | None:
+        """The object at `path`, or None on a 404; any other error is raised."""
+        try:
+            found: dict[str, Any] = self.get(path)
+        except RestError as err:
+            if err.status == 404:
+                return None
+            raise
+        return found
+
+    def exists(self, path: str) -> bool:
+        """Whether a GET of `path` finds it: False on a 404, any other error raised."""
+        return self.get_or_none(path) is not None
+
     def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         created: dict[str, Any] = self.request("POST", path, body)
         return created

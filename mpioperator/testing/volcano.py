@@ -7,14 +7,12 @@ queue the scheduler creates, and a queue that is not Open admits nothing, so the
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from mpioperator.testing.binaries import BinariesUnavailable, run_build_script
+from mpioperator.testing.binaries import built_executable
 from mpioperator.testing.images.versions import pinned
 from mpioperator.testing.plane import ControlPlane
 from mpioperator.testing.podgroup_crds import module_dir
-from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import wait_for
 
 NAME = "volcano-scheduler"
@@ -53,11 +51,7 @@ tiers:
 
 def find_scheduler() -> Path:
     """$VOLCANO_SCHEDULER_BIN, else the cached build of hack/build-volcano-scheduler.sh (built if needed)."""
-    explicit = os.environ.get(BIN_ENV)
-    binary = Path(explicit) if explicit else run_build_script(_SCRIPT, what="Volcano's scheduler")
-    if not os.access(binary, os.X_OK):
-        raise BinariesUnavailable(f"{binary} is not an executable Volcano scheduler")
-    return binary
+    return built_executable(BIN_ENV, _SCRIPT, what="Volcano's scheduler", kind="Volcano scheduler")
 
 
 def crd_paths() -> list[Path]:
@@ -82,15 +76,9 @@ def start(cluster: ControlPlane, binary: Path, root: Path) -> None:
         "-v=2",
     ]
     cluster.spawn_component(NAME, argv)
-
-    def default_queue() -> bool:
-        try:
-            cluster.rest.get(f"{QUEUES}/default")
-        except RestError as err:
-            if err.status == 404:
-                return False
-            raise
-        return True
-
-    wait_for(default_queue, timeout=60, what="Volcano's scheduler to create the default queue")
+    wait_for(
+        lambda: cluster.rest.exists(f"{QUEUES}/default"),
+        timeout=60,
+        what="Volcano's scheduler to create the default queue",
+    )
     cluster.rest.merge_patch(f"{QUEUES}/default/status", {"status": {"state": "Open"}})

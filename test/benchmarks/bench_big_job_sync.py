@@ -23,38 +23,9 @@ import asyncio
 import copy
 import statistics
 import time
-from typing import cast
 
-from mpioperator.api.objects import Obj
-from mpioperator.cache.informer import SharedInformer
-from mpioperator.cache.store import Store
-from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
 from mpioperator.controller.sync import SyncSettings
 from test.unit.controller import sync_fixtures as fx
-
-
-class _IndexedStore:
-    """The part of a SharedInformer a StoreLister reads: its namespace (all) and its store."""
-
-    namespace: str | None = None
-
-    def __init__(self, objects: list[Obj]) -> None:
-        self.store = Store({JOB_NAME_INDEX: job_name_index})
-        for obj in objects:
-            self.store.add(obj)
-
-    def get(self, namespace: str | None, name: str) -> Obj | None:
-        return self.store.get(namespace, name)
-
-    def by_index(self, index_name: str, value: str) -> list[Obj]:
-        return self.store.by_index(index_name, value)
-
-
-def _indexed(scene: fx.Scene) -> None:
-    """Swaps the scene's listers for indexed ones over the same objects (every component shares them)."""
-    for attr, lister in scene.memory.items():
-        informer = cast(SharedInformer, _IndexedStore(lister.objects()))
-        setattr(scene.listers, attr, StoreLister([informer]))
 
 
 def _allowing(workers: int) -> SyncSettings:
@@ -85,7 +56,7 @@ def _running(workers: int) -> fx.Scene:
 
 
 async def _measure(name: str, scene: fx.Scene, syncs: int) -> None:
-    _indexed(scene)
+    fx.index_listers(scene)
     await scene.sync()
     # The cache now holds the status the first sync wrote, as the MPIJob informer would.
     written = [c.body for c in scene.writer.log if c.verb == "update_status" and c.body is not None]

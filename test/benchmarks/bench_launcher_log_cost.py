@@ -138,7 +138,7 @@ async def _make_pods(client: KubeClient, jobs: int, nodes: list[str]) -> list[Ob
 def _caches(pods: list[Obj]) -> tuple[Listers, IndexedLister]:
     kinds = {k: IndexedLister() for k in ("mpijobs", "pods", "jobs", "config_maps", "secrets", "services")}
     for i, real in enumerate(pods):
-        pi = fx.job(workers=2, status=fx.running_status(2))
+        pi = fx.running_job()
         pi["metadata"].update(namespace=f"ns{i}", uid=f"job-{i}", resourceVersion="5")
         pi["metadata"]["annotations"] = {launcher_log.PROGRESS: "json", launcher_log.STALL_TIMEOUT: "600"}
         the_launcher = fx.launcher(pi)

@@ -19,7 +19,6 @@ from mpioperator.testing.jobs import Job
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.nodes import NodeShape
 from mpioperator.testing.operator import OperatorProcess
-from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import ProbeAborted, wait_for
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -91,15 +90,9 @@ class Gang(Job):
     pod_groups_root = PODGROUPS  # the API group of the backend's PodGroups
 
     def pod_group(self) -> Obj | None:
-        try:
-            found: Obj = self.cluster.rest.get(
-                f"{self.pod_groups_root}/namespaces/{self.ns}/podgroups/{self.name}"
-            )
-            return found
-        except RestError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return self.cluster.rest.get_or_none(
+            f"{self.pod_groups_root}/namespaces/{self.ns}/podgroups/{self.name}"
+        )
 
     def wait_pod_group(self) -> Obj:
         found = wait_for(self.pod_group, timeout=60, what=f"PodGroup {self.ns}/{self.name}")

@@ -21,7 +21,6 @@ from mpioperator.testing.jobs import Job
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.prometheus import install_monitoring_crds
-from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import wait_for
 from test.conftest import _start
 
@@ -72,13 +71,7 @@ def run_to_success(cluster: LocalCluster, namespace: str, name: str) -> None:
 
 
 def crd_exists(cluster: LocalCluster) -> bool:
-    try:
-        cluster.rest.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/mpijobs.kubeflow.org")
-    except RestError as err:
-        if err.status == 404:
-            return False
-        raise
-    return True
+    return cluster.rest.exists("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/mpijobs.kubeflow.org")
 
 
 MONITORING: dict[str, Any] = {

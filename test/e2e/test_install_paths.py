@@ -112,6 +112,18 @@ def assert_operator_leads_and_runs_a_job(
         operator.terminate()
 
 
+def assert_installed_in(cluster: LocalCluster, namespace: str, make_namespace: Any, tmp_path: Path) -> None:
+    """The install's bindings name the operator's account in `namespace`, its pods take the Lease there,
+    and such an operator leads and runs a job."""
+    account = [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": namespace}]
+    assert objects_in(cluster, namespace)["rolebinding"]["subjects"] == account
+    assert cluster_binding_subjects(cluster) == account
+    lock = lock_namespace_of_a_deployment_pod(cluster, namespace)
+    assert lock == namespace
+
+    assert_operator_leads_and_runs_a_job(cluster, namespace, lock, make_namespace, tmp_path)
+
+
 def test_one_file_install_puts_everything_in_mpi_operator_and_its_operator_leads_there(
     bare_cluster: LocalCluster, make_namespace: Any, tmp_path: Path
 ) -> None:
@@ -119,17 +131,7 @@ def test_one_file_install_puts_everything_in_mpi_operator_and_its_operator_leads
     assert result.returncode == 0, result.stderr
     wait_crd_established(bare_cluster, "mpijobs.kubeflow.org")
 
-    objects = objects_in(bare_cluster, "mpi-operator")
-    assert objects["rolebinding"]["subjects"] == [
-        {"kind": "ServiceAccount", "name": ACCOUNT, "namespace": "mpi-operator"}
-    ]
-    assert cluster_binding_subjects(bare_cluster) == [
-        {"kind": "ServiceAccount", "name": ACCOUNT, "namespace": "mpi-operator"}
-    ]
-    lock = lock_namespace_of_a_deployment_pod(bare_cluster, "mpi-operator")
-    assert lock == "mpi-operator"
-
-    assert_operator_leads_and_runs_a_job(bare_cluster, "mpi-operator", lock, make_namespace, tmp_path)
+    assert_installed_in(bare_cluster, "mpi-operator", make_namespace, tmp_path)
 
 
 def test_base_alone_installs_into_kubeflow_and_its_operator_wins_the_lease_there(
@@ -142,17 +144,7 @@ def test_base_alone_installs_into_kubeflow_and_its_operator_wins_the_lease_there
     assert result.returncode == 0, result.stderr
     wait_crd_established(bare_cluster, "mpijobs.kubeflow.org")
 
-    objects = objects_in(bare_cluster, "kubeflow")
-    assert objects["role"]["metadata"]["namespace"] == "kubeflow"
-    assert objects["rolebinding"]["subjects"] == [
-        {"kind": "ServiceAccount", "name": ACCOUNT, "namespace": "kubeflow"}
-    ]
-    assert cluster_binding_subjects(bare_cluster) == [
-        {"kind": "ServiceAccount", "name": ACCOUNT, "namespace": "kubeflow"}
-    ]
+    assert objects_in(bare_cluster, "kubeflow")["role"]["metadata"]["namespace"] == "kubeflow"
     # The Lease must live where the leader-election Role grants it: before the fix the base's operator
     # looked for it in mpi-operator, where it may do nothing.
-    lock = lock_namespace_of_a_deployment_pod(bare_cluster, "kubeflow")
-    assert lock == "kubeflow"
-
-    assert_operator_leads_and_runs_a_job(bare_cluster, "kubeflow", lock, make_namespace, tmp_path)
+    assert_installed_in(bare_cluster, "kubeflow", make_namespace, tmp_path)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mpioperator.testing.cluster import LocalCluster
-from mpioperator.testing.jobs import TIMEOUT, Job
+from mpioperator.testing.jobs import CHILD_KINDS, TIMEOUT, Job
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.simulation import READY_AFTER
@@ -160,13 +160,7 @@ def test_deleting_the_mpijob_removes_every_child(installed_cluster: LocalCluster
 
     def leftovers() -> list[str]:
         found = []
-        for root, plural in (
-            ("/api/v1", "services"),
-            ("/api/v1", "configmaps"),
-            ("/api/v1", "secrets"),
-            ("/apis/batch/v1", "jobs"),
-            ("/api/v1", "pods"),
-        ):
+        for root, plural in CHILD_KINDS:
             for item in rest.get(f"{root}/namespaces/{ns}/{plural}")["items"]:
                 if item["metadata"]["name"].startswith("gone") and not item["metadata"].get(
                     "deletionTimestamp"

@@ -92,6 +92,16 @@ def returns_nothing(prometheus: LocalPrometheus, exprs: list[str]) -> list[str]:
     return empty
 
 
+def alert_value(prometheus: LocalPrometheus, rule: dict[str, Any], *, timeout: float) -> float:
+    """The value of the alert `rule`'s expression, once it returns data (waited for up to `timeout`)."""
+    found = wait_for(
+        lambda: prometheus.query(rule["expr"]),
+        timeout=timeout,
+        what=f"{rule['alert']}'s expression to return data",
+    )
+    return float(found[0]["value"][1])
+
+
 def submit_workload(cluster: LocalCluster, ns: str, blocked_ns: str, wave: int) -> None:
     base = f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs"
     for i in range(3):
@@ -198,12 +208,7 @@ def test_dashboard_and_alert_expressions_return_data_from_real_operators(
         assert prometheus.query(rules["MPIOperatorNoLeader"]["expr"]) == []
 
         # Every sync of `refused` fails on its ConfigMap: more than 5% of syncs fail.
-        errors = wait_for(
-            lambda: prometheus.query(rules["MPIOperatorReconcileErrors"]["expr"]),
-            timeout=120,
-            what="MPIOperatorReconcileErrors' expression to return data",
-        )
-        assert float(errors[0]["value"][1]) > 0.05
+        assert alert_value(prometheus, rules["MPIOperatorReconcileErrors"], timeout=120) > 0.05
 
         # Neither `waits` nor `refused` has run since it started: the signal counts their wait, the alert
         # fires past 15 minutes (promtool's rule tests check that threshold); here it is lowered to what
@@ -221,12 +226,7 @@ def test_dashboard_and_alert_expressions_return_data_from_real_operators(
         # SIGKILL the leader: the standby is up but waits out the Lease it cannot see renewed.
         assert leader.leading() and not standby.leading()
         leader.kill()
-        leaderless = wait_for(
-            lambda: prometheus.query(rules["MPIOperatorNoLeader"]["expr"]),
-            timeout=30,
-            what="MPIOperatorNoLeader's expression to return data",
-        )
-        assert float(leaderless[0]["value"][1]) == 0
+        assert alert_value(prometheus, rules["MPIOperatorNoLeader"], timeout=30) == 0
         assert prometheus.query(rules["MPIOperatorDown"]["expr"]) == []  # the standby is still up
         standby.wait_ready(timeout=90)
         assert lease_holder(cluster, OPERATOR_NAMESPACE) is not None
@@ -264,12 +264,7 @@ def test_dashboard_and_alert_expressions_return_data_from_real_operators(
 
         # No replica left: nothing reconciles, which is what MPIOperatorDown says.
         standby.terminate()
-        down = wait_for(
-            lambda: prometheus.query(rules["MPIOperatorDown"]["expr"]),
-            timeout=30,
-            what="MPIOperatorDown's expression to return data",
-        )
-        assert float(down[0]["value"][1]) == 1
+        assert alert_value(prometheus, rules["MPIOperatorDown"], timeout=30) == 1
     finally:
         prometheus.stop()
         standby.terminate()

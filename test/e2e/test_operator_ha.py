@@ -12,6 +12,7 @@ import pytest
 
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.install import OPERATOR_NAMESPACE
+from mpioperator.testing.jobs import CHILD_KINDS
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.wait import wait_for
@@ -75,13 +76,7 @@ def children_report(cluster: LocalCluster, ns: str) -> dict[str, Any]:
     }
     counts: Counter[tuple[str, str]] = Counter()
     orphans: list[str] = []
-    for root, plural in (
-        ("/api/v1", "services"),
-        ("/api/v1", "configmaps"),
-        ("/api/v1", "secrets"),
-        ("/apis/batch/v1", "jobs"),
-        ("/api/v1", "pods"),
-    ):
+    for root, plural in CHILD_KINDS:
         for item in cluster.rest.get(f"{root}/namespaces/{ns}/{plural}")["items"]:
             refs = [r for r in item["metadata"].get("ownerReferences") or () if r.get("controller")]
             if plural == "pods" and refs and refs[0]["kind"] == "Job":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,16 +57,23 @@ def assert_pi_ran_where_the_hostfile_says(
 def run_to_success(job: Job, body: dict[str, Any] | None = None, timeout: float = RUN_TIMEOUT) -> None:
     if body is not None:
         job.submit(body)
+    finished = wait_finished(job, timeout)
+    assert finished["type"] == "Succeeded", f"{job.name} failed: {finished}\n{diagnosis(job)}"
+
+
+def wait_finished(job: Job, timeout: float = RUN_TIMEOUT, more: Callable[[], str] = str) -> dict[str, Any]:
+    """The job's Succeeded or Failed condition once it has one; past `timeout`, an AssertionError with the
+    job's diagnosis and what `more` adds to it."""
     try:
-        finished = wait_for(
+        found = wait_for(
             lambda: job.condition("Succeeded") or job.condition("Failed"),
             timeout=timeout,
             what=f"{job.name} to finish",
         )
-    except WaitTimeout as timeout:
-        raise AssertionError(f"{timeout}\n{diagnosis(job)}") from None
-    assert finished is not None
-    assert finished["type"] == "Succeeded", f"{job.name} failed: {finished}\n{diagnosis(job)}"
+    except WaitTimeout as late:
+        raise AssertionError(f"{late}\n{diagnosis(job)}{more()}") from None
+    assert found is not None
+    return found
 
 
 def diagnosis(job: Job) -> str:

@@ -25,7 +25,7 @@ from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.wait import WaitTimeout, wait_for
 from test.real.conftest import running_operator, two_real_nodes
 from test.real.test_real_mpi4py import check_job
-from test.real.test_real_mpijobs import diagnosis, launcher_log
+from test.real.test_real_mpijobs import diagnosis, launcher_log, wait_finished
 
 OPENMPI = IMAGES["openmpi"]
 # Where each worker finds the name of the node it runs on, for its rank line.
@@ -119,16 +119,15 @@ def node_lines(log: str) -> dict[int, str]:
 
 
 def finished(job: Job, operator: OperatorProcess, timeout: float) -> dict[str, Any]:
-    try:
-        found = wait_for(
-            lambda: job.condition("Succeeded") or job.condition("Failed"),
-            timeout=timeout,
-            what=f"{job.name} to finish",
-        )
-    except WaitTimeout as late:
-        raise AssertionError(f"{late}\n{diagnosis(job)}\noperator:\n{operator.log_tail(80)}") from None
-    assert found is not None
-    return found
+    return wait_finished(job, timeout, lambda: f"\noperator:\n{operator.log_tail(80)}")
+
+
+def power_off(cluster: LocalCluster, lost: RealNode, timeline: Timeline) -> None:
+    """Powers `lost` off and waits until the cluster sees it NotReady, marking both on `timeline`."""
+    lost.power_off()
+    timeline.mark(f"{lost.name} powered off (traffic dropped, kubelet, containerd, containers killed)")
+    wait_for(lambda: not cluster.node_is_ready(lost.name), timeout=40, what=f"{lost.name} NotReady")
+    timeline.mark(f"{lost.name} NotReady")
 
 
 def test_an_mpi4py_job_spread_over_two_real_nodes_runs_a_rank_on_each_and_its_rank_lines_name_both(
@@ -178,10 +177,7 @@ def test_a_job_whose_workers_node_is_lost_restarts_as_a_whole_on_the_node_left_a
     timeline = Timeline()
 
     try:
-        lost.power_off()
-        timeline.mark(f"{lost.name} powered off (traffic dropped, kubelet, containerd, containers killed)")
-        wait_for(lambda: not two_nodes.node_is_ready(lost.name), timeout=40, what=f"{lost.name} NotReady")
-        timeline.mark(f"{lost.name} NotReady")
+        power_off(two_nodes, lost, timeline)
         restarting = wait_for(lambda: job.condition("Restarting"), timeout=60, what="the whole-job restart")
         assert restarting is not None
         timeline.mark(f"Restarting: {restarting['message']}")
@@ -249,10 +245,7 @@ def test_a_job_without_a_restart_policy_whose_workers_node_is_lost_fails_naming_
     timeline = Timeline()
 
     try:
-        lost.power_off()
-        timeline.mark(f"{lost.name} powered off (traffic dropped, kubelet, containerd, containers killed)")
-        wait_for(lambda: not two_nodes.node_is_ready(lost.name), timeout=40, what=f"{lost.name} NotReady")
-        timeline.mark(f"{lost.name} NotReady")
+        power_off(two_nodes, lost, timeline)
         done = finished(job, operator, timeout=90)
         timeline.mark(f"finished: {done['type']} ({done.get('reason')})")
         status = (job.get() or {}).get("status") or {}

@@ -30,6 +30,7 @@ from test.real.test_real_mpijobs import (
     diagnosis,
     launcher_log,
     pi_job,
+    wait_finished,
 )
 
 SSHD = "/usr/sbin/sshd -De -f /home/mpiuser/.sshd_config"
@@ -148,16 +149,7 @@ def launcher_runs(job: Job) -> str:
 
 
 def finished(job: Job) -> dict[str, Any]:
-    try:
-        found = wait_for(
-            lambda: job.condition("Succeeded") or job.condition("Failed"),
-            timeout=RUN_TIMEOUT,
-            what=f"{job.name} to finish",
-        )
-    except WaitTimeout as timeout:
-        raise AssertionError(f"{timeout}\n{diagnosis(job)}\n{waiter_diagnosis(job)}") from None
-    assert found is not None
-    return found
+    return wait_finished(job, RUN_TIMEOUT, lambda: f"\n{waiter_diagnosis(job)}")
 
 
 def run_late_sshd_job(job: Job, body: dict[str, Any] | None = None) -> Outcome:

@@ -13,8 +13,15 @@ from mpioperator.api.extensions.launch import WAIT_FOR_SSH_PORT
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.jobs import Job
 from mpioperator.testing.operator import OperatorProcess
-from mpioperator.testing.wait import WaitTimeout, wait_for
-from test.real.test_real_mpijobs import RUN_TIMEOUT, assert_computed_pi, diagnosis, launcher_log, pi_job
+from mpioperator.testing.wait import wait_for
+from test.real.test_real_mpijobs import (
+    RUN_TIMEOUT,
+    assert_computed_pi,
+    diagnosis,
+    launcher_log,
+    pi_job,
+    wait_finished,
+)
 
 STEPS = 6
 # The training-like program: one mpirun per step, the step reached written to the volume after each, and
@@ -60,16 +67,7 @@ def _checkpointing(name: str, volume: Path) -> dict[str, Any]:
 
 
 def _finished(job: Job, operator: OperatorProcess, timeout: float) -> dict[str, Any]:
-    try:
-        found = wait_for(
-            lambda: job.condition("Succeeded") or job.condition("Failed"),
-            timeout=timeout,
-            what=f"{job.name} to finish",
-        )
-    except WaitTimeout as late:
-        raise AssertionError(f"{late}\n{diagnosis(job)}\noperator:\n{operator.log_tail(80)}") from None
-    assert found is not None
-    return found
+    return wait_finished(job, timeout, lambda: f"\noperator:\n{operator.log_tail(80)}")
 
 
 def _step(volume: Path) -> int:

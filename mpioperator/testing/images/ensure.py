@@ -261,13 +261,20 @@ def push_images(env: BuildEnv, ids: dict[str, str], registry: str) -> list[str]:
     return pushed
 
 
-def build_all(wanted: Collection[str] | None = None) -> tuple[BuildEnv, dict[str, str]]:
+@contextlib.contextmanager
+def _built(wanted: Collection[str] | None) -> Iterator[tuple[BuildEnv, dict[str, str], float]]:
+    """Under the build lock, with the minute's progress line: the images built or cached (their ids by
+    name), and when the building started; the lock and the progress line last until the block ends."""
     check_host()
     with locked():
         env = build_env()
         started = time.monotonic()
         with progress(env):
-            ids = build_images(env, wanted)
+            yield env, build_images(env, wanted), started
+
+
+def build_all(wanted: Collection[str] | None = None) -> tuple[BuildEnv, dict[str, str]]:
+    with _built(wanted) as (env, ids, started):
         env.say(f"{len(ids)} images built or cached in {time.monotonic() - started:.1f} s")
         return env, ids
 
@@ -279,14 +286,9 @@ def ensure_images(registry: str, wanted: Collection[str] | None = None) -> list[
     `registry.k8s.io/pause:3.10`, ...); each is in the registry under the repository path a docker.io or
     registry.k8s.io mirror is asked for.
     """
-    check_host()
-    with locked():
-        env = build_env()
-        started = time.monotonic()
-        with progress(env):
-            ids = build_images(env, wanted)
-            built = time.monotonic() - started
-            pushed = push_images(env, ids, registry)
+    with _built(wanted) as (env, ids, started):
+        built = time.monotonic() - started
+        pushed = push_images(env, ids, registry)
         env.say(
             f"{len(ids)} images ready in {built:.1f} s; pushed {len(pushed)} to {registry} "
             f"in {time.monotonic() - started - built:.1f} s"

@@ -8,12 +8,11 @@ import os
 import shlex
 import signal
 import subprocess
-import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from mpioperator.testing.node.settings import NodeNetwork
-from mpioperator.testing.process import pid_alive
+from mpioperator.testing.process import pid_alive, wait_pids_gone
 
 IPTABLES_TABLES = ("filter", "nat", "mangle", "raw")
 
@@ -204,12 +203,7 @@ def kill_pids(pids: Iterable[int], *, timeout: float = 15.0) -> list[int]:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + timeout
-    alive = [p for p in pids if _still_alive(p)]
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.05)
-        alive = [p for p in alive if _still_alive(p)]
-    return alive
+    return wait_pids_gone(pids, timeout, is_alive=_still_alive)
 
 
 def _still_alive(pid: int) -> bool:

@@ -41,14 +41,22 @@ def launcher_pod(ns: str, job: str) -> dict[str, Any]:
     }
 
 
-async def test_wait_returns_the_job_once_it_succeeded_and_reports_each_change(
-    sdk: AsyncMPIJobClient, served: LocalCluster, ns: str
-) -> None:
+async def _waiting_for_a_new_pi(
+    sdk: AsyncMPIJobClient, *, timeout: float
+) -> tuple[list[str], asyncio.Future[dict[str, Any]]]:
+    """Creates job `pi` and starts waiting for it: the phases `wait` reports as they come, and the wait."""
     await sdk.create(pi())
     phases: list[str] = []
     waiting = asyncio.ensure_future(
-        sdk.wait("pi", timeout=60, on_change=lambda job: phases.append(phase(job)))
+        sdk.wait("pi", timeout=timeout, on_change=lambda job: phases.append(phase(job)))
     )
+    return phases, waiting
+
+
+async def test_wait_returns_the_job_once_it_succeeded_and_reports_each_change(
+    sdk: AsyncMPIJobClient, served: LocalCluster, ns: str
+) -> None:
+    phases, waiting = await _waiting_for_a_new_pi(sdk, timeout=60)
 
     async def seen(expected: str) -> bool:
         return expected in phases
@@ -74,11 +82,7 @@ async def test_wait_gives_up_after_its_timeout_naming_the_phase(sdk: AsyncMPIJob
 async def test_wait_that_times_out_names_the_phase_the_job_reached_meanwhile(
     sdk: AsyncMPIJobClient, served: LocalCluster, ns: str
 ) -> None:
-    await sdk.create(pi())
-    phases: list[str] = []
-    waiting = asyncio.ensure_future(
-        sdk.wait("pi", timeout=4, on_change=lambda job: phases.append(phase(job)))
-    )
+    phases, waiting = await _waiting_for_a_new_pi(sdk, timeout=4)
 
     async def reported_pending() -> bool:
         return "Pending" in phases

@@ -17,6 +17,11 @@ T = TypeVar("T")
 TIMEOUT = 30.0
 
 
+def job_selector(job: str) -> dict[str, str]:
+    """The labels upstream selects the pods of MPIJob `job` by (its Service's selector)."""
+    return {"training.kubeflow.org/operator-name": "mpi-operator", "training.kubeflow.org/job-name": job}
+
+
 def now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -42,13 +47,7 @@ class Actors:
         return f"{base}/{name}" if name else base
 
     def get(self, kind: str, name: str) -> dict[str, Any] | None:
-        try:
-            found: dict[str, Any] = self.rest.get(self.path(kind, name))
-            return found
-        except RestError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return self.rest.get_or_none(self.path(kind, name))
 
     def items(self, kind: str, selector: str = "") -> list[dict[str, Any]]:
         query = f"?labelSelector={selector}" if selector else ""

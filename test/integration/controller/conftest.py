@@ -29,16 +29,19 @@ CRD_FILE = Path(
 )
 
 
+def with_mpijob_crd(cluster: LocalCluster) -> LocalCluster:
+    """`cluster` once the MPIJob CRD is applied, established and its resource served."""
+    cluster.kubectl("apply", "--server-side", "-f", str(CRD_FILE))
+    wait_crd_established(cluster, "mpijobs.kubeflow.org")
+    wait_for(
+        lambda: cluster.rest.get("/apis/kubeflow.org/v2beta1/mpijobs"), timeout=30, what="mpijobs served"
+    )
+    return cluster
+
+
 @pytest.fixture(scope="session")
 def mpijob_crd(apiserver_cluster: LocalCluster) -> LocalCluster:
-    apiserver_cluster.kubectl("apply", "--server-side", "-f", str(CRD_FILE))
-    wait_crd_established(apiserver_cluster, "mpijobs.kubeflow.org")
-    wait_for(
-        lambda: apiserver_cluster.rest.get("/apis/kubeflow.org/v2beta1/mpijobs"),
-        timeout=30,
-        what="mpijobs served",
-    )
-    return apiserver_cluster
+    return with_mpijob_crd(apiserver_cluster)
 
 
 # The calls that write: what CountingWriter counts.
@@ -137,6 +140,27 @@ def podgroup_crds(mpijob_crd: LocalCluster) -> LocalCluster:
         mpijob_crd.kubectl("apply", "--server-side", "-f", str(crd))
         wait_crd_established(mpijob_crd, name)
     return mpijob_crd
+
+
+# Upstream's integration test runs scheduler-plugins under this name too: any value but "volcano" works.
+PLUGINS_SCHEDULER = "default-scheduler"
+
+
+@pytest_asyncio.fixture
+async def volcano(podgroup_crds: LocalCluster, make_namespace: Any) -> AsyncIterator[Harness]:
+    """A controller with --gang-scheduling=volcano, watching a namespace of its own."""
+    async with running_controller(
+        podgroup_crds, make_namespace(podgroup_crds), gang_scheduling="volcano"
+    ) as h:
+        yield h
+
+
+@pytest_asyncio.fixture
+async def plugins(podgroup_crds: LocalCluster, make_namespace: Any) -> AsyncIterator[Harness]:
+    """A controller with scheduler-plugins gang scheduling, watching a namespace of its own."""
+    namespace = make_namespace(podgroup_crds)
+    async with running_controller(podgroup_crds, namespace, gang_scheduling=PLUGINS_SCHEDULER) as h:
+        yield h
 
 
 async def _synced(controller: MPIJobController, task: asyncio.Future[None]) -> None:

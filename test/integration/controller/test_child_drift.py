@@ -11,12 +11,10 @@ import pytest_asyncio
 
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
+from test.integration.controller.actors import job_selector
 from test.integration.controller.test_upstream_sync_scenarios import Scene, informers_only
 
-UPSTREAM_SELECTOR = {
-    "training.kubeflow.org/operator-name": "mpi-operator",
-    "training.kubeflow.org/job-name": "x",
-}
+UPSTREAM_SELECTOR = job_selector("x")
 
 
 @pytest_asyncio.fixture

@@ -16,7 +16,13 @@ from mpioperator.api.objects import Obj
 from mpioperator.controller.builders import worker_pod
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
-from test.integration.controller.test_upstream_sync_scenarios import ALL, Scene, _ago, informers_only
+from test.integration.controller.test_upstream_sync_scenarios import (
+    ALL,
+    Scene,
+    _ago,
+    informers_only,
+    succeeded_status,
+)
 
 
 @pytest_asyncio.fixture
@@ -27,29 +33,7 @@ async def scene(mpijob_crd: LocalCluster, make_namespace: Any) -> AsyncIterator[
 
 def _succeeded(scene: Scene, job: str, *, finished_seconds_ago: int) -> Obj:
     started, completed = _ago(finished_seconds_ago + 30), _ago(finished_seconds_ago)
-    return {
-        "startTime": started,
-        "completionTime": completed,
-        "conditions": [
-            {
-                "type": "Created",
-                "status": "True",
-                "reason": "MPIJobCreated",
-                "message": f"MPIJob {scene.ns}/{job} is created.",
-                "lastUpdateTime": started,
-                "lastTransitionTime": started,
-            },
-            {
-                "type": "Succeeded",
-                "status": "True",
-                "reason": "MPIJobSucceeded",
-                "message": f"MPIJob {scene.ns}/{job} successfully completed.",
-                "lastUpdateTime": completed,
-                "lastTransitionTime": completed,
-            },
-        ],
-        "replicaStatuses": {"Launcher": {"succeeded": 1}, "Worker": {}},
-    }
+    return succeeded_status(scene.ns, job, started, completed, worker={})
 
 
 async def test_finished_job_past_its_ttl_is_deleted_itself(scene: Scene) -> None:

@@ -4,16 +4,17 @@ workers and into nothing else, the Role follows the job's worker count, and an o
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest_asyncio
 import yaml
 
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.operator import service_account_token
 from mpioperator.testing.pki import write_kubeconfig
-from mpioperator.testing.rest import RestError
 from test.integration.controller.actors import Actors
 from test.integration.controller.conftest import running_controller
 from test.integration.controller.waits import condition_appears
@@ -44,64 +45,61 @@ def can_i(cluster: LocalCluster, ns: str, account: str, verb: str, what: str, na
     return said[0] == "yes"
 
 
+@pytest_asyncio.fixture
+async def a(mpijob_crd: LocalCluster, make_namespace: Any) -> AsyncIterator[Actors]:
+    """The actors of a namespace of its own, watched by a controller that may grant the exec launch agent
+    (its tests' `a`)."""
+    ns = make_namespace(mpijob_crd)
+    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
+        yield Actors(h.cluster, ns)
+
+
 def role(a: Actors, name: str) -> Obj | None:
-    try:
-        found: Obj = a.rest.get(f"{RBAC}/{a.ns}/roles/{name}")
-        return found
-    except RestError as error:
-        if error.status == 404:
-            return None
-        raise
+    return a.rest.get_or_none(f"{RBAC}/{a.ns}/roles/{name}")
 
 
 async def test_a_launcher_account_may_exec_into_its_own_workers_and_is_refused_another_jobs_pod(
-    mpijob_crd: LocalCluster, make_namespace: Any
+    a: Actors,
 ) -> None:
-    ns = make_namespace(mpijob_crd)
-    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
-        a = Actors(h.cluster, ns)
-        a.submit(exec_job("alpha"))
-        a.submit(exec_job("beta"))
-        await a.until_true(lambda: len(a.worker_pods("alpha")) == 2, "alpha's workers")
-        await a.until_true(lambda: len(a.worker_pods("beta")) == 2, "beta's workers")
-        await a.until_true(lambda: a.launcher_job("alpha") is not None, "alpha's launcher Job")
+    a.submit(exec_job("alpha"))
+    a.submit(exec_job("beta"))
+    await a.until_true(lambda: len(a.worker_pods("alpha")) == 2, "alpha's workers")
+    await a.until_true(lambda: len(a.worker_pods("beta")) == 2, "beta's workers")
+    await a.until_true(lambda: a.launcher_job("alpha") is not None, "alpha's launcher Job")
 
-        launcher = a.launcher_job("alpha")
-        assert launcher is not None
-        assert launcher["spec"]["template"]["spec"]["serviceAccountName"] == "alpha-launcher"
-        for kind in ("serviceaccounts", "roles", "rolebindings"):
-            root = "/api/v1/namespaces" if kind == "serviceaccounts" else RBAC
-            found = a.rest.get(f"{root}/{ns}/{kind}/alpha-launcher")
-            (owner,) = found["metadata"]["ownerReferences"]
-            assert (owner["kind"], owner["name"], owner["controller"]) == ("MPIJob", "alpha", True)
+    launcher = a.launcher_job("alpha")
+    assert launcher is not None
+    assert launcher["spec"]["template"]["spec"]["serviceAccountName"] == "alpha-launcher"
+    for kind in ("serviceaccounts", "roles", "rolebindings"):
+        root = "/api/v1/namespaces" if kind == "serviceaccounts" else RBAC
+        found = a.rest.get(f"{root}/{a.ns}/{kind}/alpha-launcher")
+        (owner,) = found["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"], owner["controller"]) == ("MPIJob", "alpha", True)
 
-        account = "alpha-launcher"
-        assert can_i(mpijob_crd, ns, account, "create", "pods/exec", "alpha-worker-0")
-        assert can_i(mpijob_crd, ns, account, "create", "pods/exec", "alpha-worker-1")
-        assert can_i(mpijob_crd, ns, account, "get", "pods", "alpha-worker-1")
-        assert not can_i(mpijob_crd, ns, account, "create", "pods/exec", "beta-worker-0")
-        assert not can_i(mpijob_crd, ns, account, "get", "pods", "beta-worker-0")
-        launcher_pod_name = "alpha-launcher-x7k2p"  # any other pod name: the launcher's own included
-        assert not can_i(mpijob_crd, ns, account, "create", "pods/exec", launcher_pod_name)
-        assert not can_i(mpijob_crd, ns, account, "list", "pods", "")
-        assert not can_i(mpijob_crd, ns, "beta-launcher", "create", "pods/exec", "alpha-worker-0")
+    account = "alpha-launcher"
+    assert can_i(a.cluster, a.ns, account, "create", "pods/exec", "alpha-worker-0")
+    assert can_i(a.cluster, a.ns, account, "create", "pods/exec", "alpha-worker-1")
+    assert can_i(a.cluster, a.ns, account, "get", "pods", "alpha-worker-1")
+    assert not can_i(a.cluster, a.ns, account, "create", "pods/exec", "beta-worker-0")
+    assert not can_i(a.cluster, a.ns, account, "get", "pods", "beta-worker-0")
+    launcher_pod_name = "alpha-launcher-x7k2p"  # any other pod name: the launcher's own included
+    assert not can_i(a.cluster, a.ns, account, "create", "pods/exec", launcher_pod_name)
+    assert not can_i(a.cluster, a.ns, account, "list", "pods", "")
+    assert not can_i(a.cluster, a.ns, "beta-launcher", "create", "pods/exec", "alpha-worker-0")
 
 
-async def test_the_role_follows_the_worker_count(mpijob_crd: LocalCluster, make_namespace: Any) -> None:
-    ns = make_namespace(mpijob_crd)
-    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
-        a = Actors(h.cluster, ns)
-        a.submit(exec_job("grow", workers=1))
-        await a.until_true(lambda: role(a, "grow-launcher") is not None, "grow's Role")
-        assert not can_i(mpijob_crd, ns, "grow-launcher", "create", "pods/exec", "grow-worker-1")
+async def test_the_role_follows_the_worker_count(a: Actors) -> None:
+    a.submit(exec_job("grow", workers=1))
+    await a.until_true(lambda: role(a, "grow-launcher") is not None, "grow's Role")
+    assert not can_i(a.cluster, a.ns, "grow-launcher", "create", "pods/exec", "grow-worker-1")
 
-        a.patch_spec("grow", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 2}}}})
+    a.patch_spec("grow", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 2}}}})
 
-        await a.until_true(
-            lambda: "grow-worker-1" in str((role(a, "grow-launcher") or {}).get("rules")),
-            "the Role to name the new worker",
-        )
-        assert can_i(mpijob_crd, ns, "grow-launcher", "create", "pods/exec", "grow-worker-1")
+    await a.until_true(
+        lambda: "grow-worker-1" in str((role(a, "grow-launcher") or {}).get("rules")),
+        "the Role to name the new worker",
+    )
+    assert can_i(a.cluster, a.ns, "grow-launcher", "create", "pods/exec", "grow-worker-1")
 
 
 async def test_without_the_operator_flag_the_job_is_held_with_a_condition_and_one_warning(
@@ -224,13 +222,7 @@ def granted(a: Actors, job: str) -> list[str] | None:
 
 
 def binding(a: Actors, name: str) -> Obj | None:
-    try:
-        found: Obj = a.rest.get(f"{RBAC}/{a.ns}/rolebindings/{name}")
-        return found
-    except RestError as error:
-        if error.status == 404:
-            return None
-        raise
+    return a.rest.get_or_none(f"{RBAC}/{a.ns}/rolebindings/{name}")
 
 
 def hold(a: Actors, pod: str) -> None:
@@ -244,118 +236,91 @@ def release_held(a: Actors) -> None:
             a.rest.merge_patch(a.path("pods", pod["metadata"]["name"]), {"metadata": {"finalizers": None}})
 
 
-async def test_a_worker_being_deleted_leaves_the_role(mpijob_crd: LocalCluster, make_namespace: Any) -> None:
-    ns = make_namespace(mpijob_crd)
-    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
-        a = Actors(h.cluster, ns)
-        a.submit(exec_job("shrink"))
-        await a.until_true(lambda: granted(a, "shrink") == ["shrink-worker-0", "shrink-worker-1"], "the Role")
-        hold(a, "shrink-worker-1")
-        try:
-            a.rest.delete(a.path("pods", "shrink-worker-1"))
+async def test_a_worker_being_deleted_leaves_the_role(a: Actors) -> None:
+    a.submit(exec_job("shrink"))
+    await a.until_true(lambda: granted(a, "shrink") == ["shrink-worker-0", "shrink-worker-1"], "the Role")
+    hold(a, "shrink-worker-1")
+    try:
+        a.rest.delete(a.path("pods", "shrink-worker-1"))
 
-            await a.until_true(lambda: granted(a, "shrink") == ["shrink-worker-0"], "the Role to shrink")
-            assert not can_i(mpijob_crd, ns, "shrink-launcher", "create", "pods/exec", "shrink-worker-1")
-        finally:
-            release_held(a)
+        await a.until_true(lambda: granted(a, "shrink") == ["shrink-worker-0"], "the Role to shrink")
+        assert not can_i(a.cluster, a.ns, "shrink-launcher", "create", "pods/exec", "shrink-worker-1")
+    finally:
+        release_held(a)
 
 
-async def test_a_suspended_jobs_role_grants_nothing(mpijob_crd: LocalCluster, make_namespace: Any) -> None:
-    ns = make_namespace(mpijob_crd)
-    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
-        a = Actors(h.cluster, ns)
-        a.submit(exec_job("nap"))
-        await a.until_true(lambda: granted(a, "nap") == ["nap-worker-0", "nap-worker-1"], "the Role")
+async def test_a_suspended_jobs_role_grants_nothing(a: Actors) -> None:
+    a.submit(exec_job("nap"))
+    await a.until_true(lambda: granted(a, "nap") == ["nap-worker-0", "nap-worker-1"], "the Role")
 
-        a.patch_spec("nap", {"spec": {"runPolicy": {"suspend": True}}})
+    a.patch_spec("nap", {"spec": {"runPolicy": {"suspend": True}}})
 
-        await a.until_true(lambda: granted(a, "nap") == [], "the Role to grant nothing")
-        assert not can_i(mpijob_crd, ns, "nap-launcher", "create", "pods/exec", "nap-worker-0")
+    await a.until_true(lambda: granted(a, "nap") == [], "the Role to grant nothing")
+    assert not can_i(a.cluster, a.ns, "nap-launcher", "create", "pods/exec", "nap-worker-0")
 
 
-async def test_a_finished_jobs_role_grants_nothing_once_its_workers_are_cleaned_up(
-    mpijob_crd: LocalCluster, make_namespace: Any
-) -> None:
-    ns = make_namespace(mpijob_crd)
-    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
-        a = Actors(h.cluster, ns)
-        body = exec_job("done")
-        body["spec"]["runPolicy"] = {"cleanPodPolicy": "Running"}
-        a.submit(body)
-        await a.until_true(lambda: len(a.worker_pods("done")) == 2, "done's workers")
-        a.set_workers("done", "Running", ready=True)
-        await a.until_true(lambda: a.launcher_job("done") is not None, "done's launcher Job")
-        assert granted(a, "done") == ["done-worker-0", "done-worker-1"]
+async def test_a_finished_jobs_role_grants_nothing_once_its_workers_are_cleaned_up(a: Actors) -> None:
+    body = exec_job("done")
+    body["spec"]["runPolicy"] = {"cleanPodPolicy": "Running"}
+    a.submit(body)
+    await a.until_true(lambda: len(a.worker_pods("done")) == 2, "done's workers")
+    a.set_workers("done", "Running", ready=True)
+    await a.until_true(lambda: a.launcher_job("done") is not None, "done's launcher Job")
+    assert granted(a, "done") == ["done-worker-0", "done-worker-1"]
 
-        a.set_launcher_job("done", "Complete")
+    a.set_launcher_job("done", "Complete")
 
-        await a.until_true(lambda: granted(a, "done") == [], "the Role to grant nothing")
+    await a.until_true(lambda: granted(a, "done") == [], "the Role to grant nothing")
 
 
-async def test_a_whole_job_restart_takes_the_attempts_workers_out_of_the_role(
-    mpijob_crd: LocalCluster, make_namespace: Any
-) -> None:
-    ns = make_namespace(mpijob_crd)
-    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
-        a = Actors(h.cluster, ns)
-        body = exec_job("again")
-        body["metadata"]["annotations"]["mpioperator.io/restart-policy"] = "OnWorkerFailure"
-        a.submit(body)
-        await a.until_true(lambda: granted(a, "again") == ["again-worker-0", "again-worker-1"], "the Role")
-        for pod in ("again-worker-0", "again-worker-1"):
-            hold(a, pod)
-        try:
-            a.set_pod("again-worker-1", "Failed")
+async def test_a_whole_job_restart_takes_the_attempts_workers_out_of_the_role(a: Actors) -> None:
+    body = exec_job("again")
+    body["metadata"]["annotations"]["mpioperator.io/restart-policy"] = "OnWorkerFailure"
+    a.submit(body)
+    await a.until_true(lambda: granted(a, "again") == ["again-worker-0", "again-worker-1"], "the Role")
+    for pod in ("again-worker-0", "again-worker-1"):
+        hold(a, pod)
+    try:
+        a.set_pod("again-worker-1", "Failed")
 
-            await a.until_true(lambda: a.status("again").get("restarts") == 1, "the restart")
-            # The attempt's workers are held terminating, so the next attempt's are not made yet.
-            await a.until_true(lambda: granted(a, "again") == [], "the Role to grant nothing")
-        finally:
-            release_held(a)
-        await a.until_true(
-            lambda: granted(a, "again") == ["again-worker-0", "again-worker-1"], "the next attempt's workers"
-        )
+        await a.until_true(lambda: a.status("again").get("restarts") == 1, "the restart")
+        # The attempt's workers are held terminating, so the next attempt's are not made yet.
+        await a.until_true(lambda: granted(a, "again") == [], "the Role to grant nothing")
+    finally:
+        release_held(a)
+    await a.until_true(
+        lambda: granted(a, "again") == ["again-worker-0", "again-worker-1"], "the next attempt's workers"
+    )
 
 
-async def test_removing_the_annotation_revokes_the_grant(
-    mpijob_crd: LocalCluster, make_namespace: Any
-) -> None:
-    ns = make_namespace(mpijob_crd)
-    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
-        a = Actors(h.cluster, ns)
-        a.submit(exec_job("plain"))
-        await a.until_true(lambda: granted(a, "plain") == ["plain-worker-0", "plain-worker-1"], "the Role")
+async def test_removing_the_annotation_revokes_the_grant(a: Actors) -> None:
+    a.submit(exec_job("plain"))
+    await a.until_true(lambda: granted(a, "plain") == ["plain-worker-0", "plain-worker-1"], "the Role")
 
-        a.patch_spec("plain", {"metadata": {"annotations": {"mpioperator.io/launch-agent": None}}})
+    a.patch_spec("plain", {"metadata": {"annotations": {"mpioperator.io/launch-agent": None}}})
 
-        await a.until_true(lambda: granted(a, "plain") in (None, []), "the Role to grant nothing")
-        await a.until_true(lambda: binding(a, "plain-launcher") is None, "the binding to go")
-        assert not can_i(mpijob_crd, ns, "plain-launcher", "create", "pods/exec", "plain-worker-0")
+    await a.until_true(lambda: granted(a, "plain") in (None, []), "the Role to grant nothing")
+    await a.until_true(lambda: binding(a, "plain-launcher") is None, "the binding to go")
+    assert not can_i(a.cluster, a.ns, "plain-launcher", "create", "pods/exec", "plain-worker-0")
 
 
-async def test_an_orphan_deletion_leaves_an_empty_role_and_no_binding(
-    mpijob_crd: LocalCluster, make_namespace: Any
-) -> None:
-    ns = make_namespace(mpijob_crd)
-    async with running_controller(mpijob_crd, ns, settings={"exec_agent_image": IMAGE}) as h:
-        a = Actors(h.cluster, ns)
-        a.submit(exec_job("orphan"))
-        await a.until_true(lambda: granted(a, "orphan") == ["orphan-worker-0", "orphan-worker-1"], "the Role")
-        await a.until_true(lambda: binding(a, "orphan-launcher") is not None, "the binding")
+async def test_an_orphan_deletion_leaves_an_empty_role_and_no_binding(a: Actors) -> None:
+    a.submit(exec_job("orphan"))
+    await a.until_true(lambda: granted(a, "orphan") == ["orphan-worker-0", "orphan-worker-1"], "the Role")
+    await a.until_true(lambda: binding(a, "orphan-launcher") is not None, "the binding")
 
-        a.rest.delete(a.path("mpijobs", "orphan"), {"propagationPolicy": "Orphan"})
+    a.rest.delete(a.path("mpijobs", "orphan"), {"propagationPolicy": "Orphan"})
 
-        await a.until_true(lambda: granted(a, "orphan") in (None, []), "the Role to grant nothing")
-        await a.until_true(lambda: binding(a, "orphan-launcher") is None, "the binding to go")
-        assert not can_i(mpijob_crd, ns, "orphan-launcher", "create", "pods/exec", "orphan-worker-0")
-        # There is no garbage collector on this tier: Kubernetes' own `orphan` finalizer stays, ours goes.
-        await a.until_true(
-            lambda: (
-                FINALIZER
-                not in ((a.get("mpijobs", "orphan") or {}).get("metadata", {}).get("finalizers") or ())
-            ),
-            "the operator's finalizer to go",
-        )
+    await a.until_true(lambda: granted(a, "orphan") in (None, []), "the Role to grant nothing")
+    await a.until_true(lambda: binding(a, "orphan-launcher") is None, "the binding to go")
+    assert not can_i(a.cluster, a.ns, "orphan-launcher", "create", "pods/exec", "orphan-worker-0")
+    # There is no garbage collector on this tier: Kubernetes' own `orphan` finalizer stays, ours goes.
+    await a.until_true(
+        lambda: (
+            FINALIZER not in ((a.get("mpijobs", "orphan") or {}).get("metadata", {}).get("finalizers") or ())
+        ),
+        "the operator's finalizer to go",
+    )
 
 
 async def test_a_pre_created_role_that_names_the_job_as_controller_is_refused(

@@ -5,37 +5,19 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
 
 import pytest
-import pytest_asyncio
 
 from mpioperator.api.objects import Obj
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.rest import RestError
 from test.integration.controller.actors import Actors
-from test.integration.controller.conftest import Harness, running_controller
+from test.integration.controller.conftest import PLUGINS_SCHEDULER, Harness
 
 VOLCANO_ROOT = "/apis/scheduling.volcano.sh/v1beta1"
 PLUGINS_ROOT = "/apis/scheduling.x-k8s.io/v1alpha1"
-# Upstream's integration test runs scheduler-plugins under this name too: any value but "volcano" works.
-PLUGINS_SCHEDULER = "default-scheduler"
-
-
-@pytest_asyncio.fixture
-async def volcano(podgroup_crds: LocalCluster, make_namespace: Any) -> AsyncIterator[Harness]:
-    namespace = make_namespace(podgroup_crds)
-    async with running_controller(podgroup_crds, namespace, gang_scheduling="volcano") as running:
-        yield running
-
-
-@pytest_asyncio.fixture
-async def plugins(podgroup_crds: LocalCluster, make_namespace: Any) -> AsyncIterator[Harness]:
-    namespace = make_namespace(podgroup_crds)
-    async with running_controller(podgroup_crds, namespace, gang_scheduling=PLUGINS_SCHEDULER) as running:
-        yield running
 
 
 @pytest.fixture
@@ -63,13 +45,7 @@ class GangActors(Actors):
         self.root = root
 
     def pod_group(self, name: str) -> Obj | None:
-        try:
-            found: Obj = self.rest.get(f"{self.root}/namespaces/{self.ns}/podgroups/{name}")
-            return found
-        except RestError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return self.rest.get_or_none(f"{self.root}/namespaces/{self.ns}/podgroups/{name}")
 
     async def wait_pod_group(self, name: str) -> Obj:
         found = await self.until(lambda: self.pod_group(name), f"PodGroup {name}")
@@ -273,34 +249,40 @@ async def test_priority_classes_decide_which_replica_min_resources_cuts(
     assert a.pod_group_spec("wh")["priorityClassName"] == low
 
 
-async def test_min_resources_count_init_containers_and_native_sidecars(plugins: Harness) -> None:
+@pytest.mark.parametrize(
+    ("init_containers", "cpu"),
+    [
+        pytest.param(
+            [
+                {
+                    "name": "sidecar",
+                    "image": "x",
+                    "restartPolicy": "Always",
+                    "resources": {"requests": {"cpu": "500m"}},
+                },
+                {"name": "warmup", "image": "x", "resources": {"requests": {"cpu": "4"}}},
+            ],
+            # A worker runs its main container beside the native sidecar for its whole life: 10 + 0.5 cpu
+            # (the init container's 4 + 0.5 is less). Upstream counts 10 per worker, 21 in all.
+            "22",
+            id="native-sidecar",
+        ),
+        pytest.param(
+            [{"name": "warmup", "image": "x", "resources": {"requests": {"cpu": "16"}}}],
+            # Each worker needs 16 cpu while its init container runs; upstream's sum would say 1 + 2 x 10 = 21.
+            "33",
+            id="init-container-larger-than-the-main-container",
+        ),
+    ],
+)
+async def test_min_resources_count_init_containers_and_native_sidecars(
+    plugins: Harness, init_containers: list[Obj], cpu: str
+) -> None:
     a = GangActors(plugins, PLUGINS_ROOT)
-    init_containers = [
-        {
-            "name": "sidecar",
-            "image": "x",
-            "restartPolicy": "Always",
-            "resources": {"requests": {"cpu": "500m"}},
-        },
-        {"name": "warmup", "image": "x", "resources": {"requests": {"cpu": "4"}}},
-    ]
-    a.submit(gang_job("eff", worker={"initContainers": init_containers}))
-    # A worker runs its main container beside the native sidecar for its whole life: 10 + 0.5 cpu (the
-    # init container's 4 + 0.5 is less). Upstream counts 10 per worker, 21 in all.
-    await a.until_true(
-        lambda: a.pod_group_spec("eff").get("minResources") == {"cpu": "22", "memory": "42Gi"},
-        "minResources with the sidecar",
-    )
-
-
-async def test_min_resources_take_an_init_container_larger_than_the_main_container(plugins: Harness) -> None:
-    a = GangActors(plugins, PLUGINS_ROOT)
-    init_containers = [{"name": "warmup", "image": "x", "resources": {"requests": {"cpu": "16"}}}]
     a.submit(gang_job("init", worker={"initContainers": init_containers}))
-    # Each worker needs 16 cpu while its init container runs; upstream's sum would say 1 + 2 x 10 = 21.
     await a.until_true(
-        lambda: a.pod_group_spec("init").get("minResources") == {"cpu": "33", "memory": "42Gi"},
-        "minResources with the init container",
+        lambda: a.pod_group_spec("init").get("minResources") == {"cpu": cpu, "memory": "42Gi"},
+        "minResources with the init containers",
     )
 
 
@@ -354,16 +336,21 @@ async def test_converged_gang_job_sync_makes_no_api_write(volcano: Harness) -> N
     a.submit(gang_job("quiet"))
     await a.until(lambda: a.launcher_job("quiet"), "launcher Job")
     assert a.pod_group_spec("quiet")["queue"] == "default"
-    a.set_workers("quiet", "Running", ready=True)
-    a.create_launcher_pod("quiet")
-    await a.until_true(lambda: a.condition("quiet", "Running") is not None, "Running condition")
-    await a.until_true(lambda: volcano.controller.queue_idle(), "the work queue to drain")
-    await volcano.controller.recorder.flush()
+    await assert_running_job_resyncs_without_writes(volcano, a, "quiet")
 
-    volcano.writer.writes.clear()
-    await volcano.controller.syncer.sync(f"{volcano.namespace}/quiet")
-    await volcano.controller.recorder.flush()
-    assert volcano.writer.writes == []
+
+async def assert_running_job_resyncs_without_writes(h: Harness, a: Actors, name: str) -> None:
+    """Once job `name`, its launcher made, runs and the queue is idle, one more sync of it writes nothing."""
+    a.set_workers(name, "Running", ready=True)
+    a.create_launcher_pod(name)
+    await a.until_true(lambda: a.condition(name, "Running") is not None, "Running condition")
+    await a.until_true(lambda: h.controller.queue_idle(), "the work queue to drain")
+    await h.controller.recorder.flush()
+
+    h.writer.writes.clear()
+    await h.controller.syncer.sync(f"{h.namespace}/{name}")
+    await h.controller.recorder.flush()
+    assert h.writer.writes == []
 
 
 async def test_pod_group_events_bring_an_edited_or_deleted_pod_group_back(plugins: Harness) -> None:

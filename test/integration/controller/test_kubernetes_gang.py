@@ -11,24 +11,21 @@ import pytest
 import pytest_asyncio
 
 from mpioperator.api.objects import Obj
-from mpioperator.testing.cluster import LocalCluster, wait_crd_established
-from mpioperator.testing.wait import wait_for
-from test.integration.controller.conftest import CRD_FILE, Harness, running_controller
-from test.integration.controller.test_gang_scheduling import GangActors, gang_job, owner_of
+from mpioperator.testing.cluster import LocalCluster
+from test.integration.controller.conftest import Harness, running_controller, with_mpijob_crd
+from test.integration.controller.test_gang_scheduling import (
+    GangActors,
+    assert_running_job_resyncs_without_writes,
+    gang_job,
+    owner_of,
+)
 
 ROOT = "/apis/scheduling.k8s.io/v1alpha2"
 
 
 @pytest.fixture(scope="session")
 def workload_api(workload_api_cluster: LocalCluster) -> LocalCluster:
-    workload_api_cluster.kubectl("apply", "--server-side", "-f", str(CRD_FILE))
-    wait_crd_established(workload_api_cluster, "mpijobs.kubeflow.org")
-    wait_for(
-        lambda: workload_api_cluster.rest.get("/apis/kubeflow.org/v2beta1/mpijobs"),
-        timeout=30,
-        what="mpijobs served",
-    )
-    return workload_api_cluster
+    return with_mpijob_crd(workload_api_cluster)
 
 
 @pytest_asyncio.fixture
@@ -191,16 +188,7 @@ async def test_converged_job_sync_makes_no_api_write(native: Harness) -> None:
     a = WorkloadActors(native)
     a.submit(gang_job("quiet"))
     await a.until(lambda: a.launcher_job("quiet"), "launcher Job")
-    a.set_workers("quiet", "Running", ready=True)
-    a.create_launcher_pod("quiet")
-    await a.until_true(lambda: a.condition("quiet", "Running") is not None, "Running condition")
-    await a.until_true(lambda: native.controller.queue_idle(), "the work queue to drain")
-    await native.controller.recorder.flush()
-
-    native.writer.writes.clear()
-    await native.controller.syncer.sync(f"{native.namespace}/quiet")
-    await native.controller.recorder.flush()
-    assert native.writer.writes == []
+    await assert_running_job_resyncs_without_writes(native, a, "quiet")
 
 
 async def test_a_deleted_pod_group_is_made_again_from_the_workload_still_there(native: Harness) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 from mpioperator.controller.controller import ControllerSettings
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
-from test.integration.controller.actors import Actors
+from test.integration.controller.actors import Actors, job_selector
 from test.integration.controller.conftest import Harness, running_controller
 
 
@@ -25,10 +25,7 @@ async def test_success_creates_children_then_follows_workers_and_launcher_to_suc
     await a.until(lambda: a.get("jobs", "pi-launcher"), "launcher Job")
     service = a.get("services", "pi")
     assert service is not None
-    assert service["spec"]["selector"] == {
-        "training.kubeflow.org/operator-name": "mpi-operator",
-        "training.kubeflow.org/job-name": "pi",
-    }
+    assert service["spec"]["selector"] == job_selector("pi")
     config = a.get("configmaps", "pi-config")
     assert config is not None and set(config["data"]) == {"hostfile", "discover_hosts.sh"}
     assert (
@@ -191,6 +188,14 @@ async def test_wait_for_workers_ready_creates_launcher_only_when_every_worker_is
     await a.until_true(lambda: "MPIJobRunning" in a.event_reasons("wait"), "MPIJobRunning event")
 
 
+def _resume_with_launcher_template(a: Actors, name: str, template: dict[str, Any]) -> None:
+    """Resumes job `name` and changes its launcher template to `template` in the same patch."""
+    a.patch_spec(
+        name,
+        {"spec": {"runPolicy": {"suspend": False}, "mpiReplicaSpecs": {"Launcher": {"template": template}}}},
+    )
+
+
 async def test_suspend_and_resume_propagate_scheduling_directives_to_the_launcher(harness: Harness) -> None:
     a = _actors(harness)
     a.submit(mpijob("sus", workers=2, run_policy={"suspend": True}))
@@ -204,24 +209,16 @@ async def test_suspend_and_resume_propagate_scheduling_directives_to_the_launche
     assert "startTime" not in a.status("sus")
     assert [c["type"] for c in a.status("sus")["conditions"]] == ["Created", "Suspended", "Running"]
 
-    a.patch_spec(
+    _resume_with_launcher_template(
+        a,
         "sus",
         {
+            "metadata": {"labels": {"foo": "bar"}, "annotations": {"kueue": "yes"}},
             "spec": {
-                "runPolicy": {"suspend": False},
-                "mpiReplicaSpecs": {
-                    "Launcher": {
-                        "template": {
-                            "metadata": {"labels": {"foo": "bar"}, "annotations": {"kueue": "yes"}},
-                            "spec": {
-                                "nodeSelector": {"model": "example-model"},
-                                "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
-                                "schedulingGates": [{"name": "example.com/gate"}],
-                            },
-                        }
-                    }
-                },
-            }
+                "nodeSelector": {"model": "example-model"},
+                "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                "schedulingGates": [{"name": "example.com/gate"}],
+            },
         },
     )
     await a.until_true(lambda: "MPIJobResumed" in a.event_reasons("sus"), "MPIJobResumed event")
@@ -251,20 +248,12 @@ async def test_suspend_and_resume_propagate_scheduling_directives_to_the_launche
     running = a.condition("sus", "Running")
     assert running is not None and running["status"] == "False" and running["reason"] == "MPIJobSuspended"
 
-    a.patch_spec(
+    _resume_with_launcher_template(
+        a,
         "sus",
         {
-            "spec": {
-                "runPolicy": {"suspend": False},
-                "mpiReplicaSpecs": {
-                    "Launcher": {
-                        "template": {
-                            "metadata": {"labels": {"foo": "baz"}},
-                            "spec": {"nodeSelector": {"model": "example-model-v2"}},
-                        }
-                    }
-                },
-            }
+            "metadata": {"labels": {"foo": "baz"}},
+            "spec": {"nodeSelector": {"model": "example-model-v2"}},
         },
     )
     await a.until_true(

@@ -19,6 +19,7 @@ from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.rest import RestError
 from test.integration.controller.actors import Actors
+from test.integration.controller.admission import denying_policy
 from test.integration.controller.conftest import CountingWriter, Harness, running_controller
 from test.integration.controller.waits import condition_appears
 
@@ -139,48 +140,12 @@ async def test_fixing_the_template_lets_the_held_job_go_on_and_drops_the_conditi
 def _policy_denying_pods(cluster: LocalCluster, namespace: str, message: str) -> Iterator[str]:
     """A ValidatingAdmissionPolicy, bound to `namespace` only, that denies every pod created there."""
     name = f"deny-pods-{namespace}"[:63]
-    root = "/apis/admissionregistration.k8s.io/v1"
-    cluster.rest.create(
-        f"{root}/validatingadmissionpolicies",
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "failurePolicy": "Fail",
-                "matchConstraints": {
-                    "resourceRules": [
-                        {
-                            "apiGroups": [""],
-                            "apiVersions": ["v1"],
-                            "operations": ["CREATE"],
-                            "resources": ["pods"],
-                        }
-                    ]
-                },
-                # Without a reason the API server answers a denial with 422 Invalid; quota and PodSecurity
-                # answer 403 Forbidden, which this asks for.
-                "validations": [{"expression": "false", "message": message, "reason": "Forbidden"}],
-            },
-        },
-    )
-    cluster.rest.create(
-        f"{root}/validatingadmissionpolicybindings",
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "policyName": name,
-                "validationActions": ["Deny"],
-                "matchResources": {
-                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
-                },
-            },
-        },
-    )
-    try:
+    pods = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
+    # Without a reason the API server answers a denial with 422 Invalid; quota and PodSecurity answer 403
+    # Forbidden, which this asks for.
+    denial = {"expression": "false", "message": message, "reason": "Forbidden"}
+    with denying_policy(cluster.rest, name, namespace, pods, denial):
         yield name
-    finally:
-        for kind in ("validatingadmissionpolicybindings", "validatingadmissionpolicies"):
-            with contextlib.suppress(RestError):
-                cluster.rest.delete(f"{root}/{kind}/{name}")
 
 
 def _policy_enforced(a: Actors) -> bool:

@@ -13,6 +13,7 @@ from mpioperator.api.objects import Obj
 from mpioperator.controller.builders.secret import new_key_pair
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
+from test.integration.controller.actors import job_selector
 from test.integration.controller.test_upstream_sync_scenarios import ALL, Scene, informers_only
 
 
@@ -58,10 +59,7 @@ async def test_legacy_labels_leave_discover_hosts_and_the_service_selector_as_up
 
     service = scene.get("services", "hosts")
     assert service is not None
-    assert service["spec"]["selector"] == {
-        "training.kubeflow.org/operator-name": "mpi-operator",
-        "training.kubeflow.org/job-name": "hosts",
-    }
+    assert service["spec"]["selector"] == job_selector("hosts")
     config = scene.get("configmaps", "hosts-config")
     assert config is not None
     assert config["data"]["discover_hosts.sh"] == "#!/bin/sh\n" + "".join(
@@ -83,6 +81,21 @@ def prototype_secret(name: str) -> Obj:
     }
 
 
+async def _launched(scene: Scene, body: Obj, *, refusal: str) -> Obj:
+    """Submits `body` and syncs it once: the sync makes its launcher Job, sets no `refusal` condition,
+    and the launcher Job is returned."""
+    name = body["metadata"]["name"]
+    scene.submit(body)
+
+    writes = await scene.sync(name)
+
+    assert ("create", "jobs", f"{name}-launcher") in writes
+    assert scene.condition(name, refusal) is None
+    launcher = scene.launcher_job(name)
+    assert launcher is not None
+    return launcher
+
+
 async def test_openmpi_prototype_secret_and_hostfile_path_are_mounted_where_its_exec_line_looks(
     scene: Scene,
 ) -> None:
@@ -94,14 +107,7 @@ async def test_openmpi_prototype_secret_and_hostfile_path_are_mounted_where_its_
         "mpioperator.io/ssh-secret": "openmpi-secret",
         "mpioperator.io/hostfile-path": "/kubeflow/openmpi/assets/hostfile",
     }
-    scene.submit(body)
-
-    writes = await scene.sync("proto")
-
-    assert ("create", "jobs", "proto-launcher") in writes
-    assert scene.condition("proto", "SSHSecretInvalid") is None
-    launcher = scene.launcher_job("proto")
-    assert launcher is not None
+    launcher = await _launched(scene, body, refusal="SSHSecretInvalid")
     specs = [launcher["spec"]["template"]["spec"], *(p["spec"] for p in scene.worker_pods("proto"))]
     assert len(specs) == 3
     for spec in specs:
@@ -145,14 +151,7 @@ async def test_t9k_relative_program_runs_in_the_launchers_working_dir(scene: Sce
     del container["command"], container["args"]
     container["workingDir"] = "/workspace/random-walk"
     body["metadata"]["annotations"] = {"mpioperator.io/launcher-program": "./random_walk 1000 10"}
-    scene.submit(body)
-
-    writes = await scene.sync("walk")
-
-    assert ("create", "jobs", "walk-launcher") in writes
-    assert scene.condition("walk", "Invalid") is None
-    launcher = scene.launcher_job("walk")
-    assert launcher is not None
+    launcher = await _launched(scene, body, refusal="Invalid")
     line = "mpirun --hostfile /etc/mpi/hostfile -np 2 /workspace/random-walk/random_walk 1000 10"
     assert launcher["spec"]["template"]["spec"]["containers"][0]["args"] == line.split()
     generated = [e for e in scene.recorded("walk") if e[1] == "LauncherCommandGenerated"]
@@ -172,8 +171,7 @@ async def test_a_running_pod_not_of_the_job_but_with_its_worker_labels_is_never_
     workers = "".join(f"echo side-worker-{i}.side.{scene.ns}.svc\n" for i in range(2))
     for name, index in (("stranger", "1"), ("surplus", "5")):
         labels = {
-            "training.kubeflow.org/operator-name": "mpi-operator",
-            "training.kubeflow.org/job-name": "side",
+            **job_selector("side"),
             "training.kubeflow.org/job-role": "worker",
             "training.kubeflow.org/replica-index": index,
         }

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from mpioperator.api.objects import Obj
 from mpioperator.testing.cluster import LocalCluster
@@ -23,7 +22,7 @@ from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import async_wait_for
 from test.integration.controller.actors import Actors, now
-from test.integration.controller.conftest import Harness, running_controller
+from test.integration.controller.conftest import Harness
 
 COMPONENT = "mpi-job-controller"
 # What upstream's checker leaves out of its comparison (and TypeMeta, which list items do not carry).
@@ -222,30 +221,20 @@ def priority_class(podgroup_crds: LocalCluster) -> Iterator[str]:
         podgroup_crds.rest.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
 
 
-@pytest_asyncio.fixture
-async def plugins(podgroup_crds: LocalCluster, make_namespace: Any) -> AsyncIterator[Harness]:
-    async with running_controller(
-        podgroup_crds, make_namespace(podgroup_crds), gang_scheduling="default-scheduler"
-    ) as running:
-        yield running
-
-
-@pytest_asyncio.fixture
-async def volcano(podgroup_crds: LocalCluster, make_namespace: Any) -> AsyncIterator[Harness]:
-    async with running_controller(
-        podgroup_crds, make_namespace(podgroup_crds), gang_scheduling="volcano"
-    ) as running:
-        yield running
-
-
 def _pod_group(a: Actors, root: str) -> Obj | None:
-    try:
-        found: Obj = a.rest.get(f"{root}/namespaces/{a.ns}/podgroups/{JOB}")
-        return found
-    except RestError as exc:
-        if exc.status == 404:
-            return None
-        raise
+    return a.rest.get_or_none(f"{root}/namespaces/{a.ns}/podgroups/{JOB}")
+
+
+async def _submitted_with_its_pod_group(a: Actors, body: Obj, priority_class: str, root: str) -> Expected:
+    """Submits `body` with its launcher in `priority_class`; once its PodGroup (under `root`) and replica
+    statuses are there, only MPIJobCreated has been recorded. The expectations, for what follows."""
+    body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["priorityClassName"] = priority_class
+    expected = Expected(a, a.submit(body))
+    _created(a, expected)
+    await a.until(lambda: _pod_group(a, root), "the PodGroup")
+    await _replica_statuses(a, {"Launcher": {}, "Worker": {}})
+    await expected.seen()
+    return expected
 
 
 async def test_scheduler_plugins_scenario_records_upstreams_events(
@@ -257,12 +246,7 @@ async def test_scheduler_plugins_scenario_records_upstreams_events(
     body = _job_body(
         run_policy={"cleanPodPolicy": "Running", "schedulingPolicy": {"scheduleTimeoutSeconds": 900}}
     )
-    body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["priorityClassName"] = priority_class
-    expected = Expected(a, a.submit(body))
-    _created(a, expected)
-    await a.until(lambda: _pod_group(a, root), "the PodGroup")
-    await _replica_statuses(a, {"Launcher": {}, "Worker": {}})
-    await expected.seen()
+    expected = await _submitted_with_its_pod_group(a, body, priority_class, root)
 
     a.patch_spec(JOB, {"spec": {"runPolicy": {"schedulingPolicy": {"scheduleTimeoutSeconds": 10}}}})
     await a.until_true(
@@ -283,12 +267,7 @@ async def test_volcano_scenario_records_upstreams_events(volcano: Harness, prior
             "schedulingPolicy": {"queue": "default", "priorityClass": priority_class},
         }
     )
-    body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["priorityClassName"] = priority_class
-    expected = Expected(a, a.submit(body))
-    _created(a, expected)
-    await a.until(lambda: _pod_group(a, root), "the PodGroup")
-    await _replica_statuses(a, {"Launcher": {}, "Worker": {}})
-    await expected.seen()
+    expected = await _submitted_with_its_pod_group(a, body, priority_class, root)
 
     a.patch_spec(
         JOB, {"spec": {"runPolicy": {"schedulingPolicy": {"minAvailable": 2, "queue": "queue-for-mpijob"}}}}

@@ -43,6 +43,7 @@ from mpioperator.testing.mpijobs import mpijob
 from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import async_wait_for
 from test.integration.controller.actors import Actors, now
+from test.integration.controller.admission import denying_policy
 from test.integration.controller.conftest import CountingWriter, Harness
 
 Write = tuple[str, str, str]
@@ -224,6 +225,34 @@ def _workers(job: str, count: int) -> list[str]:
 
 def _ago(seconds: int) -> str:
     return (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def succeeded_status(ns: str, job: str, started: str, completed: str, *, worker: Obj) -> Obj:
+    """The status of a job that succeeded as the controller writes it: Created at `started`, Succeeded at
+    `completed`, the launcher succeeded, the workers' status `worker`."""
+    return {
+        "startTime": started,
+        "completionTime": completed,
+        "conditions": [
+            {
+                "type": "Created",
+                "status": "True",
+                "reason": "MPIJobCreated",
+                "message": f"MPIJob {ns}/{job} is created.",
+                "lastUpdateTime": started,
+                "lastTransitionTime": started,
+            },
+            {
+                "type": "Succeeded",
+                "status": "True",
+                "reason": "MPIJobSucceeded",
+                "message": f"MPIJob {ns}/{job} successfully completed.",
+                "lastUpdateTime": completed,
+                "lastTransitionTime": completed,
+            },
+        ],
+        "replicaStatuses": {"Launcher": {"succeeded": 1}, "Worker": worker},
+    }
 
 
 # --- jobs the controller must not touch -----------------------------------------------------------
@@ -728,30 +757,7 @@ async def test_finished_job_deletes_its_workers_in_index_order_then_zeroes_the_w
     workers in index order, then writes status with Worker {} and nothing else changed.
     D5 #8: after that, syncs write nothing; upstream re-deletes and re-PUTs status every time."""
     scene.submit(mpijob("shut", workers=8, run_policy=ALL))
-    ns, started, completed = scene.ns, _ago(60), _ago(30)
-    finished: Obj = {
-        "startTime": started,
-        "completionTime": completed,
-        "conditions": [
-            {
-                "type": "Created",
-                "status": "True",
-                "reason": "MPIJobCreated",
-                "message": f"MPIJob {ns}/shut is created.",
-                "lastUpdateTime": started,
-                "lastTransitionTime": started,
-            },
-            {
-                "type": "Succeeded",
-                "status": "True",
-                "reason": "MPIJobSucceeded",
-                "message": f"MPIJob {ns}/shut successfully completed.",
-                "lastUpdateTime": completed,
-                "lastTransitionTime": completed,
-            },
-        ],
-        "replicaStatuses": {"Launcher": {"succeeded": 1}, "Worker": {"active": 8}},
-    }
+    finished = succeeded_status(scene.ns, "shut", _ago(60), _ago(30), worker={"active": 8})
     scene.put_status("shut", finished)
     scene.create_workers("shut", 8, phase="Running")
 
@@ -904,49 +910,11 @@ def launcher_updates_refused(scene: Scene, launcher: str) -> Iterator[str]:
     """A ValidatingAdmissionPolicy that refuses every update of the launcher Job while the block runs."""
     name = f"refuse-{scene.ns}"
     message = "launcher updates are refused for this test"
-    root = "/apis/admissionregistration.k8s.io/v1"
-    scene.rest.create(
-        f"{root}/validatingadmissionpolicies",
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "failurePolicy": "Fail",
-                "matchConstraints": {
-                    "resourceRules": [
-                        {
-                            "apiGroups": ["batch"],
-                            "apiVersions": ["v1"],
-                            "operations": ["UPDATE"],
-                            "resources": ["jobs"],
-                        }
-                    ]
-                },
-                "matchConditions": [
-                    {"name": "the-launcher", "expression": f"object.metadata.name == '{launcher}'"}
-                ],
-                "validations": [{"expression": "false", "message": message}],
-            },
-        },
-    )
-    scene.rest.create(
-        f"{root}/validatingadmissionpolicybindings",
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "policyName": name,
-                "validationActions": ["Deny"],
-                "matchResources": {
-                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": scene.ns}}
-                },
-            },
-        },
-    )
-    try:
+    jobs = {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["jobs"]}
+    the_launcher = [{"name": "the-launcher", "expression": f"object.metadata.name == '{launcher}'"}]
+    denial = {"expression": "false", "message": message}
+    with denying_policy(scene.rest, name, scene.ns, jobs, denial, the_launcher):
         yield message
-    finally:
-        for kind in ("validatingadmissionpolicybindings", "validatingadmissionpolicies"):
-            with contextlib.suppress(RestError):
-                scene.rest.delete(f"{root}/{kind}/{name}")
 
 
 def _update_refused(scene: Scene, launcher: str) -> bool:

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from mpioperator.controller.builders.configmap import worker_replicas_ceiling
-from mpioperator.testing.cluster import LocalCluster, wait_crd_established
+from mpioperator.testing.cluster import LocalCluster
 from test.integration.manifests.conftest import REPO
 
 Job = dict[str, Any]
@@ -195,19 +195,6 @@ MALFORMED: list[tuple[str, Job, str]] = [
         "spec.mpiReplicaSpecs[Worker].template.spec.containers[0].name",
     ),
 ]
-
-
-@pytest.fixture(scope="module")
-def crd_cluster(apiserver_cluster: LocalCluster) -> LocalCluster:
-    apiserver_cluster.kubectl(
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "-f",
-        str(REPO / "manifests/base/kubeflow.org_mpijobs.yaml"),
-    )
-    wait_crd_established(apiserver_cluster, "mpijobs.kubeflow.org")
-    return apiserver_cluster
 
 
 def apply(cluster: LocalCluster, ns: str, job: Job) -> tuple[int, str]:

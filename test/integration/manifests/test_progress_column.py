@@ -6,24 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
-from mpioperator.testing.cluster import LocalCluster, wait_crd_established
-from test.integration.manifests.conftest import REPO
+from mpioperator.testing.cluster import LocalCluster
 from test.integration.manifests.test_crd_validation import base_job
-
-
-@pytest.fixture(scope="module")
-def crd_cluster(apiserver_cluster: LocalCluster) -> LocalCluster:
-    apiserver_cluster.kubectl(
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "-f",
-        str(REPO / "manifests/base/kubeflow.org_mpijobs.yaml"),
-    )
-    wait_crd_established(apiserver_cluster, "mpijobs.kubeflow.org")
-    return apiserver_cluster
 
 
 def _write_progress(

@@ -9,7 +9,7 @@ from typing import Any
 
 from mpioperator.clock import FakeClock
 from mpioperator.kube import errors
-from test.unit.controller.sync_fixtures import Scene
+from test.unit.controller.sync_fixtures import LogQuery, Scene, ServedLogs
 
 
 def kubelet_stamp(when: dt.datetime) -> str:
@@ -18,7 +18,7 @@ def kubelet_stamp(when: dt.datetime) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if fraction else "") + "Z"
 
 
-class MemoryLogs:
+class MemoryLogs(ServedLogs):
     def __init__(self) -> None:
         self.clock = FakeClock()  # the test sets the Scene's
         self.lines: list[tuple[dt.datetime, str]] = []
@@ -29,17 +29,9 @@ class MemoryLogs:
         """The launcher prints these lines now."""
         self.lines += [(self.clock.utcnow(), line) for line in lines]
 
-    async def pod_log(
-        self,
-        name: str,
-        namespace: str,
-        *,
-        container: str | None = None,
-        tail_lines: int | None = None,
-        since_time: str | None = None,
-        limit_bytes: int | None = None,
-        timestamps: bool = False,
-    ) -> str:
+    def serve(self, name: str, query: LogQuery) -> str:
+        container, tail_lines, since_time = query.container, query.tail_lines, query.since_time
+        limit_bytes, timestamps = query.limit_bytes, query.timestamps
         self.calls.append(
             {"name": name, "container": container, "since_time": since_time, "tail_lines": tail_lines}
             | {"limit_bytes": limit_bytes, "timestamps": timestamps}

@@ -15,17 +15,20 @@ import copy
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from prometheus_client import CollectorRegistry
 
 from mpioperator.api import names
 from mpioperator.api.objects import Obj
+from mpioperator.cache.informer import SharedInformer
+from mpioperator.cache.store import Store
 from mpioperator.clock import FakeClock
 from mpioperator.controller.builders import configmap, secret, service
 from mpioperator.controller.decorators import compose
 from mpioperator.controller.features import default_features
+from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.ports import Listers, PodLogs
 from mpioperator.controller.secret_cache import SECRET_CACHE_PROJECTION
@@ -146,12 +149,19 @@ class RecordingWriter:
         return {}
 
 
-class MemoryLogs:
-    """Pods' logs by name, as the kubelet would serve them; records each read."""
+@dataclass(frozen=True)
+class LogQuery:
+    """What a read of pods/log asks for, as the PodLogs port takes it."""
 
-    def __init__(self, logs: dict[str, str] | None = None) -> None:
-        self.logs = dict(logs or {})
-        self.reads: list[tuple[str, int | None, int | None]] = []
+    container: str | None
+    tail_lines: int | None
+    since_time: str | None
+    limit_bytes: int | None
+    timestamps: bool
+
+
+class ServedLogs:
+    """The PodLogs port of the in-memory log fakes, its signature written once: each fake answers `serve`."""
 
     async def pod_log(
         self,
@@ -164,6 +174,21 @@ class MemoryLogs:
         limit_bytes: int | None = None,
         timestamps: bool = False,
     ) -> str:
+        return self.serve(name, LogQuery(container, tail_lines, since_time, limit_bytes, timestamps))
+
+    def serve(self, name: str, query: LogQuery) -> str:
+        raise NotImplementedError
+
+
+class MemoryLogs(ServedLogs):
+    """Pods' logs by name, as the kubelet would serve them; records each read."""
+
+    def __init__(self, logs: dict[str, str] | None = None) -> None:
+        self.logs = dict(logs or {})
+        self.reads: list[tuple[str, int | None, int | None]] = []
+
+    def serve(self, name: str, query: LogQuery) -> str:
+        tail_lines, limit_bytes = query.tail_lines, query.limit_bytes
         self.reads.append((name, tail_lines, limit_bytes))
         if name not in self.logs:
             raise errors.NotFound(404, "NotFound", f'pods "{name}" not found')
@@ -211,16 +236,15 @@ class Scene:
         self.clock = FakeClock()
         self.registry = CollectorRegistry()
         self.metrics = JobMetrics(self.registry)
-        self.syncer = JobSyncer(
-            self.listers,
-            self.writer,
-            self.recorder,
-            self.metrics,
-            utcnow=self.clock.utcnow,
-            settings=settings,
-            features=default_features,
-            logs=self.logs,
-            clock=self.clock,
+        self.syncer = self.syncer_with(
+            settings=settings, features=default_features, logs=self.logs, clock=self.clock
+        )
+
+    def syncer_with(self, **options: Any) -> JobSyncer:
+        """A JobSyncer over this scene's caches, writer, recorder, metrics and wall clock, made with
+        `options` (JobSyncer's keyword arguments)."""
+        return JobSyncer(
+            self.listers, self.writer, self.recorder, self.metrics, utcnow=self.clock.utcnow, **options
         )
 
     async def sync(self, key: str | None = None) -> SyncResult:
@@ -234,6 +258,33 @@ class Scene:
     def written_status(self) -> Obj:
         status: Obj = self.writer.body("update_status", "mpijobs", self.job["metadata"]["name"])["status"]
         return status
+
+
+class IndexedStore:
+    """The part of a SharedInformer a StoreLister reads: its namespace (all) and its store, indexed as in
+    the operator (the pods by job name), so a sync reads the caches as the operator's informers serve them."""
+
+    namespace: str | None = None
+
+    def __init__(self, objects: list[Obj]) -> None:
+        self.store = Store({JOB_NAME_INDEX: job_name_index})
+        for obj in objects:
+            self.store.add(obj)
+
+    def get(self, namespace: str | None, name: str) -> Obj | None:
+        return self.store.get(namespace, name)
+
+    def by_index(self, index_name: str, value: str) -> list[Obj]:
+        return self.store.by_index(index_name, value)
+
+
+def index_listers(scene: Scene) -> dict[str, IndexedStore]:
+    """Swaps the scene's listers for StoreListers over indexed stores of the same objects; the stores."""
+    stores = {}
+    for attr, lister in scene.memory.items():
+        stores[attr] = IndexedStore(lister.objects())
+        setattr(scene.listers, attr, StoreLister([cast(SharedInformer, stores[attr])]))
+    return stores
 
 
 # --- what the caches hold: objects as this controller made them, stamped as the informers keep them ---
@@ -257,6 +308,13 @@ def worker(job: Obj, index: int, phase: str = "Running", *, ready: bool = True, 
     conditions = [{"type": "Ready", "status": "True" if ready and phase == "Running" else "False"}]
     pod["status"] = {"phase": phase, "conditions": conditions, **status}
     return _cached(pod, f"worker-{index}")
+
+
+def failed_worker(job: Obj, index: int, exit_code: int = 3) -> Obj:
+    """Worker pod `index`, Failed: its container exited with `exit_code`."""
+    return worker(
+        job, index, "Failed", containerStatuses=[{"state": {"terminated": {"exitCode": exit_code}}}]
+    )
 
 
 def launcher(job: Obj, condition: str | None = None, *, suspended: bool = False, **status: Any) -> Obj:
@@ -296,6 +354,14 @@ def launcher_pod(job: Obj, job_obj: Obj, phase: str = "Running") -> Obj:
     return pod
 
 
+def labelled_launcher_pod(job: Obj, job_obj: Obj, phase: str = "Running") -> Obj:
+    """A pod of the launcher Job with the labels the Job controller copies from its template (a restartable
+    job's attempt label among them)."""
+    pod = launcher_pod(job, job_obj, phase)
+    pod["metadata"]["labels"] = dict(job_obj["spec"]["template"]["metadata"]["labels"])
+    return pod
+
+
 def shared_children(job: Obj, running_workers: list[Obj] | None = None) -> list[Obj]:
     """The Service, ConfigMap (for these running workers) and SSH Secret, as the first sync made them."""
     return [
@@ -305,15 +371,20 @@ def shared_children(job: Obj, running_workers: list[Obj] | None = None) -> list[
     ]
 
 
-def true_condition(cond_type: str, reason: str, message: str, when: str) -> Obj:
+def condition(cond_type: str, status: str, reason: str, message: str, when: str) -> Obj:
+    """A job condition as written out in a test's expectations: both of its times are `when`."""
     return {
         "type": cond_type,
-        "status": "True",
+        "status": status,
         "reason": reason,
         "message": message,
         "lastUpdateTime": when,
         "lastTransitionTime": when,
     }
+
+
+def true_condition(cond_type: str, reason: str, message: str, when: str) -> Obj:
+    return condition(cond_type, "True", reason, message, when)
 
 
 def finished_status(condition: str, reason: str, *, workers: Obj | None = None) -> Obj:
@@ -378,9 +449,41 @@ def running_status(workers: int) -> Obj:
     }
 
 
-def running_scene(pi: Obj, *pods: Obj, settings: SyncSettings | None = None) -> Scene:
-    """`pi` with every child in place: shared children, the given worker pods, a running launcher."""
+def running_job(workers: int = 2, annotations: Mapping[str, str] | None = None, **status: object) -> Obj:
+    """A job of `workers` workers that a sync found running (running_status), with `status` laid over
+    that status and, when given, `annotations` as its annotations."""
+    made = job(workers, status={**running_status(workers), **status})
+    if annotations is not None:
+        made["metadata"]["annotations"] = dict(annotations)
+    return made
+
+
+def job_children(
+    pi: Obj, *pods: Obj, the_launcher: Obj, launcher_phase: str = "Running", labelled: bool = False
+) -> list[Obj]:
+    """Every child of `pi` in place: shared children (the running pods in the hostfile), the given worker
+    pods, `the_launcher` and its pod in `launcher_phase` (`labelled` as the Job controller labels it, see
+    labelled_launcher_pod)."""
     running = [p for p in pods if p["status"]["phase"] == "Running"]
-    the_launcher = launcher(pi)
-    children = (*shared_children(pi, running), *pods, the_launcher, launcher_pod(pi, the_launcher))
-    return Scene(pi, *children, settings=settings)
+    pod = (labelled_launcher_pod if labelled else launcher_pod)(pi, the_launcher, launcher_phase)
+    return [*shared_children(pi, running), *pods, the_launcher, pod]
+
+
+def running_children(
+    pi: Obj, *pods: Obj, launcher_condition: str | None = None, labelled: bool = False
+) -> list[Obj]:
+    """job_children with a launcher (with `launcher_condition`, if any) whose pod runs."""
+    return job_children(pi, *pods, the_launcher=launcher(pi, launcher_condition), labelled=labelled)
+
+
+def running_scene(
+    pi: Obj,
+    *pods: Obj,
+    settings: SyncSettings | None = None,
+    writer: RecordingWriter | None = None,
+    launcher_condition: str | None = None,
+    labelled: bool = False,
+) -> Scene:
+    """`pi` with every child in place (running_children)."""
+    children = running_children(pi, *pods, launcher_condition=launcher_condition, labelled=labelled)
+    return Scene(pi, *children, settings=settings, writer=writer)

@@ -16,6 +16,7 @@ from mpioperator.controller.conditions import (
     parse_time,
     set_condition,
 )
+from test.unit.controller.sync_fixtures import condition
 
 T0 = dt.datetime(2026, 1, 1, 0, 0, 0, tzinfo=dt.UTC)
 T1 = T0 + dt.timedelta(minutes=1)
@@ -23,14 +24,7 @@ S0, S1 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z"
 
 
 def _cond(cond_type: str, status: str, reason: str, message: str = "m", stamp: str = S0) -> Obj:
-    return {
-        "type": cond_type,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastUpdateTime": stamp,
-        "lastTransitionTime": stamp,
-    }
+    return condition(cond_type, status, reason, message, stamp)
 
 
 def test_new_condition_stamps_both_times_with_now() -> None:

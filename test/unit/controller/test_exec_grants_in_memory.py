@@ -19,12 +19,13 @@ from test.unit.controller.sync_fixtures import (
     EARLIER,
     RecordingWriter,
     Scene,
+    failed_worker,
     finished_status,
     job,
+    job_children,
     launcher,
-    launcher_pod,
+    running_scene,
     running_status,
-    shared_children,
     worker,
 )
 
@@ -126,17 +127,7 @@ def granting(*workers: str) -> RecordingWriter:
 
 
 def running(pi: Obj, *workers: Obj, writer: RecordingWriter | None = None) -> Scene:
-    the_launcher = launcher(pi)
-    live = [w for w in workers if w["status"]["phase"] == "Running"]
-    return Scene(
-        pi,
-        *shared_children(pi, live),
-        *workers,
-        the_launcher,
-        launcher_pod(pi, the_launcher),
-        writer=writer,
-        settings=ALLOWED,
-    )
+    return running_scene(pi, *workers, writer=writer, settings=ALLOWED)
 
 
 # --- the Role names the live workers, on every sync ------------------------------------------------------
@@ -200,7 +191,7 @@ async def test_scale_down_takes_the_name_out_of_the_role_before_the_pod_is_delet
 async def test_a_whole_job_restart_empties_the_role_before_the_attempts_pods_go() -> None:
     pi = exec_job(workers=2, status=running_status(2))
     pi["metadata"]["annotations"][restarts.RESTART_POLICY] = "OnWorkerFailure"
-    failed = worker(pi, 1, "Failed", containerStatuses=[{"state": {"terminated": {"exitCode": 3}}}])
+    failed = failed_worker(pi, 1)
     scene = running(pi, worker(pi, 0), failed, writer=granting("pi-worker-0", "pi-worker-1"))
 
     await scene.sync()
@@ -332,10 +323,9 @@ async def test_the_worker_roll_takes_the_names_out_of_the_role_before_it_deletes
     now = copy.deepcopy(before)
     now["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"] = "fixed:v2"
     workers = [worker(before, 0), worker(before, 1)]
-    the_launcher = launcher(before)
-    pending = launcher_pod(before, the_launcher, "Pending")  # not started: the roll remakes the workers
     writer = granting("pi-worker-0", "pi-worker-1")
-    children = (*shared_children(before, workers), *workers, the_launcher, pending)
+    # The launcher pod has not started: the roll remakes the workers.
+    children = job_children(before, *workers, the_launcher=launcher(before), launcher_phase="Pending")
     scene = Scene(now, *children, writer=writer, settings=ALLOWED)
 
     await scene.sync()

@@ -86,15 +86,7 @@ def _syncer(scene: fx.Scene, **recording: object) -> tuple[JobSyncer, list[Recor
         made.append(Recording(ports, **recording))  # type: ignore[arg-type]
         return list(made)
 
-    syncer = JobSyncer(
-        scene.listers,
-        scene.writer,
-        scene.recorder,
-        scene.metrics,
-        utcnow=scene.clock.utcnow,
-        features=features,
-    )
-    return syncer, made
+    return scene.syncer_with(features=features), made
 
 
 @pytest.mark.asyncio

@@ -11,10 +11,10 @@ from mpioperator.controller.sync import SyncSettings
 from test.unit.controller.log_fixtures import MemoryLogs, sync_keeping_status
 from test.unit.controller.sync_fixtures import (
     Scene,
-    job,
+    labelled_launcher_pod,
     launcher,
     launcher_pod,
-    running_status,
+    running_job,
     shared_children,
     worker,
 )
@@ -24,16 +24,13 @@ SETTINGS = SyncSettings(launcher_log=FollowSettings(interval=INTERVAL, qps=10, b
 
 
 def _opted_in(**annotations: str) -> Obj:
-    pi = job(workers=2, status=running_status(2))
-    pi["metadata"]["annotations"] = annotations
-    return pi
+    return running_job(2, annotations)
 
 
 def _scene(pi: Obj) -> tuple[Scene, MemoryLogs]:
     the_launcher = launcher(pi)
-    pod = launcher_pod(pi, the_launcher)
-    if restarts.RESTART_POLICY in pi["metadata"]["annotations"]:
-        pod["metadata"]["labels"] = dict(the_launcher["spec"]["template"]["metadata"]["labels"])
+    restartable = restarts.RESTART_POLICY in pi["metadata"]["annotations"]
+    pod = (labelled_launcher_pod if restartable else launcher_pod)(pi, the_launcher)
     workers = [worker(pi, 0), worker(pi, 1)]
     logs = MemoryLogs()
     scene = Scene(

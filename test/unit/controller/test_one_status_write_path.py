@@ -12,12 +12,9 @@ import pytest
 from mpioperator.api.extensions import restarts
 from mpioperator.controller.errors import StatusConflict
 from test.unit.controller.sync_fixtures import (
-    Scene,
-    job,
-    launcher,
-    launcher_pod,
-    running_status,
-    shared_children,
+    failed_worker,
+    running_job,
+    running_scene,
     worker,
 )
 from test.unit.controller.test_status_conflicts_in_memory import NewerOnTheServer
@@ -35,22 +32,13 @@ def test_only_the_status_writer_writes_an_mpijobs_status() -> None:
 
 
 async def test_a_restart_whose_count_meets_a_newer_job_reads_it_and_deletes_nothing() -> None:
-    pi = job(workers=2, status=running_status(2))
+    pi = running_job()
     pi["metadata"]["annotations"] = {restarts.RESTART_POLICY: "OnWorkerFailure"}
     pi["metadata"]["resourceVersion"] = "10"
     newer = copy.deepcopy(pi)
     newer["metadata"]["resourceVersion"] = "11"
-    failed = worker(pi, 1, "Failed", containerStatuses=[{"state": {"terminated": {"exitCode": 3}}}])
-    the_launcher = launcher(pi)
-    scene = Scene(
-        pi,
-        *shared_children(pi, [worker(pi, 0)]),
-        worker(pi, 0),
-        failed,
-        the_launcher,
-        launcher_pod(pi, the_launcher),
-        writer=NewerOnTheServer(newer),
-    )
+    failed = failed_worker(pi, 1)
+    scene = running_scene(pi, worker(pi, 0), failed, writer=NewerOnTheServer(newer))
 
     with pytest.raises(StatusConflict):
         await scene.sync()

@@ -33,27 +33,20 @@ def _cond(cond_type: str, status: str, reason: str = "") -> dict[str, str]:
     return {"type": cond_type, "status": status, "reason": reason}
 
 
+def _resumed_and(third: dict[str, str]) -> dict[str, list[dict[str, str]]]:
+    """The status of a created job resumed from a suspension, with `third` as its third condition."""
+    return {"conditions": [_cond("Created", "True"), _cond("Suspended", "False", "MPIJobResumed"), third]}
+
+
 def test_a_resumed_job_is_resuming_until_it_runs_again() -> None:
-    resumed = {
-        "conditions": [
-            _cond("Created", "True"),
-            _cond("Suspended", "False", "MPIJobResumed"),
-            _cond("Running", "False", "MPIJobSuspended"),
-        ]
-    }
+    resumed = _resumed_and(_cond("Running", "False", "MPIJobSuspended"))
     assert phase(resumed, False) == "Resuming"
     resumed["conditions"][2] = _cond("Running", "True", "MPIJobRunning")
     assert phase(resumed, False) == "Running"
 
 
 def test_a_resumed_job_restarted_as_a_whole_is_pending_again() -> None:
-    restarting = {
-        "conditions": [
-            _cond("Created", "True"),
-            _cond("Suspended", "False", "MPIJobResumed"),
-            _cond("Restarting", "True", "MPIJobRestarting"),
-        ]
-    }
+    restarting = _resumed_and(_cond("Restarting", "True", "MPIJobRestarting"))
     assert phase(restarting, False) == "Pending"
 
 

@@ -13,9 +13,9 @@ from test.unit.controller.sync_fixtures import (
     EARLIER,
     NOW,
     Scene,
-    job,
-    launcher,
-    launcher_pod,
+    failed_worker,
+    running_job,
+    running_scene,
     running_status,
     shared_children,
     true_condition,
@@ -30,18 +30,11 @@ def _at(seconds: float) -> str:
 
 
 def _opted_in(annotations: dict[str, str] | None = None, **status: object) -> Obj:
-    pi = job(workers=2, status={**running_status(2), **status})
-    pi["metadata"]["annotations"] = {restarts.RESTART_POLICY: "OnWorkerFailure", **(annotations or {})}
-    return pi
+    return running_job(2, {restarts.RESTART_POLICY: "OnWorkerFailure", **(annotations or {})}, **status)
 
 
 def _failing_scene(pi: Obj) -> Scene:
-    failed = worker(pi, 1, "Failed", containerStatuses=[{"state": {"terminated": {"exitCode": 3}}}])
-    the_launcher = launcher(pi)
-    pod = launcher_pod(pi, the_launcher)
-    pod["metadata"]["labels"] = dict(the_launcher["spec"]["template"]["metadata"]["labels"])
-    running = [worker(pi, 0)]
-    return Scene(pi, *shared_children(pi, running), *running, failed, the_launcher, pod)
+    return running_scene(pi, worker(pi, 0), failed_worker(pi, 1), labelled=True)
 
 
 def _restarted(restarts_done: int, next_attempt: str, delay: int) -> Obj:

@@ -8,9 +8,11 @@ from mpioperator.api.objects import Obj
 from test.unit.controller.sync_fixtures import (
     NOW,
     Scene,
-    job,
+    failed_worker,
+    labelled_launcher_pod,
     launcher,
-    launcher_pod,
+    running_job,
+    running_scene,
     running_status,
     shared_children,
     true_condition,
@@ -19,27 +21,15 @@ from test.unit.controller.sync_fixtures import (
 
 
 def _opted_in(policy: str = "OnWorkerFailure", max_restarts: str | None = None, **status: object) -> Obj:
-    pi = job(workers=2, status={**running_status(2), **status})
     annotations = {restarts.RESTART_POLICY: policy}
     if max_restarts is not None:
         annotations[restarts.MAX_RESTARTS] = max_restarts
-    pi["metadata"]["annotations"] = annotations
-    return pi
-
-
-def _labelled_launcher_pod(pi: Obj, the_launcher: Obj, phase: str = "Running") -> Obj:
-    """A pod of the launcher Job with the labels the Job controller copies from its template."""
-    pod = launcher_pod(pi, the_launcher, phase)
-    pod["metadata"]["labels"] = dict(the_launcher["spec"]["template"]["metadata"]["labels"])
-    return pod
+    return running_job(2, annotations, **status)
 
 
 def _scene(pi: Obj, *workers: Obj, launcher_condition: str | None = None) -> Scene:
-    the_launcher = launcher(pi, launcher_condition)
-    running = [w for w in workers if w["status"]["phase"] == "Running"]
-    return Scene(
-        pi, *shared_children(pi, running), *workers, the_launcher, _labelled_launcher_pod(pi, the_launcher)
-    )
+    """`pi` with every child in place, its launcher pod labelled as the Job controller labels it."""
+    return running_scene(pi, *workers, launcher_condition=launcher_condition, labelled=True)
 
 
 def _condition(status: Obj, cond_type: str) -> Obj | None:
@@ -48,7 +38,7 @@ def _condition(status: Obj, cond_type: str) -> Obj | None:
 
 async def test_a_failed_worker_counts_a_restart_then_deletes_every_pod_of_the_attempt() -> None:
     pi = _opted_in()
-    failed = worker(pi, 1, "Failed", containerStatuses=[{"state": {"terminated": {"exitCode": 3}}}])
+    failed = failed_worker(pi, 1)
     scene = _scene(pi, worker(pi, 0), failed)
 
     result = await scene.sync()
@@ -149,7 +139,7 @@ async def test_a_failure_already_counted_is_not_counted_again_its_pods_are_only_
     restarting = true_condition("Restarting", "MPIJobRestarting", "restarting", NOW)
     pi = _opted_in(restarts=1, conditions=[running_status(2)["conditions"][0], restarting])
     scene = Scene(
-        pi, *shared_children(pi), *old, old_launcher, _labelled_launcher_pod(pi, old_launcher, "Failed")
+        pi, *shared_children(pi), *old, old_launcher, labelled_launcher_pod(pi, old_launcher, "Failed")
     )
 
     result = await scene.sync()
@@ -236,8 +226,8 @@ async def test_a_suspended_job_with_a_failed_worker_is_not_restarted() -> None:
 
 
 async def test_without_the_annotation_a_failed_worker_is_left_to_upstreams_rules() -> None:
-    pi = job(workers=2, status=running_status(2))
-    failed = worker(pi, 1, "Failed", containerStatuses=[{"state": {"terminated": {"exitCode": 3}}}])
+    pi = running_job()
+    failed = failed_worker(pi, 1)
     assert restarts.ATTEMPT_LABEL not in failed["metadata"]["labels"]
     scene = _scene(pi, worker(pi, 0), failed)
 

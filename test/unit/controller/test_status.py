@@ -9,6 +9,7 @@ from typing import Any
 from mpioperator.api.objects import Obj
 from mpioperator.controller.status import StatusEvent, StatusResult, compute_status, failure
 from test.unit.controller.jobs import pod, reference_job
+from test.unit.controller.sync_fixtures import condition
 
 NOW = dt.datetime(2026, 3, 4, 5, 6, 7, tzinfo=dt.UTC)
 NOW_S = "2026-03-04T05:06:07Z"
@@ -33,14 +34,7 @@ RUNNING_TRUE = {
 
 
 def _cond(cond_type: str, status: str, reason: str, message: str, stamp: str = NOW_S) -> Obj:
-    return {
-        "type": cond_type,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastUpdateTime": stamp,
-        "lastTransitionTime": stamp,
-    }
+    return condition(cond_type, status, reason, message, stamp)
 
 
 def _job(status: Obj | None = None, suspend: bool = False, workers: int = 2) -> Obj:

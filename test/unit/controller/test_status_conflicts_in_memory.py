@@ -21,9 +21,9 @@ from test.unit.controller.sync_fixtures import (
     RecordingWriter,
     Scene,
     job,
+    job_children,
     launcher,
-    launcher_pod,
-    running_status,
+    running_job,
     shared_children,
     worker,
 )
@@ -54,7 +54,7 @@ class NewerOnTheServer(RecordingWriter):
 def _succeeding_scene() -> tuple[Scene, NewerOnTheServer]:
     """A running job whose launcher has just completed; the server has a newer version of it, with a
     condition of another client's."""
-    pi = job(workers=2, status=running_status(2))
+    pi = running_job()
     pi["metadata"]["resourceVersion"] = "10"
     newer = copy.deepcopy(pi)
     newer["metadata"]["resourceVersion"] = "11"
@@ -62,9 +62,7 @@ def _succeeding_scene() -> tuple[Scene, NewerOnTheServer]:
     writer = NewerOnTheServer(newer)
     pods = [worker(pi, 0), worker(pi, 1)]
     done = launcher(pi, "Complete", completionTime=NOW)
-    scene = Scene(
-        pi, *shared_children(pi, pods), *pods, done, launcher_pod(pi, done, "Succeeded"), writer=writer
-    )
+    scene = Scene(pi, *job_children(pi, *pods, the_launcher=done, launcher_phase="Succeeded"), writer=writer)
     return scene, writer
 
 

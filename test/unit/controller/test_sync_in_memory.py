@@ -24,10 +24,11 @@ from test.unit.controller.sync_fixtures import (
     RecordingWriter,
     Scene,
     job,
+    job_children,
     launcher,
     launcher_pod,
+    running_job,
     running_scene,
-    running_status,
     shared_children,
     worker,
 )
@@ -114,7 +115,7 @@ async def test_a_failure_among_a_new_jobs_shared_children_is_raised_after_all_th
 
 
 async def test_converged_running_job_makes_no_write() -> None:
-    pi = job(workers=2, status=running_status(2))
+    pi = running_job()
     scene = running_scene(pi, worker(pi, 0), worker(pi, 1))
 
     await scene.sync()
@@ -189,10 +190,10 @@ async def test_wait_for_workers_ready_creates_the_launcher_once_every_worker_is_
 
 
 async def test_launcher_succeeded_makes_the_job_succeeded_with_the_launchers_completion_time() -> None:
-    pi = job(workers=2, status=running_status(2))
+    pi = running_job()
     pods = [worker(pi, 0), worker(pi, 1)]
     done = launcher(pi, "Complete", completionTime="2026-01-01T00:00:00Z")
-    scene = Scene(pi, *shared_children(pi, pods), *pods, done, launcher_pod(pi, done, "Succeeded"))
+    scene = Scene(pi, *job_children(pi, *pods, the_launcher=done, launcher_phase="Succeeded"))
 
     await scene.sync()
 
@@ -211,7 +212,7 @@ async def test_launcher_succeeded_makes_the_job_succeeded_with_the_launchers_com
 
 
 async def test_launcher_failed_makes_the_job_failed_with_the_jobs_reason() -> None:
-    pi = job(workers=1, status=running_status(1))
+    pi = running_job(1)
     pods = [worker(pi, 0)]
     failed = launcher(pi, "Failed", failed=1)
     failed["status"]["conditions"][0].update(reason="DeadlineExceeded", message="Job was active too long")
@@ -230,7 +231,7 @@ async def test_launcher_failed_makes_the_job_failed_with_the_jobs_reason() -> No
 
 
 async def test_evicted_worker_fails_the_job_as_evicted_and_finishes_it() -> None:
-    pi = job(workers=2, status=running_status(2))
+    pi = running_job()
     evicted = worker(pi, 1, "Failed", reason="Evicted", message="The node was low on memory.")
     scene = running_scene(pi, worker(pi, 0), evicted)
 
@@ -248,7 +249,7 @@ async def test_evicted_worker_fails_the_job_as_evicted_and_finishes_it() -> None
 
 
 async def test_failed_worker_that_was_not_evicted_is_counted_and_does_not_fail_the_job() -> None:
-    pi = job(workers=2, status=running_status(2))
+    pi = running_job()
     scene = running_scene(pi, worker(pi, 0), worker(pi, 1, "Failed", reason="Error"))
 
     await scene.sync()
@@ -264,7 +265,7 @@ async def test_failed_worker_that_was_not_evicted_is_counted_and_does_not_fail_t
 
 
 async def test_scale_down_deletes_the_workers_past_the_new_count() -> None:
-    pi = job(workers=2, status=running_status(2))
+    pi = running_job()
     pods = [worker(pi, i) for i in range(4)]
     scene = running_scene(pi, *pods)
 
@@ -276,7 +277,7 @@ async def test_scale_down_deletes_the_workers_past_the_new_count() -> None:
 
 
 async def test_scale_up_creates_only_the_missing_workers_and_rewrites_the_hostfile() -> None:
-    smaller = job(workers=2, status=running_status(2))
+    smaller = running_job()
     pods = [worker(smaller, 0), worker(smaller, 1)]
     pi = copy.deepcopy(smaller)
     pi["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 3

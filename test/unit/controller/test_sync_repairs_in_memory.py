@@ -21,10 +21,12 @@ from test.unit.controller.sync_fixtures import (
     RecordingWriter,
     Scene,
     job,
+    job_children,
     launcher,
     launcher_pod,
+    running_children,
+    running_job,
     running_scene,
-    running_status,
     shared_children,
     true_condition,
     worker,
@@ -45,9 +47,7 @@ def child_writes(scene: Scene) -> list[tuple[str, str, str]]:
 def running_after(pi: Obj, kind: str, edit: Callable[[Obj], None]) -> Scene:
     """`pi` running with its two workers and every child in place, after `edit` changed its child of
     `kind` as someone else might have."""
-    pods = [worker(pi, 0), worker(pi, 1)]
-    the_launcher = launcher(pi)
-    children = [*shared_children(pi, pods), *pods, the_launcher, launcher_pod(pi, the_launcher)]
+    children = running_children(pi, worker(pi, 0), worker(pi, 1))
     for child in children:
         if child["kind"] == kind:
             edit(child)
@@ -79,7 +79,7 @@ async def test_service_whose_selector_was_changed_gets_upstreams_selector_back()
         service["spec"]["selector"] = {"app": "someone-else"}
         service["metadata"]["annotations"] = {"someone/else": "kept"}
 
-    scene = running_after(job(workers=2, status=running_status(2)), "Service", edit)
+    scene = running_after(running_job(), "Service", edit)
 
     await scene.sync()
 
@@ -97,7 +97,7 @@ async def test_service_whose_selector_was_changed_gets_upstreams_selector_back()
 async def test_service_whose_publish_not_ready_addresses_was_flipped_gets_it_back(
     launcher_as_worker: bool,
 ) -> None:
-    pi = job(workers=2, status=running_status(2))
+    pi = running_job()
     pi["spec"]["runLauncherAsWorker"] = launcher_as_worker
 
     def flip(service: Obj) -> None:
@@ -117,7 +117,7 @@ async def test_ssh_secret_of_ours_missing_a_key_gets_a_complete_pair() -> None:
     def drop_public_key(ssh: Obj) -> None:
         del ssh["data"][secret.PUBLIC_KEY]
 
-    scene = running_after(job(workers=2, status=running_status(2)), "Secret", drop_public_key)
+    scene = running_after(running_job(), "Secret", drop_public_key)
 
     await scene.sync()
 
@@ -134,7 +134,7 @@ async def test_ssh_secret_of_ours_with_both_keys_is_never_rewritten_whatever_the
     def odd_values(ssh: Obj) -> None:
         ssh["data"] = {secret.PRIVATE_KEY: "", secret.PUBLIC_KEY: "bm90IGEga2V5"}
 
-    scene = running_after(job(workers=2, status=running_status(2)), "Secret", odd_values)
+    scene = running_after(running_job(), "Secret", odd_values)
 
     await scene.sync()
 
@@ -161,7 +161,7 @@ class ServerVersions(RecordingWriter):
 def scene_whose_config_map_cache_lags(server_has: list[int]) -> tuple[Scene, Obj]:
     """`pi` running with both workers; the cache still holds the ConfigMap made before any ran, while
     the server holds the version an earlier sync wrote for the workers of these indices."""
-    pi = job(workers=2, status=running_status(2))
+    pi = running_job()
     pods = [worker(pi, 0), worker(pi, 1)]
     the_launcher = launcher(pi)
     children = [*shared_children(pi, []), *pods, the_launcher, launcher_pod(pi, the_launcher)]
@@ -215,10 +215,8 @@ class CompletedMeanwhile(ServerVersions):
 
 
 async def test_ssh_secret_completed_by_someone_else_during_our_repair_is_not_given_new_keys() -> None:
-    pi = job(workers=2, status=running_status(2))
-    pods = [worker(pi, 0), worker(pi, 1)]
-    the_launcher = launcher(pi)
-    children = [*shared_children(pi, pods), *pods, the_launcher, launcher_pod(pi, the_launcher)]
+    pi = running_job()
+    children = running_children(pi, worker(pi, 0), worker(pi, 1))
     incomplete = next(c for c in children if c["kind"] == "Secret")
     complete = copy.deepcopy(incomplete)
     complete["metadata"]["resourceVersion"] = "6"
@@ -283,11 +281,11 @@ async def test_worker_template_restart_policy_is_overridden_without_a_warning() 
 
 async def test_job_whose_launcher_failed_is_counted_once_in_jobs_failed_total() -> None:
     """Once, also when the next sync comes before the cache shows the status write that failed it."""
-    pi = job(workers=1, status=running_status(1))
+    pi = running_job(1)
     pi["metadata"]["resourceVersion"] = "7"
     pods = [worker(pi, 0)]
     failed = launcher(pi, "Failed", failed=1)
-    scene = Scene(pi, *shared_children(pi, pods), *pods, failed, launcher_pod(pi, failed, "Failed"))
+    scene = Scene(pi, *job_children(pi, *pods, the_launcher=failed, launcher_phase="Failed"))
 
     await scene.sync()
     assert scene.counter("mpi_operator_jobs_failed") == 1
@@ -301,7 +299,7 @@ async def test_job_whose_launcher_failed_is_counted_once_in_jobs_failed_total() 
 
 async def test_evicted_job_is_failed_but_left_out_of_jobs_failed_total() -> None:
     """Upstream counts launcher failures only (docs/observe.md): an eviction fails the job without it."""
-    pi = job(workers=2, status=running_status(2))
+    pi = running_job()
     evicted = worker(pi, 1, "Failed", reason="Evicted", message="The node was low on memory.")
     scene = running_scene(pi, worker(pi, 0), evicted)
 

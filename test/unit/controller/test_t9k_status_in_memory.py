@@ -10,8 +10,8 @@ from test.unit.controller.sync_fixtures import (
     Scene,
     job,
     launcher,
+    running_job,
     running_scene,
-    running_status,
     shared_children,
     true_condition,
     worker,
@@ -56,7 +56,7 @@ async def test_a_resumed_job_making_its_pods_again_is_resuming_with_them_pending
 
 
 async def test_a_worker_whose_state_is_unknown_makes_the_running_job_unknown_in_one_write() -> None:
-    pi = job(workers=2, status=running_status(2))
+    pi = running_job()
     scene = running_scene(pi, worker(pi, 0), worker(pi, 1, "Unknown"))
 
     await scene.sync()

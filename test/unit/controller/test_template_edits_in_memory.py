@@ -12,9 +12,9 @@ from mpioperator.api.objects import Obj
 from test.unit.controller.sync_fixtures import (
     NOW,
     Scene,
-    job,
+    job_children,
     launcher,
-    launcher_pod,
+    running_job,
     running_status,
     shared_children,
     worker,
@@ -22,12 +22,6 @@ from test.unit.controller.sync_fixtures import (
 
 ROLL = {conveniences.ROLL_WORKERS: "true"}
 RESTARTS = {restarts.RESTART_POLICY: "OnWorkerFailure"}
-
-
-def _running_job(annotations: dict[str, str], **status: object) -> Obj:
-    pi = job(workers=2, status={**running_status(2), **status})
-    pi["metadata"]["annotations"] = dict(annotations)
-    return pi
 
 
 def _edited(pi: Obj, replica: str, image: str = "fixed:v2") -> Obj:
@@ -41,9 +35,10 @@ def _scene(made_from: Obj, now: Obj, launcher_phase: str = "Running") -> Scene:
     """The caches hold `now`, and the children made from `made_from` (the job before the edit)."""
     workers = [worker(made_from, 0), worker(made_from, 1)]
     the_launcher = launcher(made_from)
-    pod = launcher_pod(made_from, the_launcher, launcher_phase)
-    pod["metadata"]["labels"] = dict(the_launcher["spec"]["template"]["metadata"]["labels"])
-    return Scene(now, *shared_children(made_from, workers), *workers, the_launcher, pod)
+    children = job_children(
+        made_from, *workers, the_launcher=the_launcher, launcher_phase=launcher_phase, labelled=True
+    )
+    return Scene(now, *children)
 
 
 def _condition(status: Obj, cond_type: str) -> Obj | None:
@@ -55,7 +50,7 @@ def _deletes(scene: Scene) -> list[tuple[str, str]]:
 
 
 async def test_a_worker_edit_of_a_running_job_that_may_restart_restarts_it_as_a_new_attempt() -> None:
-    before = _running_job({**ROLL, **RESTARTS})
+    before = running_job(2, {**ROLL, **RESTARTS})
     scene = _scene(before, _edited(before, "Worker"))
 
     await scene.sync()
@@ -77,7 +72,7 @@ async def test_a_worker_edit_of_a_running_job_that_may_restart_restarts_it_as_a_
 
 
 async def test_a_launcher_edit_of_a_running_job_that_may_restart_restarts_it_too() -> None:
-    before = _running_job({**ROLL, **RESTARTS})
+    before = running_job(2, {**ROLL, **RESTARTS})
     scene = _scene(before, _edited(_edited(before, "Launcher"), "Worker"))
 
     await scene.sync()
@@ -93,7 +88,7 @@ async def test_a_launcher_edit_of_a_running_job_that_may_restart_restarts_it_too
 
 
 async def test_the_next_attempt_is_made_from_the_edited_templates() -> None:
-    before = _running_job({**ROLL, **RESTARTS})
+    before = running_job(2, {**ROLL, **RESTARTS})
     after = _edited(_edited(before, "Launcher", "launcher:v2"), "Worker")
     restarted = copy.deepcopy(after)
     restarted["status"] = {**running_status(2), "restarts": 1}
@@ -112,7 +107,7 @@ async def test_the_next_attempt_is_made_from_the_edited_templates() -> None:
 
 
 async def test_an_edit_of_a_running_job_without_restarts_is_refused_with_a_condition_and_one_event() -> None:
-    before = _running_job(ROLL)
+    before = running_job(2, ROLL)
     scene = _scene(before, _edited(before, "Worker"))
 
     await scene.sync()
@@ -139,7 +134,7 @@ async def test_an_edit_of_a_running_job_without_restarts_is_refused_with_a_condi
 
 
 async def test_an_edit_after_the_last_restart_is_refused_and_says_the_limit() -> None:
-    before = _running_job({**ROLL, **RESTARTS, restarts.MAX_RESTARTS: "1"}, restarts=1)
+    before = running_job(2, {**ROLL, **RESTARTS, restarts.MAX_RESTARTS: "1"}, restarts=1)
     scene = _scene(before, _edited(before, "Launcher"))
 
     await scene.sync()
@@ -153,7 +148,7 @@ async def test_an_edit_after_the_last_restart_is_refused_and_says_the_limit() ->
 
 
 async def test_the_refusal_goes_once_the_template_is_back_to_what_the_pods_were_made_from() -> None:
-    before = _running_job(ROLL)
+    before = running_job(2, ROLL)
     scene = _scene(before, _edited(before, "Worker"))
     await scene.sync()
     status = scene.written_status()
@@ -167,7 +162,7 @@ async def test_the_refusal_goes_once_the_template_is_back_to_what_the_pods_were_
 
 
 async def test_a_launcher_edit_before_the_launcher_starts_makes_the_launcher_job_again() -> None:
-    before = _running_job(ROLL)
+    before = running_job(2, ROLL)
     scene = _scene(before, _edited(before, "Launcher"), launcher_phase="Pending")
 
     await scene.sync()
@@ -179,7 +174,7 @@ async def test_a_launcher_edit_before_the_launcher_starts_makes_the_launcher_job
 
 
 async def test_the_launcher_job_made_again_carries_the_new_template_and_its_digest() -> None:
-    before = _running_job(ROLL)
+    before = running_job(2, ROLL)
     after = _edited(before, "Launcher", "launcher:v2")
     workers = [worker(before, 0), worker(before, 1)]
     scene = Scene(after, *shared_children(before, workers), *workers)
@@ -195,7 +190,7 @@ async def test_the_launcher_job_made_again_carries_the_new_template_and_its_dige
 
 
 async def test_without_the_annotation_an_edit_is_left_as_upstream_leaves_it() -> None:
-    before = _running_job(RESTARTS)
+    before = running_job(2, RESTARTS)
     scene = _scene(before, _edited(_edited(before, "Launcher"), "Worker"))
 
     await scene.sync()
@@ -206,8 +201,8 @@ async def test_without_the_annotation_an_edit_is_left_as_upstream_leaves_it() ->
 
 
 async def test_pods_made_before_the_job_opted_in_are_not_taken_for_an_edit_once_it_runs() -> None:
-    upstreams = _running_job(RESTARTS)
-    opted_in = _running_job({**ROLL, **RESTARTS})
+    upstreams = running_job(2, RESTARTS)
+    opted_in = running_job(2, {**ROLL, **RESTARTS})
     scene = _scene(upstreams, opted_in)
 
     await scene.sync()
@@ -217,7 +212,7 @@ async def test_pods_made_before_the_job_opted_in_are_not_taken_for_an_edit_once_
 
 
 async def test_on_resume_a_launcher_job_of_another_template_is_made_again_not_resumed() -> None:
-    before = _running_job(ROLL)
+    before = running_job(2, ROLL)
     before["status"] = {"conditions": running_status(2)["conditions"][:1], "startTime": NOW}
     suspended_launcher = launcher(before, suspended=True)  # its pods went with the suspension
     scene = Scene(_edited(before, "Launcher", "launcher:v2"), *shared_children(before), suspended_launcher)
@@ -237,7 +232,7 @@ async def test_on_resume_a_launcher_job_of_another_template_is_made_again_not_re
 
 
 async def test_the_refusal_goes_when_the_job_finishes() -> None:
-    before = _running_job(ROLL)
+    before = running_job(2, ROLL)
     scene = _scene(before, _edited(before, "Worker"))
     await scene.sync()
     status = scene.written_status()
@@ -256,7 +251,7 @@ async def test_the_refusal_goes_when_the_job_finishes() -> None:
 
 
 async def test_on_resume_a_launcher_job_that_failed_before_the_suspension_is_made_again_too() -> None:
-    before = _running_job(ROLL)
+    before = running_job(2, ROLL)
     before["status"] = {"conditions": running_status(2)["conditions"][:1], "startTime": NOW}
     suspended_launcher = launcher(before, suspended=True, failed=1)
     scene = Scene(_edited(before, "Launcher", "launcher:v2"), *shared_children(before), suspended_launcher)

@@ -7,48 +7,22 @@ from __future__ import annotations
 import copy
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
 from mpioperator.api import names
-from mpioperator.api.objects import Obj
-from mpioperator.cache.informer import SharedInformer
-from mpioperator.cache.store import Store
 from mpioperator.controller import children, hostfile_memo, listers, problems, report, status, tasks
 from mpioperator.controller.features import worker_loss
-from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
 from mpioperator.controller.sync import SyncSettings
 from test.unit.controller import sync_fixtures as fx
 
 
-class _Indexed:
-    """What a StoreLister reads of an informer: its namespace (all) and its store, indexed as in the
-    operator (the pods by job name)."""
-
-    namespace: str | None = None
-
-    def __init__(self, objects: list[Obj]) -> None:
-        self.store = Store({JOB_NAME_INDEX: job_name_index})
-        for obj in objects:
-            self.store.add(obj)
-
-    def get(self, namespace: str | None, name: str) -> Obj | None:
-        return self.store.get(namespace, name)
-
-    def by_index(self, index_name: str, value: str) -> list[Obj]:
-        return self.store.by_index(index_name, value)
-
-
-def _indexed_scene(workers: int, phase: str = "Running") -> tuple[fx.Scene, dict[str, _Indexed]]:
+def _indexed_scene(workers: int, phase: str = "Running") -> tuple[fx.Scene, dict[str, fx.IndexedStore]]:
     job = fx.job(workers)
     pods = [fx.worker(job, i, phase=phase) for i in range(workers)]
     scene = fx.running_scene(job, *pods, settings=SyncSettings(max_worker_replicas=workers))
-    stores = {}
-    for attr, lister in scene.memory.items():
-        stores[attr] = _Indexed(lister.objects())
-        setattr(scene.listers, attr, StoreLister([cast(SharedInformer, stores[attr])]))
-    return scene, stores
+    return scene, fx.index_listers(scene)
 
 
 async def _settled(scene: fx.Scene) -> None:

@@ -9,11 +9,10 @@ from test.unit.controller.sync_fixtures import (
     NOW,
     Scene,
     job,
+    job_children,
     launcher,
-    launcher_pod,
+    running_job,
     running_scene,
-    running_status,
-    shared_children,
     worker,
 )
 
@@ -41,10 +40,16 @@ def _condition(status: Obj, cond_type: str) -> Obj | None:
     return next((c for c in status.get("conditions") or () if c["type"] == cond_type), None)
 
 
+def _losing_worker_1(why: tuple[str, str]) -> Scene:
+    """A running job whose worker 1, on node-c, the taint manager or the eviction API (`why`) is taking;
+    worker 0 runs on node-b."""
+    pi = running_job()
+    disrupted = _disrupted(_on(worker(pi, 1), "node-c"), why)
+    return running_scene(pi, _on(worker(pi, 0), "node-b"), disrupted)
+
+
 async def test_a_worker_the_taint_manager_deleted_fails_a_job_without_a_policy_naming_node_and_pod() -> None:
-    pi = job(workers=2, status=running_status(2))
-    lost = _disrupted(_on(worker(pi, 1), "node-c"), TAINT_MANAGER)
-    scene = running_scene(pi, _on(worker(pi, 0), "node-b"), lost)
+    scene = _losing_worker_1(TAINT_MANAGER)
 
     await scene.sync()
 
@@ -65,9 +70,7 @@ async def test_a_worker_the_taint_manager_deleted_fails_a_job_without_a_policy_n
 
 async def test_an_evicted_worker_does_not_fail_a_job_without_a_restart_policy_by_itself() -> None:
     """As upstream: the launcher may still retry with the worker made again, or an elastic job go on."""
-    pi = job(workers=2, status=running_status(2))
-    evicted = _disrupted(_on(worker(pi, 1), "node-c"), EVICTION)
-    scene = running_scene(pi, _on(worker(pi, 0), "node-b"), evicted)
+    scene = _losing_worker_1(EVICTION)
 
     await scene.sync()
 
@@ -80,7 +83,7 @@ async def test_an_evicted_worker_does_not_fail_a_job_without_a_restart_policy_by
 
 
 async def test_a_job_that_fails_after_a_worker_was_evicted_names_the_worker_and_its_node_in_failed() -> None:
-    pi = job(workers=2, status=running_status(2))
+    pi = running_job()
     evicted = _disrupted(_on(worker(pi, 1), "node-c"), EVICTION)
     first = running_scene(pi, _on(worker(pi, 0), "node-b"), evicted)
     await first.sync()
@@ -91,13 +94,7 @@ async def test_a_job_that_fails_after_a_worker_was_evicted_names_the_worker_and_
         reason="BackoffLimitExceeded", message="Job has reached the specified backoff limit"
     )
     workers = [_on(worker(after, 0), "node-b"), _on(worker(after, 1), "node-b")]
-    scene = Scene(
-        after,
-        *shared_children(after, workers),
-        *workers,
-        the_launcher,
-        launcher_pod(after, the_launcher, "Failed"),
-    )
+    scene = Scene(after, *job_children(after, *workers, the_launcher=the_launcher, launcher_phase="Failed"))
 
     await scene.sync()
 
@@ -107,7 +104,7 @@ async def test_a_job_that_fails_after_a_worker_was_evicted_names_the_worker_and_
 
 
 async def test_a_job_with_a_restart_policy_restarts_for_a_worker_lost_with_its_node_instead() -> None:
-    pi = job(workers=2, status=running_status(2))
+    pi = running_job()
     pi["metadata"]["annotations"] = {restarts.RESTART_POLICY: restarts.ON_WORKER_FAILURE}
     lost = _disrupted(_on(worker(pi, 1), "node-c"), TAINT_MANAGER)
     scene = running_scene(pi, _on(worker(pi, 0), "node-b"), lost)

@@ -114,12 +114,20 @@ async def test_a_missing_lease_is_created_and_the_work_runs() -> None:
     assert leases.holder == ""
 
 
-async def test_a_valid_lease_of_another_is_taken_only_after_it_expires() -> None:
+async def _standing_by(
+    *, watch: bool = True
+) -> tuple[FakeClock, MemoryLeases, LeaderElector, asyncio.Future[None]]:
+    """An elector running (its task) against a Lease another replica holds, once it has looked at it."""
     clock, leases = FakeClock(), MemoryLeases()
     leases.hold("other", clock)
-    e = elector(leases, clock, watch=False)
+    e = elector(leases, clock, watch=watch)
     task = asyncio.ensure_future(e.run(forever))
     await settle()
+    return clock, leases, e, task
+
+
+async def test_a_valid_lease_of_another_is_taken_only_after_it_expires() -> None:
+    clock, leases, e, task = await _standing_by(watch=False)
     await clock.advance(12.0)
     assert not leading(e) and leases.holder == "other"
     await clock.advance(6.0)
@@ -129,11 +137,7 @@ async def test_a_valid_lease_of_another_is_taken_only_after_it_expires() -> None
 
 
 async def test_without_a_release_watch_a_released_lease_waits_for_the_next_retry() -> None:
-    clock, leases = FakeClock(), MemoryLeases()
-    leases.hold("other", clock)
-    e = elector(leases, clock, watch=False)
-    task = asyncio.ensure_future(e.run(forever))
-    await settle()
+    clock, leases, e, task = await _standing_by(watch=False)
     leases.release(clock)
     await settle(rounds=50)
     assert not leading(e)
@@ -144,11 +148,7 @@ async def test_without_a_release_watch_a_released_lease_waits_for_the_next_retry
 
 
 async def test_a_standby_takes_a_released_lease_at_once_without_waiting_for_its_retry() -> None:
-    clock, leases = FakeClock(), MemoryLeases()
-    leases.hold("other", clock)
-    e = elector(leases, clock)
-    task = asyncio.ensure_future(e.run(forever))
-    await settle()
+    clock, leases, e, task = await _standing_by()
     assert not leading(e)
     leases.release(clock)
     await settle(rounds=50)

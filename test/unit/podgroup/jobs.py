@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mpioperator.api.objects import Obj
 from mpioperator.podgroup.maths import PriorityLookup
+from mpioperator.podgroup.quantity import Quantity, parse_resource_list
 
 # The controller reference every PodGroup (and Workload) of `mpijob()`'s job carries.
 OWNER = {
@@ -75,3 +76,8 @@ def priorities(**values: int) -> PriorityLookup:
         return values.get(name)
 
     return lookup
+
+
+def q(values: dict[str, str]) -> dict[str, Quantity]:
+    """A resource map as the podgroup maths keeps it, from its strings."""
+    return parse_resource_list(values)

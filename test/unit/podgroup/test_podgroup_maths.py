@@ -15,13 +15,9 @@ from mpioperator.podgroup.maths import (
     priority_class_name,
     replicas_order,
 )
-from mpioperator.podgroup.quantity import Quantity, parse_resource_list
+from mpioperator.podgroup.quantity import Quantity
 from mpioperator.podgroup.resources import effective_pod_requests
-from test.unit.podgroup.jobs import container, mpijob, priorities, replica
-
-
-def q(values: dict[str, str]) -> dict[str, Quantity]:
-    return parse_resource_list(values)
+from test.unit.podgroup.jobs import container, mpijob, priorities, q, replica
 
 
 def strings(values: dict[str, Quantity] | None) -> dict[str, str] | None:

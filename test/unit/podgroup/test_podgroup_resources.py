@@ -4,18 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from mpioperator.podgroup.quantity import Quantity, parse_resource_list
 from mpioperator.podgroup.resources import (
     add_resources,
     container_requests,
     effective_pod_requests,
     upstream_pod_requests,
 )
-from test.unit.podgroup.jobs import container, resources
-
-
-def q(values: dict[str, str]) -> dict[str, Quantity]:
-    return parse_resource_list(values)
+from test.unit.podgroup.jobs import container, q, resources
 
 
 def test_add_resources_minresources_is_nil_stays_nil() -> None:
