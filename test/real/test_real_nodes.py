@@ -22,7 +22,7 @@ from mpioperator.testing.mpi4py_check import IMAGES, PYTHON, SCRIPT, check_probl
 from mpioperator.testing.node import host
 from mpioperator.testing.node.realnode import RealNode
 from mpioperator.testing.operator import OperatorProcess
-from mpioperator.testing.wait import WaitTimeout, wait_for
+from mpioperator.testing.wait import wait_for
 from test.real.conftest import running_operator, two_real_nodes
 from test.real.test_real_mpi4py import check_job
 from test.real.test_real_mpijobs import diagnosis, launcher_log, wait_finished
