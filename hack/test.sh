@@ -38,6 +38,34 @@ echo "== mypy"
 .venv/bin/mypy
 echo "== import contracts"; .venv/bin/lint-imports
 
+# Under CI every tier must run and pass: a test that would skip or is expected to fail fails the run
+# instead, and each tier must reach its floor of tests (test/tier_report.py).
+ci_args=()
+if under_ci; then ci_args=(--require-all-tiers); fi
+
+# The real node (kubelet, CoreDNS, containerd from Debian) and its images, when this machine can run one
+# (root on Linux); elsewhere the real-tier tests say why they did not run.
+if [ "$(id -u)" = 0 ]; then
+  # The images build (minutes when cold) while the real node, the registry and the Go builds below are
+  # made and the first tiers run: a cold image build waits mostly on downloads, a cold Go build on the
+  # CPU. The tests that need images wait for its status file (mpioperator/testing/images/background.py)
+  # and fail with its log's tail if it failed.
+  MPIOPERATOR_IMAGES_BUILD=$(mktemp -d "${TMPDIR:-/tmp}/mpioperator-images.XXXXXX")
+  export MPIOPERATOR_IMAGES_BUILD
+  setsid bash -c 'bash hack/build-images.sh >"$1/out" 2>"$1/log"; echo $? >"$1/status"' _ "$MPIOPERATOR_IMAGES_BUILD" &
+  images_pid=$!
+  echo "images: building in the background (log: $MPIOPERATOR_IMAGES_BUILD/log)"
+  MPIOPERATOR_NODE_BIN=$(bash hack/setup-node.sh)
+  export MPIOPERATOR_NODE_BIN
+  echo "real node: $MPIOPERATOR_NODE_BIN"
+  REGISTRY_BIN=$(bash hack/build-registry.sh)
+  export REGISTRY_BIN
+elif [ ${#ci_args[@]} -gt 0 ]; then
+  echo "real node: NOT SET UP (needs root); CI requires every tier to run, so the tests that need root (the real tier, the image builds) fail and so will this run"
+else
+  echo "real node: not set up (needs root); the real-tier tests will be skipped, each with the reason"
+fi
+
 echo "== control plane"
 bin_dir=$(bash hack/build-control-plane.sh)
 echo "binaries: $bin_dir"
@@ -57,32 +85,6 @@ HELM_BIN=$(bash hack/build-helm.sh)
 PROMETHEUS_BIN=$(bash hack/build-prometheus.sh)
 export HELM_BIN PROMETHEUS_BIN
 echo "helm: $HELM_BIN; prometheus: $PROMETHEUS_BIN"
-
-# Under CI every tier must run and pass: a test that would skip or is expected to fail fails the run
-# instead, and each tier must reach its floor of tests (test/tier_report.py).
-ci_args=()
-if under_ci; then ci_args=(--require-all-tiers); fi
-
-# The real node (kubelet, CoreDNS, containerd from Debian) and its images, when this machine can run one
-# (root on Linux); elsewhere the real-tier tests say why they did not run.
-if [ "$(id -u)" = 0 ]; then
-  MPIOPERATOR_NODE_BIN=$(bash hack/setup-node.sh)
-  export MPIOPERATOR_NODE_BIN
-  echo "real node: $MPIOPERATOR_NODE_BIN"
-  REGISTRY_BIN=$(bash hack/build-registry.sh)
-  export REGISTRY_BIN
-  # The images build (minutes when cold) while the first tiers run; the tests that need them wait for
-  # its status file (mpioperator/testing/images/background.py) and fail with its log's tail if it failed.
-  MPIOPERATOR_IMAGES_BUILD=$(mktemp -d "${TMPDIR:-/tmp}/mpioperator-images.XXXXXX")
-  export MPIOPERATOR_IMAGES_BUILD
-  setsid bash -c 'bash hack/build-images.sh >"$1/out" 2>"$1/log"; echo $? >"$1/status"' _ "$MPIOPERATOR_IMAGES_BUILD" &
-  images_pid=$!
-  echo "images: building in the background (log: $MPIOPERATOR_IMAGES_BUILD/log)"
-elif [ ${#ci_args[@]} -gt 0 ]; then
-  echo "real node: NOT SET UP (needs root); CI requires every tier to run, so the tests that need root (the real tier, the image builds) fail and so will this run"
-else
-  echo "real node: not set up (needs root); the real-tier tests will be skipped, each with the reason"
-fi
 
 echo "== pytest"
 export KUBEBUILDER_ASSETS="$bin_dir"
