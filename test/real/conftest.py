@@ -9,7 +9,7 @@ mounts, interfaces, network namespaces, iptables rules and cgroups taken before 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,25 @@ def real_cluster() -> Iterator[LocalCluster]:
         cluster.stop()
         left = HostSnapshot.take(network).left_since(before, work_dir)
     assert not left, f"the real node left this behind on the host: {left}"
+
+
+def namespace_on_ready_nodes(
+    cluster: LocalCluster, make_namespace: Any, settled: Callable[[], bool] | None = None
+) -> str:
+    """A new namespace, once every real node of the cluster is Ready (a node an earlier test lost may still
+    be coming back) and `settled` holds, with its default ServiceAccount there to run pods."""
+    assert cluster.real_nodes is not None
+    names = [node.name for node in cluster.real_nodes.nodes]
+    wait_for(lambda: all(cluster.node_is_ready(n) for n in names), timeout=90, what=f"{names} Ready")
+    if settled is not None:
+        wait_for(settled, timeout=120, what="no pod of an earlier test on the nodes")
+    name: str = make_namespace(cluster)
+    wait_for(
+        lambda: cluster.rest.get(f"/api/v1/namespaces/{name}/serviceaccounts/default"),
+        timeout=30,
+        what=f"default ServiceAccount in {name}",
+    )
+    return name
 
 
 @contextlib.contextmanager

@@ -32,7 +32,7 @@ from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.wait import WaitTimeout, wait_for
 from test.e2e.test_gang_scheduling import Gang, GangViolation, attempted_and_unschedulable, holds_node
 from test.e2e.test_gang_scheduling_kubernetes import WorkloadGang
-from test.real.conftest import running_operator, two_real_nodes
+from test.real.conftest import namespace_on_ready_nodes, running_operator, two_real_nodes
 from test.real.test_real_mpijobs import assert_computed_pi, diagnosis, launcher_log, pi_job
 
 IMAGE = PI_IMAGES["OpenMPI"]
@@ -68,22 +68,9 @@ def pods_taking_room(cluster: LocalCluster) -> list[str]:
 
 @pytest.fixture
 def ns(gang_nodes: LocalCluster, make_namespace: Any) -> str:
-    # Every test starts on two Ready nodes with room for exactly four pods: nothing of the test before
-    # (its namespace is deleted in the background) may still hold a place.
-    names = [node.name for node in nodes_of(gang_nodes)]
-    wait_for(lambda: all(gang_nodes.node_is_ready(n) for n in names), timeout=90, what=f"{names} Ready")
-    wait_for(
-        lambda: not pods_taking_room(gang_nodes),
-        timeout=120,
-        what="no pod of an earlier test on the nodes",
-    )
-    name: str = make_namespace(gang_nodes)
-    wait_for(
-        lambda: gang_nodes.rest.get(f"/api/v1/namespaces/{name}/serviceaccounts/default"),
-        timeout=30,
-        what=f"default ServiceAccount in {name}",
-    )
-    return name
+    # Every test starts with room for exactly four pods: nothing of the test before (its namespace is
+    # deleted in the background) may still hold a place.
+    return namespace_on_ready_nodes(gang_nodes, make_namespace, lambda: not pods_taking_room(gang_nodes))
 
 
 def pod_cpu(cluster: LocalCluster) -> str:

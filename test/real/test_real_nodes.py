@@ -23,7 +23,7 @@ from mpioperator.testing.node import host
 from mpioperator.testing.node.realnode import RealNode
 from mpioperator.testing.operator import OperatorProcess
 from mpioperator.testing.wait import wait_for
-from test.real.conftest import running_operator, two_real_nodes
+from test.real.conftest import namespace_on_ready_nodes, running_operator, two_real_nodes
 from test.real.test_real_mpi4py import check_job
 from test.real.test_real_mpijobs import diagnosis, launcher_log, wait_finished
 
@@ -60,17 +60,7 @@ def operator(two_nodes: LocalCluster, tmp_path_factory: pytest.TempPathFactory) 
 
 @pytest.fixture
 def ns(two_nodes: LocalCluster, make_namespace: Any, operator: OperatorProcess) -> str:
-    # Every test starts on two Ready nodes, whatever the one before left (a node it lost may still be
-    # coming back when that test failed midway).
-    names = [node.name for node in nodes_of(two_nodes)]
-    wait_for(lambda: all(two_nodes.node_is_ready(n) for n in names), timeout=90, what=f"{names} Ready")
-    name: str = make_namespace(two_nodes)
-    wait_for(
-        lambda: two_nodes.rest.get(f"/api/v1/namespaces/{name}/serviceaccounts/default"),
-        timeout=30,
-        what=f"default ServiceAccount in {name}",
-    )
-    return name
+    return namespace_on_ready_nodes(two_nodes, make_namespace)
 
 
 def nodes_of(cluster: LocalCluster) -> list[RealNode]:
