@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from mpioperator.api import constants as api
 from mpioperator.api.objects import Obj
 from mpioperator.podgroup.quantity import Quantity
 from mpioperator.testing.cluster import LocalCluster
@@ -36,8 +37,6 @@ from test.real.conftest import namespace_on_ready_nodes, running_operator, two_r
 from test.real.test_real_mpijobs import assert_computed_pi, diagnosis, launcher_log, pi_job
 
 IMAGE = PI_IMAGES["OpenMPI"]
-JOB_NAME_LABEL = "training.kubeflow.org/job-name"
-ROLE_LABEL = "training.kubeflow.org/job-role"
 # The first job's launcher runs mpirun once this file exists (the test creates it with kubectl exec).
 GO_FILE = "/tmp/go"
 WORKERS = 2
@@ -124,7 +123,7 @@ class Watch:
         pods: list[Obj] = self.cluster.rest.get(f"/api/v1/namespaces/{self.ns}/pods")["items"]
         by_job: dict[str, list[Obj]] = {"first": [], "second": []}
         for pod in pods:
-            job = pod["metadata"]["labels"].get(JOB_NAME_LABEL, "")
+            job = pod["metadata"]["labels"].get(api.LABEL_JOB_NAME, "")
             if job in by_job:
                 by_job[job].append(pod)
                 if pod["spec"].get("nodeName"):
@@ -226,7 +225,9 @@ def second_job_waits_whole_while_the_first_runs_then_both_succeed(
     print("\n".join(scheduling_verdicts(waiting["second"])))
     assert first_holds_its_places(waiting["first"]), "the first job stopped before the second was tried"
 
-    launcher = next(p for p in waiting["first"] if p["metadata"]["labels"].get(ROLE_LABEL) == "launcher")
+    launcher = next(
+        p for p in waiting["first"] if p["metadata"]["labels"].get(api.LABEL_JOB_ROLE) == api.ROLE_LAUNCHER
+    )
     cluster.kubectl("-n", ns, "exec", launcher["metadata"]["name"], "--", "touch", GO_FILE)
     watch.mark("first job's mpirun released")
 
