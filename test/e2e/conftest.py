@@ -52,6 +52,13 @@ def _run_operator(
             "--kube-api-burst=200",
             # Per-object debug: each sync logs its key, which tests read as the sign a job was synced.
             "--v=4",
+            # One operator serves every module of its cluster for the whole session, with no Deployment
+            # to start it again: with upstream's 5 s renew deadline a loaded 2-core machine can starve one
+            # renewal, and a replica that loses its Lease exits, failing every later test of that cluster.
+            # Handover at upstream's timings is what test_operator_ha and test_chaos test, with their own.
+            "--leader-elect-lease-duration=60",
+            "--leader-elect-renew-deadline=40",
+            "--leader-elect-retry-period=3",
             *extra_args,
         ),
         workdir=tmp_path_factory.mktemp("operator"),
