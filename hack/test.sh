@@ -11,13 +11,17 @@ source "$root/hack/lib.sh"
 cd "$root"
 started=$SECONDS
 
-# A run that ends early stops what it started in the background: the image build (a finished build's
+# A run that ends early stops what it started in the background: the image and tool builds (a finished build's
 # directory goes too) and the e2e tier's pytest, interrupted so that it tears its clusters down.
-images_pid="" e2e_pid="" e2e_out="" real_b_pid=""
+images_pid="" tools_pid="" e2e_pid="" e2e_out="" real_b_pid=""
 cleanup() {
   if [ -n "$images_pid" ]; then
     if [ ! -s "$MPIOPERATOR_IMAGES_BUILD/status" ]; then kill -- -"$images_pid" 2>/dev/null || true; fi
     rm -rf "$MPIOPERATOR_IMAGES_BUILD"
+  fi
+  if [ -n "$tools_pid" ]; then
+    if [ ! -s "$MPIOPERATOR_TOOLS_BUILD/status" ]; then kill -- -"$tools_pid" 2>/dev/null || true; fi
+    rm -rf "$MPIOPERATOR_TOOLS_BUILD"
   fi
   if [ -n "$e2e_pid" ] && kill -INT "$e2e_pid" 2>/dev/null; then
     wait "$e2e_pid" 2>/dev/null || true
@@ -42,6 +46,15 @@ echo "== import contracts"; .venv/bin/lint-imports
 # instead, and each tier must reach its floor of tests (test/tier_report.py).
 ci_args=()
 if under_ci; then ci_args=(--require-all-tiers); fi
+
+# The tools beside the control plane (Helm, Prometheus, the gang schedulers, Kueue) build in the background
+# from here: cold, they are twenty-odd minutes of compiling on 2 cores, which the first tiers overlap. Each
+# test that drives one waits for it before it starts, outside its timeout (test/built_tools.py).
+MPIOPERATOR_TOOLS_BUILD=$(mktemp -d "${TMPDIR:-/tmp}/mpioperator-tools.XXXXXX")
+export MPIOPERATOR_TOOLS_BUILD
+setsid bash hack/build-tools.sh "$MPIOPERATOR_TOOLS_BUILD" >/dev/null 2>&1 &
+tools_pid=$!
+echo "tools: building in the background (log: $MPIOPERATOR_TOOLS_BUILD/log)"
 
 # The real node (kubelet, CoreDNS, containerd from Debian) and its images, when this machine can run one
 # (root on Linux); elsewhere the real-tier tests say why they did not run.
@@ -69,22 +82,6 @@ fi
 echo "== control plane"
 bin_dir=$(bash hack/build-control-plane.sh)
 echo "binaries: $bin_dir"
-# Built here rather than inside the first gang test, where a cold build would count against its timeout.
-SCHEDULER_PLUGINS_BIN=$(bash hack/build-scheduler-plugins.sh)
-export SCHEDULER_PLUGINS_BIN
-echo "scheduler-plugins: $SCHEDULER_PLUGINS_BIN"
-VOLCANO_SCHEDULER_BIN=$(bash hack/build-volcano-scheduler.sh)
-export VOLCANO_SCHEDULER_BIN
-echo "volcano scheduler: $VOLCANO_SCHEDULER_BIN"
-# Kueue runs beside the operator in test/e2e/test_kueue.py.
-KUEUE_BIN=$(bash hack/build-kueue.sh)
-export KUEUE_BIN
-echo "kueue: $KUEUE_BIN"
-# The chart's tests drive the real helm; the observability tests a real Prometheus and promtool.
-HELM_BIN=$(bash hack/build-helm.sh)
-PROMETHEUS_BIN=$(bash hack/build-prometheus.sh)
-export HELM_BIN PROMETHEUS_BIN
-echo "helm: $HELM_BIN; prometheus: $PROMETHEUS_BIN"
 
 echo "== pytest"
 export KUBEBUILDER_ASSETS="$bin_dir"
@@ -102,7 +99,8 @@ fi
 # either fails the command.
 e2e_out=$(mktemp "${TMPDIR:-/tmp}/mpioperator-e2e.XXXXXX")
 # `trap - INT`: bash starts background commands with SIGINT ignored, and pytest must get it to tear down.
-(trap - INT; exec .venv/bin/pytest "${ci_args[@]}" --durations=15 test/e2e test/integration >"$e2e_out" 2>&1) &
+# The integration tier first: most of it needs only the control plane, so it runs while the tools build.
+(trap - INT; exec .venv/bin/pytest "${ci_args[@]}" --durations=15 test/integration test/e2e >"$e2e_out" 2>&1) &
 e2e_pid=$!
 # Ctrl-C reaches both runs, which tear down; the script then goes on to show both and fail.
 interrupted=""

@@ -21,7 +21,7 @@ from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import wait_for
 
 # pytester: the tier check's own tests run pytest on a made-up tree.
-pytest_plugins = ["pytester", "test.leaked_tasks", "test.tier_report"]
+pytest_plugins = ["pytester", "test.leaked_tasks", "test.tier_report", "test.built_tools"]
 
 TIERS = ("unit", "integration", "e2e", "real")
 TEST_ROOT = Path(__file__).parent

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from mpioperator.testing.background import IMAGES, BackgroundBuildFailed
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.components import NodeLifecycle
-from mpioperator.testing.images.background import BackgroundBuildFailed, wait_for_background_build
 from mpioperator.testing.install import OPERATOR_NAMESPACE, install_manifests
 from mpioperator.testing.node import slot
 from mpioperator.testing.node.realnode import host_problem
@@ -40,7 +40,7 @@ def real_cluster() -> Iterator[LocalCluster]:
     # hack/test.sh builds the images while the first tiers run; the node pushes them at its start.
     failure = ""
     try:
-        wait_for_background_build()
+        IMAGES.wait()
     except BackgroundBuildFailed as error:
         failure = str(error)
     if failure:
@@ -93,7 +93,7 @@ def two_real_nodes(
     on the host. Modules that use it run one after the other, each waiting for the bridges' slots."""
     require_real_node()
     with contextlib.suppress(BackgroundBuildFailed):
-        wait_for_background_build()
+        IMAGES.wait()
     base = NodeNetwork.from_env()
     networks = [base.sibling(1), base.sibling(2)]
     with contextlib.ExitStack() as slots:

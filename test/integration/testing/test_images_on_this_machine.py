@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from mpioperator.testing.background import IMAGES
 from mpioperator.testing.images import catalog, ensure
-from mpioperator.testing.images.background import wait_for_background_build
 from mpioperator.testing.images.buildah import Buildah, qualified, repository_path
 from mpioperator.testing.registry import LocalRegistry
 from mpioperator.testing.wait import wait_for
@@ -37,7 +37,7 @@ def images() -> tuple[ensure.BuildEnv, dict[str, str]]:
         ensure.check_host()
     except ensure.ImagesUnavailable as error:
         pytest.skip(f"NOT RUN (image builds impossible on this machine): {error}")
-    wait_for_background_build()
+    IMAGES.wait()
     return ensure.build_all()
 
 
