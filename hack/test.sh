@@ -61,7 +61,7 @@ echo "tools: building in the background (log: $MPIOPERATOR_TOOLS_BUILD/log)"
 if [ "$(id -u)" = 0 ]; then
   # The images build (minutes when cold) while the real node, the registry and the Go builds below are
   # made and the first tiers run: a cold image build waits mostly on downloads, a cold Go build on the
-  # CPU. The tests that need images wait for its status file (mpioperator/testing/images/background.py)
+  # CPU. The tests that need images wait for its status file (mpioperator/testing/background.py)
   # and fail with its log's tail if it failed.
   MPIOPERATOR_IMAGES_BUILD=$(mktemp -d "${TMPDIR:-/tmp}/mpioperator-images.XXXXXX")
   export MPIOPERATOR_IMAGES_BUILD
