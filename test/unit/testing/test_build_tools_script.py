@@ -8,8 +8,13 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-SCRIPTS = ("build-helm.sh", "build-prometheus.sh", "build-scheduler-plugins.sh")
-SCRIPTS += ("build-volcano-scheduler.sh", "build-kueue.sh")
+SCRIPTS = (
+    "build-helm.sh",
+    "build-prometheus.sh",
+    "build-scheduler-plugins.sh",
+    "build-volcano-scheduler.sh",
+    "build-kueue.sh",
+)
 
 
 def stand_in_hack(tmp_path: Path, failing: str | None = None) -> Path:
