@@ -58,8 +58,10 @@ echo "tools: building in the background (log: $MPIOPERATOR_TOOLS_BUILD/log)"
 
 # The real node (kubelet, CoreDNS, containerd from Debian) and its images, when this machine can run one
 # (root on Linux); elsewhere the real-tier tests say why they did not run.
-if [ "$(id -u)" = 0 ]; then
-  # The images build (minutes when cold) while the real node, the registry and the Go builds below are
+real_node=""
+if [ "$(id -u)" = 0 ]; then real_node=1; fi
+if [ -n "$real_node" ]; then
+  # The images build (minutes when cold) while the control plane, the real node and the registry are
   # made and the first tiers run: a cold image build waits mostly on downloads, a cold Go build on the
   # CPU. The tests that need images wait for its status file (mpioperator/testing/background.py)
   # and fail with its log's tail if it failed.
@@ -68,6 +70,15 @@ if [ "$(id -u)" = 0 ]; then
   setsid bash -c 'bash hack/build-images.sh >"$1/out" 2>"$1/log"; echo $? >"$1/status"' _ "$MPIOPERATOR_IMAGES_BUILD" &
   images_pid=$!
   echo "images: building in the background (log: $MPIOPERATOR_IMAGES_BUILD/log)"
+fi
+
+# The control plane before the real node: every tier but the unit tier needs it, and so does the image
+# build (the exec agent's image carries its kubectl), which otherwise waits for it.
+echo "== control plane"
+bin_dir=$(bash hack/build-control-plane.sh)
+echo "binaries: $bin_dir"
+
+if [ -n "$real_node" ]; then
   MPIOPERATOR_NODE_BIN=$(bash hack/setup-node.sh)
   export MPIOPERATOR_NODE_BIN
   echo "real node: $MPIOPERATOR_NODE_BIN"
@@ -78,10 +89,6 @@ elif [ ${#ci_args[@]} -gt 0 ]; then
 else
   echo "real node: not set up (needs root); the real-tier tests will be skipped, each with the reason"
 fi
-
-echo "== control plane"
-bin_dir=$(bash hack/build-control-plane.sh)
-echo "binaries: $bin_dir"
 
 echo "== pytest"
 export KUBEBUILDER_ASSETS="$bin_dir"
