@@ -3,14 +3,27 @@ its log's tail), or none to wait for; the tools' paths taken into the environmen
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from mpioperator.testing import background
 from mpioperator.testing.wait import WaitTimeout
+
+
+@contextlib.contextmanager
+def written_later(path: Path, text: str) -> Iterator[None]:
+    """`text` written to `path` half a second into the block, as the build would while a test waits."""
+    writer = threading.Timer(0.5, lambda: path.write_text(text))
+    writer.start()
+    try:
+        yield
+    finally:
+        writer.cancel()
 
 
 def test_without_a_background_build_there_is_nothing_to_wait_for(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -22,12 +35,8 @@ def test_waits_until_the_build_writes_its_status_and_returns_when_it_succeeded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(background.IMAGES.env, str(tmp_path))
-    finish = threading.Timer(0.5, lambda: (tmp_path / "status").write_text("0\n"))
-    finish.start()
-    try:
+    with written_later(tmp_path / "status", "0\n"):
         assert background.IMAGES.wait(timeout=60) == tmp_path
-    finally:
-        finish.cancel()
     assert (tmp_path / "status").read_text() == "0\n"
 
 
@@ -58,12 +67,8 @@ def test_the_built_tools_paths_go_into_the_environment_once_the_tool_build_ends(
     monkeypatch.delenv("HELM_BIN", raising=False)
     monkeypatch.setenv("KUEUE_BIN", "/opt/kueue-of-the-caller")
     (tmp_path / "env").write_text("HELM_BIN=/cache/helm\nKUEUE_BIN=/cache/kueue\n")
-    finish = threading.Timer(0.5, lambda: (tmp_path / "status").write_text("0\n"))
-    finish.start()
-    try:
+    with written_later(tmp_path / "status", "0\n"):
         taken = background.export_built_tools(timeout=60)
-    finally:
-        finish.cancel()
     assert taken == {"HELM_BIN": "/cache/helm"}
     assert os.environ["HELM_BIN"] == "/cache/helm"
     assert os.environ["KUEUE_BIN"] == "/opt/kueue-of-the-caller"
@@ -90,12 +95,8 @@ def test_a_test_waiting_for_one_tool_goes_on_once_that_tool_is_built_while_the_r
     monkeypatch.delenv("PROMETHEUS_BIN", raising=False)
     (tmp_path / "env").write_text("")
     assert background.tools_pending(["HELM_BIN"])
-    built = threading.Timer(0.5, lambda: (tmp_path / "env").write_text("HELM_BIN=/cache/helm\n"))
-    built.start()
-    try:
+    with written_later(tmp_path / "env", "HELM_BIN=/cache/helm\n"):
         taken = background.export_built_tools(["HELM_BIN"], timeout=60)
-    finally:
-        built.cancel()
     assert taken == {"HELM_BIN": "/cache/helm"}
     assert not (tmp_path / "status").exists()
     assert background.tools_pending(["PROMETHEUS_BIN"]) and background.tools_pending()
