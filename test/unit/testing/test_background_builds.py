@@ -14,6 +14,17 @@ import pytest
 from mpioperator.testing import background
 from mpioperator.testing.wait import WaitTimeout
 
+TOOL_VARIABLES = ("HELM_BIN", "PROMETHEUS_BIN", "SCHEDULER_PLUGINS_BIN", "VOLCANO_SCHEDULER_BIN", "KUEUE_BIN")
+
+
+@pytest.fixture
+def tool_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The tool build's directory, named to this process as hack/test.sh names it; no tool variable set."""
+    monkeypatch.setenv(background.TOOLS.env, str(tmp_path))
+    for name in TOOL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path
+
 
 @contextlib.contextmanager
 def written_later(path: Path, text: str) -> Iterator[None]:
@@ -61,54 +72,43 @@ def test_a_build_that_never_finishes_times_out(tmp_path: Path, monkeypatch: pyte
 
 
 def test_the_built_tools_paths_go_into_the_environment_once_the_tool_build_ends(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tool_build: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(background.TOOLS.env, str(tmp_path))
-    monkeypatch.delenv("HELM_BIN", raising=False)
     monkeypatch.setenv("KUEUE_BIN", "/opt/kueue-of-the-caller")
-    (tmp_path / "env").write_text("HELM_BIN=/cache/helm\nKUEUE_BIN=/cache/kueue\n")
-    with written_later(tmp_path / "status", "0\n"):
+    (tool_build / "env").write_text("HELM_BIN=/cache/helm\nKUEUE_BIN=/cache/kueue\n")
+    with written_later(tool_build / "status", "0\n"):
         taken = background.export_built_tools(timeout=60)
     assert taken == {"HELM_BIN": "/cache/helm"}
     assert os.environ["HELM_BIN"] == "/cache/helm"
     assert os.environ["KUEUE_BIN"] == "/opt/kueue-of-the-caller"
 
 
-def test_a_failed_tool_build_names_its_script_and_takes_no_tool(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(background.TOOLS.env, str(tmp_path))
-    monkeypatch.delenv("HELM_BIN", raising=False)
-    (tmp_path / "env").write_text("HELM_BIN=/cache/helm\n")
-    (tmp_path / "log").write_text("hack/build-prometheus.sh failed with exit 1\n")
-    (tmp_path / "status").write_text("1\n")
+def test_a_failed_tool_build_names_its_script_and_takes_no_tool(tool_build: Path) -> None:
+    (tool_build / "env").write_text("HELM_BIN=/cache/helm\n")
+    (tool_build / "log").write_text("hack/build-prometheus.sh failed with exit 1\n")
+    (tool_build / "status").write_text("1\n")
     with pytest.raises(background.BackgroundBuildFailed, match=r"hack/build-tools\.sh\) failed with exit 1"):
         background.export_built_tools(timeout=5)
     assert "HELM_BIN" not in os.environ
 
 
 def test_a_test_waiting_for_one_tool_goes_on_once_that_tool_is_built_while_the_rest_still_build(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tool_build: Path,
 ) -> None:
-    monkeypatch.setenv(background.TOOLS.env, str(tmp_path))
-    monkeypatch.delenv("HELM_BIN", raising=False)
-    monkeypatch.delenv("PROMETHEUS_BIN", raising=False)
-    (tmp_path / "env").write_text("")
+    (tool_build / "env").write_text("")
     assert background.tools_pending(["HELM_BIN"])
-    with written_later(tmp_path / "env", "HELM_BIN=/cache/helm\n"):
+    with written_later(tool_build / "env", "HELM_BIN=/cache/helm\n"):
         taken = background.export_built_tools(["HELM_BIN"], timeout=60)
     assert taken == {"HELM_BIN": "/cache/helm"}
-    assert not (tmp_path / "status").exists()
+    assert not (tool_build / "status").exists()
     assert background.tools_pending(["PROMETHEUS_BIN"]) and background.tools_pending()
 
 
 def test_a_tool_built_before_the_build_failed_is_still_given_to_the_tests_that_need_only_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tool_build: Path,
 ) -> None:
-    monkeypatch.setenv(background.TOOLS.env, str(tmp_path))
-    monkeypatch.delenv("HELM_BIN", raising=False)
-    (tmp_path / "env").write_text("HELM_BIN=/cache/helm\n")
-    (tmp_path / "status").write_text("1\n")
+    (tool_build / "env").write_text("HELM_BIN=/cache/helm\n")
+    (tool_build / "status").write_text("1\n")
     assert background.export_built_tools(["HELM_BIN"], timeout=5) == {"HELM_BIN": "/cache/helm"}
     with pytest.raises(background.BackgroundBuildFailed):
         background.export_built_tools(["KUEUE_BIN"], timeout=5)
