@@ -19,6 +19,7 @@ import structlog
 
 from mpioperator.api import accessors
 from mpioperator.api import constants as api
+from mpioperator.api.annotation_keys import of as job_annotations
 from mpioperator.api.defaults import set_defaults
 from mpioperator.api.extensions import restarts
 from mpioperator.api.objects import Obj
@@ -160,7 +161,7 @@ class JobSyncer:
         problems = (
             validate_mpijob(job)
             + validate_worker_bound(job, self._settings.max_worker_replicas)
-            + restarts.validate_cap(job, self._settings.max_restarts_cap)
+            + restarts.validate_cap(restarts.settings(job_annotations(job)), self._settings.max_restarts_cap)
             + self._features.validate(job)
         )
         if not problems:
