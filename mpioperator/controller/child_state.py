@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mpioperator.api import accessors
 from mpioperator.api import constants as api
-from mpioperator.api.extensions import launch
+from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.objects import Obj
 
 
@@ -27,13 +27,13 @@ def pod_running(pod: Obj) -> bool:
     return bool(pod.get("status", {}).get("phase") == "Running")
 
 
-def may_create_launcher(job: Obj, workers: list[Obj]) -> bool:
+def may_create_launcher(job: Obj, ext: Extensions, workers: list[Obj]) -> bool:
     """Whether the launcher may run now: always under AtStartup; under WaitForWorkersReady once every
     worker is Ready, and never while the job is suspended (as upstream's own fix: with no workers, 0 == 0).
     Ours: an exec-agent job that asks to wait for its hosts also waits until every worker is Running,
     the one state in which the API server's exec reaches a pod."""
     waits_ready = accessors.launcher_creation_policy(job) != api.AT_STARTUP
-    waits_running = launch.waits_for_running_workers(job)
+    waits_running = ext.launch.waits_for_running_workers
     if not waits_ready and not waits_running:
         return True
     if accessors.suspended(job):

@@ -25,6 +25,7 @@ from typing import Any
 
 from mpioperator.api import accessors, names
 from mpioperator.api import constants as api
+from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.objects import Obj
 from mpioperator.controller import health, host_wait, phase, startup_deadline, tasks
 from mpioperator.controller.conditions import is_finished
@@ -94,7 +95,9 @@ class Reporter:
         self._last_words.pop(uid, None)
         self._walks.forget(uid)
 
-    def observe(self, job: Obj, launcher_pods: list[Obj], workers: list[Obj], now: dt.datetime) -> Observed:
+    def observe(
+        self, job: Obj, ext: Extensions, launcher_pods: list[Obj], workers: list[Obj], now: dt.datetime
+    ) -> Observed:
         """Everything the status step needs from the pods, before it runs."""
         uid, clock = job["metadata"].get("uid", ""), now.timestamp()
 
@@ -107,7 +110,7 @@ class Reporter:
         problems, crash_until = self._walks.walk(uid, launcher_pods, workers, "stuck", stuck, clock)
         problems = list(problems)
         crash_recheck = None if crash_until is None else crash_until - clock
-        seconds = startup_deadline.deadline_seconds(job, self._default_deadline)
+        seconds = startup_deadline.deadline_seconds(job, self._default_deadline, ext)
         expected: dict[str, Obj | None] = {}
         if seconds > 0 and not accessors.suspended(job):
             # A name per index, only when a deadline can judge them: a suspended job's or one without a

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mpioperator.api import constants as api
-from mpioperator.api.extensions import launch
+from mpioperator.api.extensions.parsed import Extensions, parse
 from mpioperator.controller.conditions import find, is_finished, parse_time
 from mpioperator.controller.problems import MAX_NAMED, PodProblem
 
@@ -23,9 +23,10 @@ Obj = dict[str, Any]
 REASON = "WorkerStartupDeadlineExceeded"
 
 
-def deadline_seconds(job: Obj, default: int) -> int:
-    """The job's deadline in seconds, 0 for none: its annotation if valid, else the operator's default."""
-    own = launch.worker_startup_deadline(job)
+def deadline_seconds(job: Obj, default: int, ext: Extensions | None = None) -> int:
+    """The job's deadline in seconds, 0 for none: its annotation if valid, else the operator's default.
+    `ext`: the job's extensions as the sync parsed them (read from the job when None)."""
+    own = (ext or parse(job)).launch.worker_startup_deadline
     return max(0, default) if own is None else own
 
 
