@@ -7,6 +7,7 @@ from mpioperator.api import accessors
 from mpioperator.api import constants as api
 from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.objects import Obj
+from mpioperator.controller.pod_state import PodStates, describe
 
 
 def launcher_done(launcher: Obj) -> bool:
@@ -17,17 +18,12 @@ def launcher_done(launcher: Obj) -> bool:
 
 
 def pod_ready(pod: Obj) -> bool:
-    for cond in pod.get("status", {}).get("conditions") or ():
-        if cond.get("type") == "Ready":
-            return bool(cond.get("status") == "True")
-    return False
+    return describe(pod).ready
 
 
-def pod_running(pod: Obj) -> bool:
-    return bool(pod.get("status", {}).get("phase") == "Running")
-
-
-def may_create_launcher(job: Obj, ext: Extensions, workers: list[Obj]) -> bool:
+def may_create_launcher(
+    job: Obj, ext: Extensions, workers: list[Obj], states: PodStates | None = None
+) -> bool:
     """Whether the launcher may run now: always under AtStartup; under WaitForWorkersReady once every
     worker is Ready, and never while the job is suspended (as upstream's own fix: with no workers, 0 == 0).
     Ours: an exec-agent job that asks to wait for its hosts also waits until every worker is Running,
@@ -38,6 +34,7 @@ def may_create_launcher(job: Obj, ext: Extensions, workers: list[Obj]) -> bool:
         return True
     if accessors.suspended(job):
         return False
-    if waits_ready and not all(pod_ready(w) for w in workers):
+    states = states or PodStates()
+    if waits_ready and not all(states.of(w).ready for w in workers):
         return False
-    return not waits_running or all(pod_running(w) for w in workers)
+    return not waits_running or all(states.of(w).running for w in workers)

@@ -18,6 +18,7 @@ from mpioperator.api.objects import Obj
 from mpioperator.controller import child_state
 from mpioperator.controller.children import ChildReconciler
 from mpioperator.controller.feature import FeatureSet
+from mpioperator.controller.pod_state import PodStates
 from mpioperator.controller.rejections import ChildRejected, Holds
 
 log = structlog.get_logger(__name__)
@@ -44,9 +45,13 @@ class ChildrenStep:
         self._features = features
         self._holds = Holds()
 
-    async def run(self, job: Obj, ext: Extensions, *, suspended: bool, now: dt.datetime) -> Step:
+    async def run(
+        self, job: Obj, ext: Extensions, *, suspended: bool, now: dt.datetime, states: PodStates | None = None
+    ) -> Step:
         """Upstream's children step, unless the job is held after a refusal (L11), with our extensions'
-        hooks (docs/extensions.md): debug mode's end, the user's own SSH Secret, the worker roll (L14)."""
+        hooks (docs/extensions.md): debug mode's end, the user's own SSH Secret, the worker roll (L14).
+        `states`: the sync's pod descriptions (pod_state.py)."""
+        states = states or PodStates()
         meta = job["metadata"]
         uid, generation = meta.get("uid", ""), int(meta.get("generation") or 0)
         clock = now.timestamp()
@@ -70,7 +75,7 @@ class ChildrenStep:
                     workers = await self._children.workers(job, ext)
                     rolled, launcher = await self._features.after_workers(job, ext, launcher, workers)
                 held = waits_for is not None or rolled or renewing or refused
-                may_create = not held and child_state.may_create_launcher(job, ext, workers)
+                may_create = not held and child_state.may_create_launcher(job, ext, workers, states)
                 if launcher is None and may_create:
                     launcher = await self._children.create_launcher(job, ext)
                     self._features.launcher_created(job, ext, launcher)
@@ -84,7 +89,7 @@ class ChildrenStep:
                     ext,
                     launcher,
                     suspended,
-                    may_resume=child_state.may_create_launcher(job, ext, workers),
+                    may_resume=child_state.may_create_launcher(job, ext, workers, states),
                 )
         except ChildRejected as rejection:
             held_for = self._holds.hold(uid, generation, clock)

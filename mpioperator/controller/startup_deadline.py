@@ -16,6 +16,7 @@ from typing import Any
 from mpioperator.api import constants as api
 from mpioperator.api.extensions.parsed import Extensions, parse
 from mpioperator.controller.conditions import find, is_finished, parse_time
+from mpioperator.controller.pod_state import PodStates
 from mpioperator.controller.problems import MAX_NAMED, PodProblem
 
 Obj = dict[str, Any]
@@ -37,13 +38,6 @@ class Verdict:
     recheck_after: float | None = None
 
 
-def _ready(pod: Obj) -> bool:
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == "Ready":
-            return bool(cond.get("status") == "True")
-    return False
-
-
 def _why(pod: Obj | None, problems: dict[str, PodProblem]) -> str:
     if pod is None:
         return "not created"
@@ -62,9 +56,11 @@ def judge(
     *,
     seconds: int,
     now: dt.datetime,
+    states: PodStates | None = None,
 ) -> Verdict:
     """Whether the job's workers missed the deadline. `workers` maps every expected worker name (in
-    index order) to its pod, None when it does not exist; `problems` are the stuck pods by name."""
+    index order) to its pod, None when it does not exist; `problems` are the stuck pods by name;
+    `states` the sync's pod descriptions (pod_state.py)."""
     if seconds <= 0 or is_finished(status) or (job.get("spec") or {}).get("runPolicy", {}).get("suspend"):
         return Verdict(False)
     running = find(status, api.COND_RUNNING)
@@ -77,7 +73,8 @@ def judge(
     started = parse_time(status.get("startTime"))
     if started is None:
         return Verdict(False)
-    late = [(name, pod) for name, pod in workers.items() if pod is None or not _ready(pod)]
+    states = states or PodStates()
+    late = [(name, pod) for name, pod in workers.items() if pod is None or not states.of(pod).ready]
     if not late:
         return Verdict(False)
     left = seconds - (now - started).total_seconds()

@@ -38,6 +38,7 @@ from mpioperator.controller.events import NORMAL
 from mpioperator.controller.feature import FeatureFactory, FeaturePorts, FeatureSet, Seen
 from mpioperator.controller.log_follower import FollowSettings
 from mpioperator.controller.metrics import JobMetrics
+from mpioperator.controller.pod_state import PodStates
 from mpioperator.controller.ports import Listers, PodLogs, Recorder, Writer
 from mpioperator.controller.said_before import SaidBefore
 from mpioperator.controller.status import StatusEvent, compute_status
@@ -205,7 +206,8 @@ class JobSyncer:
                 self._reporter.forget(uid)
             return SyncResult(requeue_after=stop.requeue_after)
 
-        step = await self._step.run(job, ext, suspended=suspended, now=now)
+        pods = PodStates()  # each pod this sync reads described once (pod_state.py)
+        step = await self._step.run(job, ext, suspended=suspended, now=now, states=pods)
         launcher = step.launcher
         if suspended:
             await self._clean_up(job, ext, status)
@@ -213,7 +215,7 @@ class JobSyncer:
 
         launcher_pods = self._l.pods.owned_by(launcher["metadata"].get("uid", "")) if launcher else []
         observed_workers = self._step.observed_workers(job, step, suspended)
-        observed = self._reporter.observe(job, ext, launcher_pods, observed_workers, now)
+        observed = self._reporter.observe(job, ext, launcher_pods, observed_workers, now, pods)
         result = compute_status(
             job,
             launcher=launcher,
