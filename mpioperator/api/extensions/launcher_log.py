@@ -11,6 +11,8 @@ policy (with one, the job restarts as a whole instead).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from mpioperator.api import annotation_keys as keys
 from mpioperator.api.annotation_keys import PROGRESS as PROGRESS
@@ -26,31 +28,54 @@ _ACTIONS = (keys.STALL_CONDITION_ONLY, keys.STALL_FAIL)
 _seconds = keys.whole_number(keys.MAX_SECONDS)
 
 
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """How a job's launcher log is read, from its annotations (a bad value reads as absent: validation
+    reports it)."""
+
+    # `json`, the compiled line pattern, or None when the job reports no progress.
+    progress_format: str | re.Pattern[str] | None = None
+    # Seconds of silence before the job is Stalled; None when it is never.
+    stall_timeout: int | None = None
+    fails_when_stalled: bool = False
+
+    @property
+    def follows_log(self) -> bool:
+        """Whether the operator reads the job's launcher log at all."""
+        return self.progress_format is not None or self.stall_timeout is not None
+
+
+def settings(found: Mapping[str, str]) -> Settings:
+    """The log settings of a job whose annotations are `found` (annotation_keys.of)."""
+    progress = found.get(PROGRESS)
+    timeout = found.get(STALL_TIMEOUT)
+    return Settings(
+        progress_format=None if progress is None else keys.progress_format(progress),
+        stall_timeout=(None if timeout is None else _seconds(timeout)) or None,
+        fails_when_stalled=found.get(STALL_ACTION, "").strip() == STALL_FAIL,
+    )
+
+
 def progress_format(job: Obj) -> str | re.Pattern[str] | None:
-    """`json`, the compiled line pattern, or None when the job reports no progress (or says it badly)."""
-    value = keys.of(job).get(PROGRESS)
-    return None if value is None else keys.progress_format(value)
+    return settings(keys.of(job)).progress_format
 
 
 def stall_timeout(job: Obj) -> int | None:
-    """Seconds of silence before the job is Stalled; None (or 0) when it is never."""
-    value = keys.of(job).get(STALL_TIMEOUT)
-    seconds = None if value is None else _seconds(value)
-    return seconds or None
+    return settings(keys.of(job)).stall_timeout
 
 
 def fails_when_stalled(job: Obj) -> bool:
-    return keys.of(job).get(STALL_ACTION, "").strip() == STALL_FAIL
+    return settings(keys.of(job)).fails_when_stalled
 
 
 def follows_log(job: Obj) -> bool:
-    """Whether the operator reads the job's launcher log at all."""
-    return progress_format(job) is not None or stall_timeout(job) is not None
+    return settings(keys.of(job)).follows_log
 
 
-def validate_launcher_log(job: Obj) -> list[FieldError]:
+def validate_launcher_log(job: Obj, found: Mapping[str, str] | None = None) -> list[FieldError]:
+    """What is wrong with the log annotations; `found`: the job's annotations when already read."""
     errors: list[FieldError] = []
-    found = keys.of(job)
+    found = keys.of(job) if found is None else found
     progress = found.get(PROGRESS)
     if progress is not None and keys.progress_format(progress) is None:
         errors.append(

@@ -22,6 +22,7 @@ import structlog
 
 from mpioperator.api import accessors, names
 from mpioperator.api import constants as api
+from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.objects import Obj
 from mpioperator.controller import conditions, failed_rank
 from mpioperator.controller.feature import Feature, FeaturePorts, Seen
@@ -71,7 +72,7 @@ class LastWordsFeature(Feature):
     def _launcher(self, job: Obj) -> Obj | None:
         return self._p.listers.jobs.get(accessors.namespace(job), names.launcher_name(job))
 
-    async def follow(self, job: Obj, workers: list[Obj]) -> None:
+    async def follow(self, job: Obj, ext: Extensions, workers: list[Obj]) -> None:
         uid = job["metadata"].get("uid", "")
         if (job.get("status") or {}).get(STATUS_FIELD):
             self._kept.pop(uid, None)  # the status has it now
@@ -160,12 +161,12 @@ class LastWordsFeature(Feature):
             return None
         return kept[1]
 
-    def failure_detail(self, job: Obj, detail: str) -> str:
+    def failure_detail(self, job: Obj, ext: Extensions, detail: str) -> str:
         words = self._current(job)
         said = clause(words) if words is not None else ""
         return "; ".join(part for part in (said, detail) if part)
 
-    def describe(self, job: Obj, status: Obj, seen: Seen) -> None:
+    def describe(self, job: Obj, ext: Extensions, status: Obj, seen: Seen) -> None:
         words = self._current(job)
         if words is not None and conditions.is_true(status, api.COND_FAILED) and not status.get(STATUS_FIELD):
             status[STATUS_FIELD] = _copy(words)

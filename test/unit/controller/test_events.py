@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from mpioperator.api.defaults import set_defaults
+from mpioperator.api.extensions.parsed import parse
 from mpioperator.api.objects import Obj
 from mpioperator.controller.children import ChildReconciler
 from mpioperator.controller.errors import SyncError
@@ -157,7 +158,7 @@ async def test_a_failed_worker_create_is_reported_in_the_api_servers_words() -> 
     )
 
     with pytest.raises(SyncError) as raised:
-        await reconciler.workers(set_defaults(_job()))
+        await reconciler.workers(job := set_defaults(_job()), parse(job))
 
     assert recorder.events == [("Warning", "MPIJobFailed", f"worker pod created failed: {failure}")]
     assert str(raised.value) == failure
@@ -174,7 +175,7 @@ async def test_a_worker_pod_refused_for_good_is_no_event_here_but_a_rejection_fo
     )
 
     with pytest.raises(ChildRejected) as raised:
-        await reconciler.workers(set_defaults(_job()))
+        await reconciler.workers(job := set_defaults(_job()), parse(job))
 
     assert recorder.events == []
     assert raised.value.message == f"Pod pi-worker-0 could not be created: {refusal}"
