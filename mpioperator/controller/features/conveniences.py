@@ -28,6 +28,7 @@ from mpioperator.controller.feature import ChildOperations, Feature, FeaturePort
 from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.user_ssh_secret import UserSecretChecks
 from mpioperator.kube import errors
+from mpioperator.kube.delete_options import DeleteOptions
 from mpioperator.kube.resources import JOBS, Resource
 
 log = structlog.get_logger(__name__)
@@ -96,7 +97,7 @@ class Conveniences:
         meta = launcher["metadata"]
         if launcher_done(launcher) or self._deleted.seen(meta.get("uid", "")):
             return
-        await self._delete(JOBS, meta, preconditions={"uid": meta.get("uid")})
+        await self._delete(JOBS, meta)
         message = (
             f"Debug mode ended: launcher Job {meta['name']} deleted, "
             "to be made again with the job's own command"
@@ -116,7 +117,7 @@ class Conveniences:
             return False
         if self._deleted.seen(meta.get("uid", "")):
             return True
-        await self._delete(JOBS, meta, preconditions={"uid": meta.get("uid")})
+        await self._delete(JOBS, meta)
         message = f"Resumed: launcher Job {meta['name']} deleted, to be made again with the resume's settings"
         self._rec.record(job, NORMAL, REASON_LAUNCHER_RENEWED, message)
         return True
@@ -160,10 +161,12 @@ class Conveniences:
             message = f"Launcher {launcher['metadata']['name']} runs: {line}"
         self._rec.record(job, NORMAL, REASON_COMMAND_GENERATED, message)
 
-    async def _delete(self, res: Resource, meta: Obj, preconditions: Obj | None = None) -> None:
-        """Delete once: gone already (404) or replaced by another object of that name (409) is fine."""
+    async def _delete(self, res: Resource, meta: Obj) -> None:
+        """Delete this object once (its uid a precondition): gone already (404) or replaced by another object
+        of that name (409) is fine."""
+        only = DeleteOptions(preconditions={"uid": meta.get("uid")})
         try:
-            await self._w.delete(res, meta["name"], meta.get("namespace", ""), preconditions=preconditions)
+            await self._w.delete(res, meta["name"], meta.get("namespace", ""), only)
         except (errors.NotFound, errors.Conflict):
             pass
         except errors.ApiError as exc:

@@ -28,6 +28,7 @@ from mpioperator.controller import conditions, failed_rank
 from mpioperator.controller.feature import Feature, FeaturePorts, Seen
 from mpioperator.controller.problems import last_bad_end
 from mpioperator.kube import errors
+from mpioperator.kube.log_options import LogOptions
 from mpioperator.kube.resources import PODS
 
 log = structlog.get_logger(__name__)
@@ -143,12 +144,8 @@ class LastWordsFeature(Feature):
         if self._p.logs is None:
             return None
         try:
-            text = await self._p.logs.pod_log(
-                name,
-                accessors.namespace(job),
-                tail_lines=MAX_LINES,
-                limit_bytes=MAX_LINES * (MAX_LINE_BYTES + 1),
-            )
+            options = LogOptions(tail_lines=MAX_LINES, limit_bytes=MAX_LINES * (MAX_LINE_BYTES + 1))
+            text = await self._p.logs.pod_log(name, accessors.namespace(job), options)
         except errors.ApiError as exc:
             log.info("cannot read the failed rank's log", pod=name, error=str(exc))
             return None

@@ -44,6 +44,7 @@ from mpioperator.controller.phase import PENDING
 from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.problems import worker_endings
 from mpioperator.kube import errors
+from mpioperator.kube.delete_options import DeleteOptions
 from mpioperator.kube.resources import JOBS
 
 log = structlog.get_logger(__name__)
@@ -289,13 +290,7 @@ class Restarter:
         # collector takes its pods, which clear_earlier deletes too, so no collector is waited for.
         meta = launcher["metadata"]
         try:
-            await self._w.delete(
-                JOBS,
-                meta["name"],
-                ns,
-                propagation_policy="Background",
-                preconditions={"uid": meta.get("uid")} if meta.get("uid") else None,
-            )
+            await self._w.delete(JOBS, meta["name"], ns, DeleteOptions.if_uid(meta.get("uid")))
         except (errors.NotFound, errors.Conflict):
             pass
         except errors.ApiError as exc:

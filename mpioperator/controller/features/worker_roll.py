@@ -22,6 +22,7 @@ from mpioperator.controller.template_edits import (
     workers_to_roll,
 )
 from mpioperator.kube import errors
+from mpioperator.kube.delete_options import DeleteOptions
 from mpioperator.kube.resources import JOBS, PODS
 
 
@@ -93,13 +94,7 @@ class WorkerRollFeature(Feature):
         # garbage collector takes its pods, none of which has started.
         uid = meta.get("uid")
         try:
-            await self._w.delete(
-                JOBS,
-                meta["name"],
-                meta.get("namespace", ""),
-                propagation_policy="Background",
-                preconditions={"uid": uid} if uid else None,
-            )
+            await self._w.delete(JOBS, meta["name"], meta.get("namespace", ""), DeleteOptions.if_uid(uid))
         except (errors.NotFound, errors.Conflict):
             pass
         except errors.ApiError as exc:

@@ -18,6 +18,7 @@ from mpioperator.controller.events import MAX_QUEUED_EVENTS, EventRecorder
 from mpioperator.controller.ports import Listers
 from mpioperator.controller.rejections import ChildRejected
 from mpioperator.kube import errors
+from mpioperator.kube.delete_options import BACKGROUND, DeleteOptions
 from mpioperator.kube.resources import Resource
 from mpioperator.testing.mpijobs import mpijob
 
@@ -53,7 +54,9 @@ class Written:
     async def update_status(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
         raise AssertionError("no status update expected")
 
-    async def delete(self, res: Resource, name: str, namespace: str | None = None, **_: Any) -> Obj:
+    async def delete(
+        self, res: Resource, name: str, namespace: str | None = None, options: DeleteOptions = BACKGROUND
+    ) -> Obj:
         raise AssertionError("no delete expected")
 
 

@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from mpioperator.kube.client import KubeClient
+from mpioperator.kube.list_options import ListOptions
 from mpioperator.kube.resources import NAMESPACES
 
 
@@ -204,7 +205,7 @@ async def client_of(setup: Setup) -> AsyncIterator[KubeClient]:
 
 
 async def first_event(client: KubeClient) -> None:
-    events = client.watch(NAMESPACES, resource_version="1", timeout_seconds=30)
+    events = client.watch(NAMESPACES, None, ListOptions(resource_version="1", timeout_seconds=30))
     try:
         await anext(events)
     finally:
