@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import contextlib
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -30,7 +29,7 @@ import structlog
 from mpioperator.api.objects import Obj
 from mpioperator.cache.keys import DeletedFinalStateUnknown, object_key
 from mpioperator.cache.listwatch import ListerWatcher
-from mpioperator.cache.reflector import DEFAULT_OPTIONS, MIN_WATCH_TIMEOUT, Reflector
+from mpioperator.cache.reflector import DEFAULT_OPTIONS, MIN_WATCH_TIMEOUT, Reflector, cancel_and_wait
 from mpioperator.cache.store import IndexFunc, Store
 from mpioperator.clock import Clock
 from mpioperator.kube.list_options import ListOptions
@@ -97,10 +96,7 @@ class HandlerRegistration:
 
     async def _stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
 
     async def _run(self) -> None:
         while True:

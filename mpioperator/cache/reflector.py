@@ -59,6 +59,14 @@ class ReflectorStore(Protocol):
     def replace(self, items: list[Obj], resource_version: str) -> None: ...
 
 
+async def cancel_and_wait(task: asyncio.Task[None] | None) -> None:
+    """Cancel `task` (None: nothing to do) and return once it has ended."""
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 class ShortWatch(Exception):
     """The watch closed almost at once without any event; treated as a failure."""
 
@@ -117,10 +125,7 @@ class Reflector:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
 
     async def run(self) -> None:
         need_list = self._last_rv is None
