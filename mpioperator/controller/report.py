@@ -29,6 +29,7 @@ from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.objects import Obj
 from mpioperator.controller import health, host_wait, phase, startup_deadline, tasks
 from mpioperator.controller.conditions import is_finished
+from mpioperator.controller.events import WARNING
 from mpioperator.controller.pod_state import PodStates
 from mpioperator.controller.pod_walks import PodWalks
 from mpioperator.controller.problems import PodProblem, last_words, stuck_pods, worker_endings
@@ -38,7 +39,7 @@ from mpioperator.controller.rejections import (
     put_condition,
     rejected_condition,
 )
-from mpioperator.controller.status import WARNING, StatusEvent, worker_tally
+from mpioperator.controller.status import StatusEvent, worker_tally
 
 # A change of the pods' counts and lists and nothing else (a launcher pod Pending before it runs, one that
 # ended before its Job says so) waits this long for a change that is written anyway, as child events
