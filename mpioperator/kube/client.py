@@ -146,21 +146,6 @@ class KubeClient(Reads, Writes, ListsAndWatches):
         self._t.override_host(host)
 
     # -- plumbing ------------------------------------------------------------------------------------
-    async def _call(
-        self,
-        verb: str,
-        res: Resource,
-        method: str,
-        path: str,
-        *,
-        query: dict[str, Any] | None = None,
-        body: Any = None,
-        content_type: str | None = None,
-        projection: Projection | None = None,
-    ) -> Obj:
-        answer = await self._send(verb, res, method, path, query=query, body=body, content_type=content_type)
-        return decode(answer, projection.list) if projection is not None else decode(answer)
-
     async def _send(
         self,
         verb: str,
@@ -210,7 +195,7 @@ class KubeClient(Reads, Writes, ListsAndWatches):
 
     # -- verbs ---------------------------------------------------------------------------------------
     async def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj:
-        obj = await self._call("get", res, "GET", res.path(namespace, name))
+        obj = decode(await self._send("get", res, "GET", res.path(namespace, name)))
         stamp_kind(res)(obj)
         return obj
 
@@ -286,17 +271,18 @@ class KubeClient(Reads, Writes, ListsAndWatches):
 
     async def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
         ns = namespace if namespace is not None else body.get("metadata", {}).get("namespace")
-        return await self._call("create", res, "POST", res.path(ns), body=body)
+        return decode(await self._send("create", res, "POST", res.path(ns), body=body))
 
     async def update(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
         meta = body["metadata"]
         ns = namespace if namespace is not None else meta.get("namespace")
-        return await self._call("update", res, "PUT", res.path(ns, meta["name"]), body=body)
+        return decode(await self._send("update", res, "PUT", res.path(ns, meta["name"]), body=body))
 
     async def update_status(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
         meta = body["metadata"]
         ns = namespace if namespace is not None else meta.get("namespace")
-        return await self._call("update", res, "PUT", res.path(ns, meta["name"], "status"), body=body)
+        path = res.path(ns, meta["name"], "status")
+        return decode(await self._send("update", res, "PUT", path, body=body))
 
     async def patch(
         self,
@@ -314,20 +300,16 @@ class KubeClient(Reads, Writes, ListsAndWatches):
         if patch_type == "apply":
             query["fieldManager"] = field_manager or "mpi-operator"
             query["force"] = "true" if force else None
-        return await self._call(
-            "patch",
-            res,
-            "PATCH",
-            res.path(namespace, name, subresource),
-            query=query,
-            body=body,
-            content_type=CONTENT_TYPES[patch_type],
+        path, content_type = res.path(namespace, name, subresource), CONTENT_TYPES[patch_type]
+        return decode(
+            await self._send("patch", res, "PATCH", path, query=query, body=body, content_type=content_type)
         )
 
     async def delete(
         self, res: Resource, name: str, namespace: str | None = None, options: DeleteOptions = BACKGROUND
     ) -> Obj:
-        return await self._call("delete", res, "DELETE", res.path(namespace, name), body=options.body())
+        path = res.path(namespace, name)
+        return decode(await self._send("delete", res, "DELETE", path, body=options.body()))
 
     def watch(self, res: Resource, namespace: str | None, options: ListOptions) -> AsyncGenerator[Obj, None]:
         query, read_timeout = options.watch_query(), options.read_timeout()
