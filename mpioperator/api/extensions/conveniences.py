@@ -106,23 +106,6 @@ def settings(job: Obj, found: Mapping[str, str]) -> Settings:
     )
 
 
-def debug_mode(job: Obj) -> bool:
-    return settings(job, keys.of(job)).debug_mode
-
-
-def roll_workers(job: Obj) -> bool:
-    return settings(job, keys.of(job)).roll_workers
-
-
-def debug_command(job: Obj) -> tuple[str, ...]:
-    return settings(job, keys.of(job)).debug_command
-
-
-def ssh_secret(job: Obj) -> str | None:
-    """The user's own SSH Secret, when the job names one."""
-    return settings(job, keys.of(job)).ssh_secret
-
-
 def hostfile_path(job: Obj) -> str | None:
     return settings(job, keys.of(job)).hostfile_path
 

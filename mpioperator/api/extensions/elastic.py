@@ -78,14 +78,6 @@ def clamp_to(job: Obj, found: Bounds | None) -> Clamp | None:
     return None if runs == asked else Clamp(asked, runs)
 
 
-def bounds(job: Obj) -> Bounds | None:
-    return read_bounds(keys.of(job))
-
-
-def clamp(job: Obj) -> Clamp | None:
-    return clamp_to(job, bounds(job))
-
-
 def validate_bounds(job: Obj, found: Mapping[str, str] | None = None) -> list[FieldError]:
     """What is wrong with the bounds' annotations; `found`: the job's annotations when already read."""
     errors: list[FieldError] = []

@@ -63,27 +63,9 @@ def settings(found: Mapping[str, str]) -> Settings:
     )
 
 
-def worker_startup_deadline(job: Obj) -> int | None:
-    """The job's own deadline in seconds (0: none), or None when it does not set one (or sets it badly)."""
-    return settings(keys.of(job)).worker_startup_deadline
-
-
-def exec_agent(job: Obj) -> bool:
-    return settings(keys.of(job)).exec_agent
-
-
 def ip_hostfile(job: Obj) -> bool:
     """Whether the hostfile and discover_hosts.sh name the workers by pod IP instead of DNS name."""
     return settings(keys.of(job)).ip_hostfile
-
-
-def keep_failed_launcher(job: Obj) -> bool:
-    return settings(keys.of(job)).keep_failed_launcher
-
-
-def wait_for_ssh_port(job: Obj) -> int | None:
-    """The port the launcher waits for on every host before its own container starts; None: no wait."""
-    return settings(keys.of(job)).wait_for_ssh_port
 
 
 def waits_for_running_workers(job: Obj) -> bool:

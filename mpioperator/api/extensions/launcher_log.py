@@ -56,22 +56,6 @@ def settings(found: Mapping[str, str]) -> Settings:
     )
 
 
-def progress_format(job: Obj) -> str | re.Pattern[str] | None:
-    return settings(keys.of(job)).progress_format
-
-
-def stall_timeout(job: Obj) -> int | None:
-    return settings(keys.of(job)).stall_timeout
-
-
-def fails_when_stalled(job: Obj) -> bool:
-    return settings(keys.of(job)).fails_when_stalled
-
-
-def follows_log(job: Obj) -> bool:
-    return settings(keys.of(job)).follows_log
-
-
 def validate_launcher_log(job: Obj, found: Mapping[str, str] | None = None) -> list[FieldError]:
     """What is wrong with the log annotations; `found`: the job's annotations when already read."""
     errors: list[FieldError] = []

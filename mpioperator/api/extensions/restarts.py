@@ -101,27 +101,6 @@ def settings(found: Mapping[str, str]) -> Settings:
     )
 
 
-def policy(job: Obj) -> str:
-    """The job's restart policy; Never when it sets none (or a bad one, which validation reports)."""
-    return settings(keys.of(job)).policy
-
-
-def enabled(job: Obj) -> bool:
-    return settings(keys.of(job)).enabled
-
-
-def max_restarts(job: Obj) -> int:
-    return settings(keys.of(job)).max_restarts
-
-
-def restarts_launcher(job: Obj) -> bool:
-    return settings(keys.of(job)).restarts_launcher
-
-
-def backoff_seconds(job: Obj) -> int:
-    return settings(keys.of(job)).backoff_seconds
-
-
 def next_delay(job: Obj, previous: int | None, quick: bool) -> int:
     return settings(keys.of(job)).next_delay(previous, quick)
 
