@@ -117,6 +117,13 @@ class Actors:
     def launcher_job(self, job: str) -> dict[str, Any] | None:
         return self.get("jobs", f"{job}-launcher")
 
+    async def launched(self, job: str) -> str:
+        """Once the job's launcher Job is made: its workers Running and Ready and its launcher pod made (its
+        name returned), as the kubelet and the Job controller would do."""
+        await self.until(lambda: self.launcher_job(job), f"{job}'s launcher Job")
+        self.set_workers(job, "Running", ready=True)
+        return self.create_launcher_pod(job)
+
     def create_launcher_pod(
         self, job: str, suffix: str = "abcde", phase: str = "Running", launcher: dict[str, Any] | None = None
     ) -> str:

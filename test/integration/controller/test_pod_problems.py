@@ -138,9 +138,7 @@ async def test_a_worker_that_cannot_start_is_named_with_the_kubelets_reason(
 async def test_a_crash_looping_launcher_is_named_as_the_launcher(harness: Harness) -> None:
     a = _actors(harness)
     a.submit(mpijob("loop", workers=1))
-    await a.until(lambda: a.launcher_job("loop"), "the launcher Job")
-    a.set_workers("loop", "Running", ready=True)
-    pod = a.create_launcher_pod("loop")
+    pod = await a.launched("loop")
     crash = "back-off 20s restarting failed container=launcher pod=" + pod
     write_pod_status(
         a, pod, pod_status("Running", container("launcher", waiting=("CrashLoopBackOff", crash)))
@@ -160,9 +158,7 @@ async def _failed_launcher(
 async def test_an_oom_killed_worker_names_itself_and_the_reason_in_failed(harness: Harness) -> None:
     a = _actors(harness)
     a.submit(mpijob("oom", workers=2, run_policy={"cleanPodPolicy": "None"}))
-    await a.until(lambda: a.launcher_job("oom"), "the launcher Job")
-    a.set_workers("oom", "Running", ready=True)
-    launcher_pod = a.create_launcher_pod("oom")
+    launcher_pod = await a.launched("oom")
     write_pod_status(
         a, "oom-worker-1", pod_status("Failed", container("worker", terminated=("OOMKilled", 137, "")))
     )
@@ -203,9 +199,7 @@ LAST_WORDS = "Traceback (most recent call last):\nValueError: the learning rate 
 async def test_a_failed_launchers_termination_message_and_exit_code_are_in_failed(harness: Harness) -> None:
     a = _actors(harness)
     a.submit(mpijob("words", workers=1))
-    await a.until(lambda: a.launcher_job("words"), "the launcher Job")
-    a.set_workers("words", "Running", ready=True)
-    pod = a.create_launcher_pod("words")
+    pod = await a.launched("words")
     write_pod_status(a, pod, pod_status("Failed", container("launcher", terminated=("Error", 2, LAST_WORDS))))
     await _failed_launcher(a, "words")
 
@@ -220,9 +214,7 @@ async def test_last_words_of_a_launcher_restarted_in_place_outlive_its_pod(harne
     the Job controller deletes the pod when the back-off limit is reached, before the Job says Failed."""
     a = _actors(harness)
     a.submit(mpijob("gone", workers=1))
-    await a.until(lambda: a.launcher_job("gone"), "the launcher Job")
-    a.set_workers("gone", "Running", ready=True)
-    pod = a.create_launcher_pod("gone")
+    pod = await a.launched("gone")
     write_pod_status(
         a,
         pod,
