@@ -44,6 +44,17 @@ async def current_rv(client: KubeClient, ns: str) -> str:
     return rv
 
 
+async def watched_and_busy(
+    client: KubeClient, cluster: LocalCluster, make_namespace: NamespaceFactory
+) -> tuple[str, str, str]:
+    """A namespace to watch, its current resourceVersion, and a second namespace whose ConfigMap
+    "elsewhere" a test may write to: activity the watch filters out (the bookmark tests)."""
+    watched, busy = make_namespace(cluster), make_namespace(cluster)
+    rv = await current_rv(client, watched)
+    await client.create(CONFIG_MAPS, config_map("elsewhere"), busy)
+    return watched, busy, rv
+
+
 async def test_watch_from_a_resource_version_sees_add_modify_delete_in_order(
     client: KubeClient, ns: str
 ) -> None:
@@ -98,9 +109,7 @@ async def test_bookmarks_arrive_when_requested(
     # The watch cache sends a bookmark 2 s before a watch's deadline (otherwise about once a minute), so
     # a 5 s watch gets one within seconds. It only sends one carrying progress the watch has not seen,
     # so keep writing in another namespace (filtered out of this watch) while it runs.
-    watched, busy = make_namespace(apiserver_cluster), make_namespace(apiserver_cluster)
-    rv = await current_rv(client, watched)
-    await client.create(CONFIG_MAPS, config_map("elsewhere"), busy)
+    watched, busy, rv = await watched_and_busy(client, apiserver_cluster, make_namespace)
 
     async def keep_writing() -> None:
         for i in itertools.count():
@@ -135,9 +144,7 @@ async def test_bookmarks_arrive_when_requested(
 async def test_bookmarks_are_not_sent_unless_asked_for(
     client: KubeClient, apiserver_cluster: LocalCluster, make_namespace: NamespaceFactory
 ) -> None:
-    watched, busy = make_namespace(apiserver_cluster), make_namespace(apiserver_cluster)
-    rv = await current_rv(client, watched)
-    await client.create(CONFIG_MAPS, config_map("elsewhere"), busy)
+    watched, _, rv = await watched_and_busy(client, apiserver_cluster, make_namespace)
     events = [
         e
         async for e in client.watch(
