@@ -37,7 +37,11 @@ class Bounds:
 
 def _read(found: Mapping[str, str], key: str) -> int | None:
     value = found.get(key)
-    number = None if value is None else _count(value)
+    return None if value is None else _workers(value)
+
+
+def _workers(text: str) -> int | None:
+    number = _count(text)
     return number if number is not None and number >= 1 else None
 
 
@@ -82,11 +86,9 @@ def validate_bounds(job: Obj, found: Mapping[str, str] | None = None) -> list[Fi
     """What is wrong with the bounds' annotations; `found`: the job's annotations when already read."""
     errors: list[FieldError] = []
     found = keys.of(job) if found is None else found
+    detail = f"must be a whole number of workers, 1 to {keys.MAX_WORKER_BOUND}"
     for key in (MIN_WORKERS, MAX_WORKERS):
-        value = found.get(key)
-        if value is not None and _read(found, key) is None:
-            detail = f"must be a whole number of workers, 1 to {keys.MAX_WORKER_BOUND}"
-            errors.append(invalid(keys.field_path(key), JSONString(value), detail))
+        errors += keys.unreadable(found, key, _workers, detail)
     low, high = _read(found, MIN_WORKERS), _read(found, MAX_WORKERS)
     if low is not None and high is not None and low > high:
         errors.append(

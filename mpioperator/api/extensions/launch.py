@@ -76,26 +76,15 @@ def validate_annotations(job: Obj, found: Mapping[str, str] | None = None) -> li
     """What is wrong with the launch annotations; `found`: the job's annotations when already read."""
     errors: list[FieldError] = []
     found = keys.of(job) if found is None else found
-    deadline = found.get(WORKER_STARTUP_DEADLINE)
-    if deadline is not None and whole_seconds(deadline) is None:
-        errors.append(
-            invalid(
-                keys.field_path(WORKER_STARTUP_DEADLINE),
-                JSONString(deadline),
-                f"must be a whole number of seconds, at most {MAX_SECONDS}",
-            )
-        )
+    seconds = f"must be a whole number of seconds, at most {MAX_SECONDS}"
+    errors += keys.unreadable(found, WORKER_STARTUP_DEADLINE, whole_seconds, seconds)
     keep = found.get(KEEP_FAILED_LAUNCHER)
     if keep is not None and keys.flag(keep) is None:
         errors.append(not_supported(keys.field_path(KEEP_FAILED_LAUNCHER), JSONString(keep), keys.BOOLEANS))
     agent = found.get(LAUNCH_AGENT)
     if agent is not None and agent.strip() not in _AGENTS:
         errors.append(not_supported(keys.field_path(LAUNCH_AGENT), JSONString(agent), _AGENTS))
-    port = found.get(WAIT_FOR_SSH_PORT)
-    if port is not None and keys.port(port) is None:
-        errors.append(
-            invalid(keys.field_path(WAIT_FOR_SSH_PORT), JSONString(port), "must be a port number, 1-65535")
-        )
+    errors += keys.unreadable(found, WAIT_FOR_SSH_PORT, keys.port, "must be a port number, 1-65535")
     addresses = found.get(HOSTFILE_ADDRESSES)
     if addresses is not None and addresses.strip() not in _ADDRESSES:
         errors.append(not_supported(keys.field_path(HOSTFILE_ADDRESSES), JSONString(addresses), _ADDRESSES))

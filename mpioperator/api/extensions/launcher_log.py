@@ -18,7 +18,7 @@ from mpioperator.api import annotation_keys as keys
 from mpioperator.api.annotation_keys import PROGRESS as PROGRESS
 from mpioperator.api.annotation_keys import STALL_ACTION as STALL_ACTION
 from mpioperator.api.annotation_keys import STALL_TIMEOUT as STALL_TIMEOUT
-from mpioperator.api.field_errors import FieldError, JSONString, invalid, not_supported
+from mpioperator.api.field_errors import FieldError, JSONString, not_supported
 from mpioperator.api.objects import Obj
 
 COND_STALLED = "Stalled"
@@ -60,25 +60,13 @@ def validate_launcher_log(job: Obj, found: Mapping[str, str] | None = None) -> l
     """What is wrong with the log annotations; `found`: the job's annotations when already read."""
     errors: list[FieldError] = []
     found = keys.of(job) if found is None else found
-    progress = found.get(PROGRESS)
-    if progress is not None and keys.progress_format(progress) is None:
-        errors.append(
-            invalid(
-                keys.field_path(PROGRESS),
-                JSONString(progress),
-                f"must be {PROGRESS_JSON!r} or a regular expression of at most {keys.MAX_PROGRESS_PATTERN} "
-                "characters with a named group 'done'",
-            )
-        )
-    timeout = found.get(STALL_TIMEOUT)
-    if timeout is not None and _seconds(timeout) is None:
-        errors.append(
-            invalid(
-                keys.field_path(STALL_TIMEOUT),
-                JSONString(timeout),
-                f"must be a whole number of seconds, at most {keys.MAX_SECONDS}",
-            )
-        )
+    pattern = (
+        f"must be {PROGRESS_JSON!r} or a regular expression of at most {keys.MAX_PROGRESS_PATTERN} "
+        "characters with a named group 'done'"
+    )
+    errors += keys.unreadable(found, PROGRESS, keys.progress_format, pattern)
+    seconds = f"must be a whole number of seconds, at most {keys.MAX_SECONDS}"
+    errors += keys.unreadable(found, STALL_TIMEOUT, _seconds, seconds)
     action = found.get(STALL_ACTION)
     if action is not None and action.strip() not in _ACTIONS:
         errors.append(not_supported(keys.field_path(STALL_ACTION), JSONString(action), _ACTIONS))

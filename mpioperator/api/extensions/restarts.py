@@ -90,15 +90,19 @@ def settings(found: Mapping[str, str]) -> Settings:
     limit = found.get(MAX_RESTARTS)
     parsed = None if limit is None else _count(limit)
     backoff = found.get(RESTART_BACKOFF)
-    first = None if backoff is None else _count(backoff)
+    first = None if backoff is None else _backoff(backoff)
     return Settings(
         policy=value if value in POLICIES else NEVER,
         max_restarts=DEFAULT_MAX_RESTARTS if parsed is None else parsed,
-        backoff_seconds=DEFAULT_BACKOFF_SECONDS
-        if first is None or not 1 <= first <= MAX_BACKOFF_SECONDS
-        else first,
+        backoff_seconds=DEFAULT_BACKOFF_SECONDS if first is None else first,
         max_restarts_text=limit,
     )
+
+
+def _backoff(text: str) -> int | None:
+    """The first back-off in seconds, 1 to MAX_BACKOFF_SECONDS; None for anything else."""
+    first = _count(text)
+    return first if first is not None and 1 <= first <= MAX_BACKOFF_SECONDS else None
 
 
 def next_delay(job: Obj, previous: int | None, quick: bool) -> int:
@@ -147,25 +151,10 @@ def validate_restarts(job: Obj, found: Mapping[str, str] | None = None) -> list[
     value = annotations.get(RESTART_POLICY)
     if value is not None and value.strip() not in POLICIES:
         errors.append(not_supported(keys.field_path(RESTART_POLICY), JSONString(value), POLICIES))
-    limit = annotations.get(MAX_RESTARTS)
-    if limit is not None and _count(limit) is None:
-        errors.append(
-            invalid(
-                keys.field_path(MAX_RESTARTS),
-                JSONString(limit),
-                f"must be a whole number, at most {MAX_MAX_RESTARTS}",
-            )
-        )
-    backoff = annotations.get(RESTART_BACKOFF)
-    if backoff is not None and not 1 <= (_count(backoff) or 0) <= MAX_BACKOFF_SECONDS:
-        errors.append(
-            invalid(
-                keys.field_path(RESTART_BACKOFF),
-                JSONString(backoff),
-                f"must be a whole number of seconds from 1 to {MAX_BACKOFF_SECONDS}",
-            )
-        )
-    return errors
+    count = f"must be a whole number, at most {MAX_MAX_RESTARTS}"
+    errors += keys.unreadable(annotations, MAX_RESTARTS, _count, count)
+    seconds = f"must be a whole number of seconds from 1 to {MAX_BACKOFF_SECONDS}"
+    return errors + keys.unreadable(annotations, RESTART_BACKOFF, _backoff, seconds)
 
 
 def validate_cap(asked: Settings, cap: int) -> list[FieldError]:
