@@ -27,9 +27,7 @@ RBAC = "/apis/rbac.authorization.k8s.io/v1/namespaces"
 
 
 def exec_job(name: str, workers: int = 2) -> Obj:
-    body = mpijob(name, workers=workers)
-    body["metadata"]["annotations"] = dict(EXEC)
-    return body
+    return mpijob(name, workers=workers, annotations=EXEC)
 
 
 def can_i(cluster: LocalCluster, ns: str, account: str, verb: str, what: str, name: str) -> bool:

@@ -261,8 +261,7 @@ async def test_keep_failed_launcher_annotation_makes_each_attempt_a_pod_the_job_
     harness: Harness,
 ) -> None:
     a = _actors(harness)
-    kept = mpijob("kept", workers=1)
-    kept["metadata"]["annotations"] = {"mpioperator.io/keep-failed-launcher": "true"}
+    kept = mpijob("kept", workers=1, annotations={"mpioperator.io/keep-failed-launcher": "true"})
     a.submit(kept)
     a.submit(mpijob("plain", workers=1))
 

@@ -87,8 +87,7 @@ async def test_a_resumed_job_is_resuming_until_its_pods_run(harness: Harness) ->
 
 async def test_a_debugging_job_runs_with_its_debug_condition_and_lists_its_pods(harness: Harness) -> None:
     a = Actors(harness.cluster, harness.namespace)
-    body = mpijob("debugging", workers=2)
-    body["metadata"]["annotations"] = {"mpioperator.io/debug-mode": "true"}
+    body = mpijob("debugging", workers=2, annotations={"mpioperator.io/debug-mode": "true"})
     a.submit(body)
     await a.launched("debugging")
 

@@ -21,13 +21,17 @@ JOB = "again"
 
 
 def _restartable(policy: str = "OnWorkerFailure", max_restarts: int = 2, **kwargs: Any) -> Obj:
-    body = mpijob(JOB, workers=2, **kwargs)
-    body["metadata"]["annotations"] = {
-        restarts.RESTART_POLICY: policy,
-        restarts.MAX_RESTARTS: str(max_restarts),
-        # The shortest back-off: these tests are about what a restart does, not when.
-        restarts.RESTART_BACKOFF: "1",
-    }
+    body = mpijob(
+        JOB,
+        workers=2,
+        **kwargs,
+        annotations={
+            restarts.RESTART_POLICY: policy,
+            restarts.MAX_RESTARTS: str(max_restarts),
+            # The shortest back-off: these tests are about what a restart does, not when.
+            restarts.RESTART_BACKOFF: "1",
+        },
+    )
     return body
 
 
