@@ -96,6 +96,14 @@ class Actors:
         created: dict[str, Any] = self.rest.create(self.path("mpijobs"), body)
         return created
 
+    async def submitted_with_workers(self, body: dict[str, Any], timeout: float = TIMEOUT) -> None:
+        """Submit the job and wait until the controller has made all its worker pods."""
+        name, workers = body["metadata"]["name"], body["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
+        self.submit(body)
+        await self.until_true(
+            lambda: len(self.worker_pods(name)) == workers, f"{name}'s {workers} workers", timeout
+        )
+
     def patch_spec(self, job: str, patch: dict[str, Any]) -> None:
         self.rest.merge_patch(self.path("mpijobs", job), patch)
 

@@ -163,8 +163,9 @@ async def test_wait_for_workers_ready_creates_launcher_only_when_every_worker_is
     harness: Harness,
 ) -> None:
     a = _actors(harness)
-    a.submit(mpijob("wait", workers=2, spec={"launcherCreationPolicy": "WaitForWorkersReady"}))
-    await a.until_true(lambda: len(a.worker_pods("wait")) == 2, "two workers")
+    await a.submitted_with_workers(
+        mpijob("wait", workers=2, spec={"launcherCreationPolicy": "WaitForWorkersReady"})
+    )
     await a.until_true(lambda: "Worker" in a.status("wait").get("replicaStatuses", {}), "worker status")
     assert "Launcher" not in a.status("wait")["replicaStatuses"]
 
@@ -322,8 +323,7 @@ async def test_children_owned_by_someone_else_are_not_adopted_and_reported(harne
 
 async def test_workers_scale_up_and_down_with_the_hostfile(harness: Harness) -> None:
     a = _actors(harness)
-    a.submit(mpijob("scale", workers=2))
-    await a.until_true(lambda: len(a.worker_pods("scale")) == 2, "two workers")
+    await a.submitted_with_workers(mpijob("scale", workers=2))
     a.patch_spec("scale", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 4}}}})
     await a.until_true(lambda: len(a.worker_pods("scale")) == 4, "four workers")
     await a.until_true(

@@ -53,8 +53,7 @@ async def test_unschedulable_workers_show_the_schedulers_message_once_and_clear_
     harness: Harness,
 ) -> None:
     a = _actors(harness)
-    a.submit(mpijob("big", workers=2))
-    await a.until_true(lambda: len(a.worker_pods("big")) == 2, "two workers")
+    await a.submitted_with_workers(mpijob("big", workers=2))
 
     for i in range(2):
         write_pod_status(a, f"big-worker-{i}", unschedulable(SCHEDULER_SAYS))
@@ -77,8 +76,7 @@ async def test_an_image_pull_error_and_its_back_off_are_one_problem_until_the_im
     harness: Harness,
 ) -> None:
     a = _actors(harness)
-    a.submit(mpijob("img", workers=1))
-    await a.until_true(lambda: len(a.worker_pods("img")) == 1, "the worker")
+    await a.submitted_with_workers(mpijob("img", workers=1))
 
     pull_error = pod_status("Pending", container("worker", waiting=("ErrImagePull", NOT_FOUND)))
     write_pod_status(a, "img-worker-0", pull_error)
@@ -114,8 +112,7 @@ async def test_a_worker_that_cannot_start_is_named_with_the_kubelets_reason(
     harness: Harness, reason: str
 ) -> None:
     a = _actors(harness)
-    a.submit(mpijob("why", workers=2))
-    await a.until_true(lambda: len(a.worker_pods("why")) == 2, "two workers")
+    await a.submitted_with_workers(mpijob("why", workers=2))
     a.set_pod("why-worker-0", "Running", ready=True)
     restarts = 3 if reason == "CrashLoopBackOff" else 0
     write_pod_status(

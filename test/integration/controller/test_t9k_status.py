@@ -139,8 +139,7 @@ async def test_a_pod_whose_state_is_unknown_makes_the_job_unknown_until_it_is_kn
 async def test_tasks_list_the_first_pods_of_a_large_job_and_count_the_rest(harness: Harness) -> None:
     a = Actors(harness.cluster, harness.namespace)
     workers = MAX_TASK_PODS + 8
-    a.submit(mpijob("large", workers=workers))
-    await a.until_true(lambda: len(a.worker_pods("large")) == workers, f"{workers} workers", timeout=120)
+    await a.submitted_with_workers(mpijob("large", workers=workers), timeout=120)
     await a.until_true(
         lambda: a.status("large").get("aggregate", {}).get("pending") == workers, "every worker counted"
     )

@@ -55,8 +55,7 @@ async def test_workers_not_ready_within_the_deadline_fail_the_job_listing_them_a
     harness: Harness,
 ) -> None:
     a = Actors(harness.cluster, harness.namespace)
-    a.submit(mpijob("late", workers=3, run_policy={"cleanPodPolicy": "Running"}))
-    await a.until_true(lambda: len(a.worker_pods("late")) == 3, "three workers")
+    await a.submitted_with_workers(mpijob("late", workers=3, run_policy={"cleanPodPolicy": "Running"}))
     a.set_pod("late-worker-0", "Running", ready=True)
     a.set_pod("late-worker-2", "Running", ready=False)
     await a.until_true(
