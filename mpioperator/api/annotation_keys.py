@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from mpioperator.api.field_errors import FieldError, JSONString, invalid
 from mpioperator.api.objects import Obj
 
 PREFIX: Final = "mpioperator.io/"
@@ -33,6 +34,17 @@ def of(job: Obj) -> dict[str, str]:
 def field_path(key: str) -> str:
     """Where a validation error about the annotation `key` points."""
     return f"metadata.annotations[{key}]"
+
+
+def unreadable(
+    found: Mapping[str, str], key: str, read: Callable[[str], object], detail: str
+) -> list[FieldError]:
+    """One Invalid error saying `detail` when the job sets `key` to text `read` refuses (reads as None);
+    none when it is unset or readable."""
+    value = found.get(key)
+    if value is None or read(value) is not None:
+        return []
+    return [invalid(field_path(key), JSONString(value), detail)]
 
 
 # --- the readers: each takes an annotation's text and returns its value, or None for text it refuses ---

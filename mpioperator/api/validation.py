@@ -7,12 +7,7 @@ import re
 from typing import Any
 
 from mpioperator.api import constants as api
-from mpioperator.api.extensions import replica_modes
-from mpioperator.api.extensions.conveniences import validate_conveniences
-from mpioperator.api.extensions.elastic import validate_bounds
-from mpioperator.api.extensions.launch import validate_annotations
-from mpioperator.api.extensions.launcher_log import validate_launcher_log
-from mpioperator.api.extensions.restarts import validate_restarts
+from mpioperator.api.extensions import parsed
 from mpioperator.api.field_errors import (
     FieldError,
     JSONString,
@@ -30,6 +25,7 @@ __all__ = [
     "dns1035_label_errors",
     "longest_worker_hostname",
     "validate_mpijob",
+    "validate_spec",
     "validate_worker_bound",
 ]
 
@@ -72,6 +68,12 @@ def longest_worker_hostname(job: Obj) -> str:
 
 
 def validate_mpijob(job: Obj) -> list[FieldError]:
+    """Upstream's checks, then our annotations' (docs/extensions.md)."""
+    return validate_spec(job) + list(parsed.parse(job).errors)
+
+
+def validate_spec(job: Obj) -> list[FieldError]:
+    """Upstream's checks alone; the sync adds the annotations' from the value it parsed them into."""
     errors = _name(job)
     spec = _dict(job.get("spec"))
     errors += _replica_specs(spec.get("mpiReplicaSpecs"))
@@ -88,10 +90,7 @@ def validate_mpijob(job: Obj) -> list[FieldError]:
         errors.append(
             not_supported("spec.mpiImplementation", JSONString(implementation), _SUPPORTED_IMPLEMENTATIONS)
         )
-    errors += validate_conveniences(job)  # our annotations (docs/extensions.md), after upstream's
-    errors += replica_modes.validate(job)  # and T9k's per replica type
-    errors += validate_annotations(job) + validate_restarts(job) + validate_bounds(job)  # and others'
-    return errors + validate_launcher_log(job)
+    return errors
 
 
 def validate_worker_bound(job: Obj, maximum: int) -> list[FieldError]:

@@ -14,6 +14,7 @@ from mpioperator.cache.reflector import SHORT_WATCH, ShortWatch
 from mpioperator.clock import Clock, RealClock
 from mpioperator.kube import errors
 from mpioperator.kube.calls import Creates, Reads, Updates
+from mpioperator.kube.list_options import ListOptions
 from mpioperator.kube.resources import LEASES
 from mpioperator.leaderelection.elector import LeaseConflict
 
@@ -74,10 +75,12 @@ class KubeLeaseClient:
                 events = self._client.watch(
                     LEASES,
                     namespace,
-                    resource_version="",
-                    timeout_seconds=WATCH_SECONDS,
-                    allow_bookmarks=False,
-                    field_selector=f"metadata.name={name}",
+                    ListOptions(
+                        resource_version="",
+                        timeout_seconds=WATCH_SECONDS,
+                        allow_bookmarks=False,
+                        field_selector=f"metadata.name={name}",
+                    ),
                 )
                 async with contextlib.aclosing(events) as stream:
                     async for event in stream:

@@ -17,6 +17,7 @@ from mpioperator.controller.watched import Scopes
 from mpioperator.controller.watched import watched as watched_resources
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient, RequestMetrics
+from mpioperator.kube.list_options import ListOptions
 from mpioperator.kube.protoapi import PROTOBUF
 from mpioperator.kube.ratelimit import ClientLimiters
 from mpioperator.kube.resources import KUBERNETES_POD_GROUPS, MPIJOBS, SELF_SUBJECT_ACCESS_REVIEWS, Resource
@@ -136,7 +137,7 @@ async def _check_list(client: KubeClient, res: Resource, namespace: str | None, 
             reraise=True,
         ):
             with attempt:
-                await client.list(res, namespace, limit=1)
+                await client.list(res, namespace, ListOptions(limit=1))
     except errors.NotFound as exc:
         message = _not_served(res, options)
         if res is not MPIJOBS and res.kind != "PodGroup":

@@ -8,24 +8,24 @@ from dataclasses import KW_ONLY, dataclass, field
 
 from mpioperator.cache.informer import SharedInformer, Transform, strip_managed_fields
 from mpioperator.cache.listwatch import ListerWatcher
-from mpioperator.cache.reflector import DEFAULT_INACTIVITY_TIMEOUT, DEFAULT_PAGE_SIZE
+from mpioperator.cache.reflector import DEFAULT_OPTIONS
 from mpioperator.cache.store import IndexFunc
 from mpioperator.clock import Clock
-from mpioperator.kube.projection import Projection
+from mpioperator.kube.list_options import ListOptions
 from mpioperator.kube.resources import Resource
 
 
 @dataclass(slots=True)
 class SharedInformerFactory:
-    """Informers over `client`; `clock`, `transform`, `inactivity_timeout` and `page_size` are what each
-    informer it makes takes unless `informer()` is told otherwise."""
+    """Informers over `client`; `clock`, `transform` and `options` (what each informer's lists and watches
+    select and how they read the answers) are what each informer it makes takes unless `informer()` is
+    told otherwise."""
 
     client: ListerWatcher
     _: KW_ONLY
     clock: Clock | None = None
     transform: Transform | None = strip_managed_fields
-    inactivity_timeout: float | None = DEFAULT_INACTIVITY_TIMEOUT
-    page_size: int = DEFAULT_PAGE_SIZE
+    options: ListOptions = DEFAULT_OPTIONS
     _informers: dict[tuple[Resource, str | None], SharedInformer] = field(
         default_factory=dict, init=False, repr=False
     )
@@ -37,14 +37,12 @@ class SharedInformerFactory:
         *,
         indexers: Mapping[str, IndexFunc] | None = None,
         transform: Transform | None = None,
-        projection: Projection | None = None,
-        page_size: int | None = None,
-        page_bytes: int | None = None,
+        options: ListOptions | None = None,
     ) -> SharedInformer:
         """The shared informer for `res` in `namespace` (None: all namespaces), made on first use.
-        `indexers` not yet registered on it are added. `transform` replaces the factory's own for this
-        informer, `projection` limits the fields it parses, `page_size` replaces the factory's and
-        `page_bytes` pages every list by size (cache.reflector); these count only when it is made."""
+        `indexers` not yet registered on it are added. `transform` and `options` replace the factory's own
+        for this informer (`options.projection` limits the fields it parses, `options.page_bytes` pages
+        every list by size: cache.reflector); these count only when it is made."""
         key = (res, namespace or None)
         informer = self._informers.get(key)
         if informer is None:
@@ -54,11 +52,8 @@ class SharedInformerFactory:
                 namespace or None,
                 indexers=indexers,
                 transform=transform or self.transform,
-                projection=projection,
+                options=options or self.options,
                 clock=self.clock,
-                inactivity_timeout=self.inactivity_timeout,
-                page_size=page_size or self.page_size,
-                page_bytes=page_bytes,
             )
             self._informers[key] = informer
         elif indexers:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import contextlib
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -30,15 +29,10 @@ import structlog
 from mpioperator.api.objects import Obj
 from mpioperator.cache.keys import DeletedFinalStateUnknown, object_key
 from mpioperator.cache.listwatch import ListerWatcher
-from mpioperator.cache.reflector import (
-    DEFAULT_INACTIVITY_TIMEOUT,
-    DEFAULT_PAGE_SIZE,
-    MIN_WATCH_TIMEOUT,
-    Reflector,
-)
+from mpioperator.cache.reflector import DEFAULT_OPTIONS, MIN_WATCH_TIMEOUT, Reflector, cancel_and_wait
 from mpioperator.cache.store import IndexFunc, Store
 from mpioperator.clock import Clock
-from mpioperator.kube.projection import Projection
+from mpioperator.kube.list_options import ListOptions
 from mpioperator.kube.resources import Resource
 
 __all__ = [
@@ -102,10 +96,7 @@ class HandlerRegistration:
 
     async def _stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
 
     async def _run(self) -> None:
         while True:
@@ -136,14 +127,9 @@ class SharedInformer:
         *,
         indexers: Mapping[str, IndexFunc] | None = None,
         transform: Transform | None = None,
-        projection: Projection | None = None,
+        options: ListOptions = DEFAULT_OPTIONS,
         clock: Clock | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        inactivity_timeout: float | None = DEFAULT_INACTIVITY_TIMEOUT,
-        page_size: int = DEFAULT_PAGE_SIZE,
         min_watch_timeout: int = MIN_WATCH_TIMEOUT,
-        page_bytes: int | None = None,
     ) -> None:
         self.resource = resource
         self.namespace = namespace
@@ -157,15 +143,10 @@ class SharedInformer:
             resource,
             _StoreThenNotify(self),
             namespace=namespace,
-            label_selector=label_selector,
-            field_selector=field_selector,
+            options=options,
             clock=clock,
-            page_size=page_size,
-            inactivity_timeout=inactivity_timeout,
             min_watch_timeout=min_watch_timeout,
             transform=transform,
-            projection=projection,
-            page_bytes=page_bytes,
         )
 
     # Handlers.

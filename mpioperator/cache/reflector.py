@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import random
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Protocol
 
 import structlog
@@ -33,7 +34,7 @@ from mpioperator.cache.backoff import Backoff
 from mpioperator.cache.listwatch import ListerWatcher
 from mpioperator.clock import Clock, RealClock
 from mpioperator.kube.errors import Expired, TooManyRequests, error_from_status
-from mpioperator.kube.projection import Projection
+from mpioperator.kube.list_options import ListOptions
 from mpioperator.kube.resources import Resource
 
 log = structlog.get_logger(__name__)
@@ -42,6 +43,8 @@ MIN_WATCH_TIMEOUT = 300
 DEFAULT_INACTIVITY_TIMEOUT = 90.0
 DEFAULT_PAGE_SIZE = 500
 SHORT_WATCH = 1.0
+# A reflector's list and watch options unless it is given its own.
+DEFAULT_OPTIONS = ListOptions(limit=DEFAULT_PAGE_SIZE, inactivity_timeout=DEFAULT_INACTIVITY_TIMEOUT)
 
 
 class ReflectorStore(Protocol):
@@ -56,6 +59,14 @@ class ReflectorStore(Protocol):
     def replace(self, items: list[Obj], resource_version: str) -> None: ...
 
 
+async def cancel_and_wait(task: asyncio.Task[None] | None) -> None:
+    """Cancel `task` (None: nothing to do) and return once it has ended."""
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 class ShortWatch(Exception):
     """The watch closed almost at once without any event; treated as a failure."""
 
@@ -68,33 +79,25 @@ class Reflector:
         store: ReflectorStore,
         *,
         namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
+        options: ListOptions = DEFAULT_OPTIONS,
         clock: Clock | None = None,
-        page_size: int = DEFAULT_PAGE_SIZE,
-        inactivity_timeout: float | None = DEFAULT_INACTIVITY_TIMEOUT,
         backoff: Backoff | None = None,
         rand: Callable[[], float] = random.random,
         min_watch_timeout: int = MIN_WATCH_TIMEOUT,
         transform: Callable[[Obj], Obj] | None = None,
-        projection: Projection | None = None,
-        page_bytes: int | None = None,
     ) -> None:
         self.resource = resource
-        self._page_bytes = page_bytes
-        # Applied to each object as it arrives, so a list of 10,000 pods never holds 10,000 whole pods.
+        # What every list and watch selects and how it reads the answer; the reflector sets the
+        # resourceVersion and the watch's timeout itself. `projection` keeps the fields to parse, so most
+        # of each object is never built at all.
+        self._options = options
+        # Applied to each object as it arrives, so a list of 10,000 pods never holds 10,000 whole pods;
+        # it sees every object, projected or (where the projection does not fit) whole.
         self._transform = transform
-        # Fields to keep while parsing, so most of each object is never built at all; the transform
-        # still sees every object, projected or (where the projection does not fit) whole.
-        self._projection = projection
         self.namespace = namespace
         self._lw = lw
         self._store = store
-        self._label_selector = label_selector
-        self._field_selector = field_selector
         self._clock: Clock = clock or RealClock()
-        self._page_size = page_size
-        self._inactivity_timeout = inactivity_timeout
         self._backoff = backoff or Backoff(self._clock, rand=rand)
         self._rand = rand
         self._min_watch_timeout = min_watch_timeout
@@ -122,10 +125,7 @@ class Reflector:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
 
     async def run(self) -> None:
         need_list = self._last_rv is None
@@ -156,16 +156,8 @@ class Reflector:
         items: list[Obj] = []
         resource_version = ""
         started, count = self._clock.now(), 0
-        pages = self._lw.list_pages(
-            self.resource,
-            self.namespace,
-            label_selector=self._label_selector,
-            field_selector=self._field_selector,
-            limit=self._page_size,
-            resource_version=self._list_resource_version(),
-            projection=self._projection,
-            page_bytes=self._page_bytes,
-        )
+        options = replace(self._options, resource_version=self._list_resource_version())
+        pages = self._lw.list_pages(self.resource, self.namespace, options)
         try:
             async for body in pages:
                 count += 1
@@ -184,24 +176,20 @@ class Reflector:
     def _list_resource_version(self) -> str | None:
         """ "0" for the first list, served whole from the API server's watch cache; unset ("", the most
         recent state) for a relist, which must never go back behind what the watch already showed."""
-        return "0" if self._last_rv is None and self._page_bytes is None else None
+        return "0" if self._last_rv is None and self._options.page_bytes is None else None
 
     async def _watch(self) -> None:
         assert self._last_rv is not None
         started = self._clock.now()
         events = 0
         self.watches += 1
-        stream = self._lw.watch(
-            self.resource,
-            self.namespace,
+        options = replace(
+            self._options,
             resource_version=self._last_rv,
             timeout_seconds=int(self._min_watch_timeout * (1.0 + self._rand())),
             allow_bookmarks=True,
-            label_selector=self._label_selector,
-            field_selector=self._field_selector,
-            inactivity_timeout=self._inactivity_timeout,
-            projection=self._projection,
         )
+        stream = self._lw.watch(self.resource, self.namespace, options)
         try:
             async for event in stream:
                 events += 1

@@ -30,6 +30,8 @@ from mpioperator.client.errors import (
 from mpioperator.kube.client import KubeClient
 from mpioperator.kube.config import context_namespace, kubeconfig_path
 from mpioperator.kube.errors import ApiError, Expired, KubeConfigError, NotFound, WatchInactive
+from mpioperator.kube.list_options import ListOptions
+from mpioperator.kube.log_options import LogOptions
 from mpioperator.kube.resources import EVENTS, MPIJOBS, NAMESPACES, PODS
 
 Obj = dict[str, Any]
@@ -123,7 +125,7 @@ class AsyncMPIJobClient:
         """MPIJobs in a namespace (or in all), oldest first."""
         ns = None if all_namespaces else (namespace or self.namespace)
         try:
-            listed = await self._kube.list(MPIJOBS, ns, label_selector=label_selector)
+            listed = await self._kube.list(MPIJOBS, ns, ListOptions(label_selector=label_selector))
         except ApiError as exc:
             raise translate(exc, namespace=ns or "") from None
         items: builtins.list[Obj] = listed.get("items") or []
@@ -136,7 +138,7 @@ class AsyncMPIJobClient:
         ns = namespace or self.namespace
         selector = f"{api.LABEL_JOB_NAME}={name}"
         try:
-            listed = await self._kube.list(PODS, ns, label_selector=selector)
+            listed = await self._kube.list(PODS, ns, ListOptions(label_selector=selector))
         except ApiError as exc:
             raise translate(exc, namespace=ns, name=name) from None
         return list(listed.get("items") or [])
@@ -170,7 +172,7 @@ class AsyncMPIJobClient:
         selector = f"metadata.name={name}" if name else None
         while True:
             try:
-                listed = await self._kube.list(MPIJOBS, ns, field_selector=selector)
+                listed = await self._kube.list(MPIJOBS, ns, ListOptions(field_selector=selector))
             except ApiError as exc:
                 raise translate(exc, namespace=ns or "", name=name or "") from None
             for item in listed.get("items") or ():
@@ -190,7 +192,9 @@ class AsyncMPIJobClient:
     ) -> AsyncGenerator[tuple[str, Obj], None]:
         while True:
             stream = self._kube.watch(
-                MPIJOBS, ns, resource_version=version, timeout_seconds=WATCH_SECONDS, field_selector=selector
+                MPIJOBS,
+                ns,
+                ListOptions(resource_version=version, timeout_seconds=WATCH_SECONDS, field_selector=selector),
             )
             async with contextlib.aclosing(stream) as events:
                 async for event in events:
@@ -245,7 +249,7 @@ class AsyncMPIJobClient:
         ns = namespace or self.namespace
         selector = f"{api.LABEL_JOB_NAME}={name},{api.LABEL_JOB_ROLE}={api.ROLE_LAUNCHER}"
         try:
-            pods = (await self._kube.list(PODS, ns, label_selector=selector)).get("items") or []
+            pods = (await self._kube.list(PODS, ns, ListOptions(label_selector=selector))).get("items") or []
         except ApiError as exc:
             raise translate(exc, namespace=ns, name=name) from None
         if not pods:
@@ -258,9 +262,8 @@ class AsyncMPIJobClient:
         ns = namespace or self.namespace
         pod = await self.launcher_pod(name, ns)
         try:
-            return await self._kube.pod_log(
-                pod["metadata"]["name"], ns, container=_first_container(pod), tail_lines=tail_lines
-            )
+            options = LogOptions(container=_first_container(pod), tail_lines=tail_lines)
+            return await self._kube.pod_log(pod["metadata"]["name"], ns, options)
         except ApiError as exc:
             raise _log_error(exc, ns, name, pod) from None
 
@@ -315,7 +318,7 @@ class AsyncMPIJobClient:
         ns = namespace or self.namespace
         try:
             # Background, as kubectl: the job goes now and the garbage collector removes its children.
-            await self._kube.delete(MPIJOBS, name, ns, propagation_policy="Background")
+            await self._kube.delete(MPIJOBS, name, ns)
         except ApiError as exc:
             raise await self._explain(exc, ns, name) from None
         if not wait:

@@ -9,7 +9,7 @@ import structlog
 
 from mpioperator.api import accessors, names
 from mpioperator.api import constants as api
-from mpioperator.api.extensions import conveniences
+from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller.bounded import BoundedSet
@@ -73,9 +73,9 @@ class ChildReconciler:
         cluster_domain: str,
         backend: PodGroupBackend | None = None,
         host_waiter: HostWaiter | None = None,
-        launcher_decorator: Callable[[Obj, Decorator | None], Decorator | None] | None = None,
-        before_delete: Callable[[Obj, list[Obj]], Awaitable[None]] | None = None,
-        hostfile_addresses: Callable[[Obj, list[Obj]], configmap.Addresses | None] | None = None,
+        launcher_decorator: Callable[[Obj, Extensions, Decorator | None], Decorator | None] | None = None,
+        before_delete: Callable[[Obj, Extensions, list[Obj]], Awaitable[None]] | None = None,
+        hostfile_addresses: Callable[[Obj, Extensions, list[Obj]], configmap.Addresses | None] | None = None,
     ) -> None:
         self._l = listers
         self._host_waiter = host_waiter or HostWaiter()
@@ -88,11 +88,11 @@ class ChildReconciler:
         self._hostfiles = VerifiedConfigMaps()
         self._views = WorkerViews()
         # The features' additions to the launcher's pod template (the exec agent's, when allowed).
-        self._launcher_decorator = launcher_decorator or (lambda job, decorate: decorate)
+        self._launcher_decorator = launcher_decorator or (lambda job, ext, decorate: decorate)
         # Told which of a job's pods are about to be deleted (the exec agent's Role lets them go first).
         self._before_delete = before_delete
         # The hostfile's addresses when a feature gives other than upstream's DNS names (pod IPs).
-        self._hostfile_addresses = hostfile_addresses or (lambda job, workers: None)
+        self._hostfile_addresses = hostfile_addresses or (lambda job, ext, workers: None)
 
     def _refuse(self, job: Obj, obj: Obj, kind: str = "") -> SyncError:
         message = not_managed_message(obj["metadata"]["name"], obj.get("kind", kind))
@@ -179,7 +179,7 @@ class ChildReconciler:
             "getting or creating Service to front workers",
         )
 
-    async def config_map(self, job: Obj) -> Obj:
+    async def config_map(self, job: Obj, ext: Extensions) -> Obj:
         """The hostfile ConfigMap. Its hostfile has a line per worker, so it is built only when the
         ConfigMap is created or must be compared: not when the cached version is one this process
         already found right for the same inputs (an unchanged job, running, suspended or held)."""
@@ -194,14 +194,16 @@ class ChildReconciler:
         depends = (hostfile_key(job), _version(cached))
         inputs = view.derived.get(depends)
         if inputs is None:
-            addresses = self._hostfile_addresses(job, workers)
+            addresses = self._hostfile_addresses(job, ext, workers)
             inputs = self._hostfiles.inputs(job, running, cached, addresses)
             if inputs is not None:
                 view.derived.clear()
                 view.derived[depends] = inputs
         if cached is not None and self._hostfiles.verified(job, inputs):
             return cached
-        desired = configmap.new_config_map(job, running, self._domain, self._hostfile_addresses(job, workers))
+        desired = configmap.new_config_map(
+            job, running, self._domain, self._hostfile_addresses(job, ext, workers)
+        )
         made = await self._upsert(
             job, CONFIG_MAPS, cached, desired, ["data"], "getting or creating ConfigMap"
         )
@@ -253,7 +255,7 @@ class ChildReconciler:
             return []
         return self._views.read(job, self._l.pods).by_index
 
-    async def workers(self, job: Obj) -> list[Obj]:
+    async def workers(self, job: Obj, ext: Extensions) -> list[Obj]:
         if not accessors.replica_spec(job, api.WORKER):
             return []
         ns = job["metadata"]["namespace"]
@@ -262,7 +264,7 @@ class ChildReconciler:
         if view.complete and len(view.listed) == replicas:
             # Every worker there and the job's, none surplus: nothing to make, scale down or refuse.
             return view.present
-        await self._scale_down(job, view.listed, replicas)
+        await self._scale_down(job, ext, view.listed, replicas)
         existing = list(view.by_index)
         for i in (i for i, pod in enumerate(existing) if pod is None):
             # A pod of that name without the job's labels is not ours: refused below, not created over.
@@ -271,7 +273,7 @@ class ChildReconciler:
         # One first, then the rest together: a template the API server refuses costs one refused request,
         # not one per worker (L11).
         for batch in (missing[:1], missing[1:]):
-            for i, made in zip(batch, await self._create_workers(job, batch), strict=True):
+            for i, made in zip(batch, await self._create_workers(job, ext, batch), strict=True):
                 existing[i] = made
         workers = [p for p in existing if p is not None]
         for pod in workers:
@@ -279,17 +281,17 @@ class ChildReconciler:
                 raise self._refuse(job, pod)
         return workers
 
-    async def _create_workers(self, job: Obj, indices: list[int]) -> list[Obj]:
+    async def _create_workers(self, job: Obj, ext: Extensions, indices: list[int]) -> list[Obj]:
         if not indices:
             return []
         ns = job["metadata"]["namespace"]
         gate = asyncio.Semaphore(_CREATE_CONCURRENCY)
         gang = _listed(decorator_for(self._backend, job))
-        keys = self._ssh_keys(job)
+        keys = self._ssh_keys(job, ext)
 
         async def create(i: int) -> Obj:
             async with gate:
-                desired = compose.new_worker(job, i, gang, keys)
+                desired = compose.new_worker(job, i, gang, keys, ext=ext)
                 try:
                     return await self._w.create(PODS, desired, ns)
                 except errors.AlreadyExists:
@@ -309,7 +311,7 @@ class ChildReconciler:
                 raise made
         return [made for made in created if not isinstance(made, BaseException)]
 
-    async def _scale_down(self, job: Obj, listed: list[Obj], replicas: int) -> None:
+    async def _scale_down(self, job: Obj, ext: Extensions, listed: list[Obj], replicas: int) -> None:
         """Deletes the job's worker pods (`listed`) whose index is the replicas or more."""
         if len(listed) <= replicas:
             return
@@ -327,14 +329,14 @@ class ChildReconciler:
                 continue
             if index >= replicas:
                 doomed.append(pod)
-        await self.withdraw(job, doomed)
+        await self.withdraw(job, ext, doomed)
         for pod in doomed:
             await self._delete_pod(pod)
 
-    def _ssh_keys(self, job: Obj) -> SSHKeys:
+    def _ssh_keys(self, job: Obj, ext: Extensions) -> SSHKeys:
         """The keys pods mount from the job's SSH Secret: a user's own may name them as the openmpi
         prototype did (the sync checked it before any pod is made)."""
-        name = conveniences.ssh_secret(job)
+        name = ext.conveniences.ssh_secret
         if name is None:
             return UPSTREAM_KEYS
         return key_names(self._l.secrets.get(job["metadata"]["namespace"], name))
@@ -346,10 +348,10 @@ class ChildReconciler:
                 job, WARNING, api.REASON_SET_POD_TEMPLATE_RESTART_POLICY, RESTART_POLICY_OVERRIDDEN
             )
 
-    async def create_launcher(self, job: Obj) -> Obj:
-        decorate = self._launcher_decorator(job, decorator_for(self._backend, job))
+    async def create_launcher(self, job: Obj, ext: Extensions) -> Obj:
+        decorate = self._launcher_decorator(job, ext, decorator_for(self._backend, job))
         desired, overridden = compose.new_launcher_job(
-            job, _listed(decorate), self._ssh_keys(job), self._host_waiter
+            job, _listed(decorate), self._ssh_keys(job, ext), self._host_waiter, ext=ext
         )
         self._say_overridden(job, overridden)
         ns = job["metadata"]["namespace"]
@@ -370,7 +372,7 @@ class ChildReconciler:
             raise SyncError(f"creating launcher Pod: {exc.server_message}") from exc
 
     async def sync_launcher_suspension(
-        self, job: Obj, launcher: Obj, suspended: bool, *, may_resume: bool = True
+        self, job: Obj, ext: Extensions, launcher: Obj, suspended: bool, *, may_resume: bool = True
     ) -> Obj:
         """Suspend the launcher Job with the job; resume it with the job once `may_resume` (under
         WaitForWorkersReady, once the workers are Ready again, as upstream's own fix does)."""
@@ -384,7 +386,7 @@ class ChildReconciler:
                     resumed = await self._w.update_status(JOBS, resumed, ns)
                 # Decorated, so a resume also carries the group label/annotation (upstream merges them too).
                 template, overridden = compose.launcher_pod_template(
-                    job, _listed(decorator_for(self._backend, job))
+                    job, _listed(decorator_for(self._backend, job)), ext=ext
                 )
                 self._say_overridden(job, overridden)
                 launcher_job.merge_scheduling_directives(resumed["spec"]["template"], template)
@@ -402,7 +404,7 @@ class ChildReconciler:
             raise SyncError(exc.server_message) from exc
         return launcher
 
-    async def clean_up_workers(self, job: Obj, status: Obj) -> None:
+    async def clean_up_workers(self, job: Obj, ext: Extensions, status: Obj) -> None:
         """Delete worker pods per cleanPodPolicy and zero the Worker counts."""
         keep_finished = accessors.clean_pod_policy(job) == api.CLEAN_POD_POLICY_RUNNING
         doomed: list[Obj] = []
@@ -416,7 +418,7 @@ class ChildReconciler:
             if keep_finished and pod.get("status", {}).get("phase") not in ("Running", "Pending"):
                 continue
             doomed.append(pod)
-        await self.withdraw(job, doomed)
+        await self.withdraw(job, ext, doomed)
         for pod in doomed:
             await self._delete_pod(pod)
         replica_statuses = status.setdefault("replicaStatuses", {})
@@ -447,10 +449,10 @@ class ChildReconciler:
             if pod.get("status", {}).get("phase") in ("Running", "Pending"):
                 await self._delete_pod(pod)
 
-    async def withdraw(self, job: Obj, pods: list[Obj]) -> None:
+    async def withdraw(self, job: Obj, ext: Extensions, pods: list[Obj]) -> None:
         """Say that these pods of the job are about to be deleted (before any DELETE of them)."""
         if pods and self._before_delete is not None:
-            await self._before_delete(job, pods)
+            await self._before_delete(job, ext, pods)
 
     async def delete_pod(self, pod: Obj) -> None:
         """Delete one of the job's pods (once; see `_delete_pod`)."""

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 
 import structlog
 
+from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.objects import Obj
 from mpioperator.controller import child_state
 from mpioperator.controller.children import ChildReconciler
 from mpioperator.controller.feature import FeatureSet
+from mpioperator.controller.pod_state import PodStates
 from mpioperator.controller.rejections import ChildRejected, Holds
 
 log = structlog.get_logger(__name__)
@@ -43,9 +45,13 @@ class ChildrenStep:
         self._features = features
         self._holds = Holds()
 
-    async def run(self, job: Obj, *, suspended: bool, now: dt.datetime) -> Step:
+    async def run(
+        self, job: Obj, ext: Extensions, *, suspended: bool, now: dt.datetime, states: PodStates | None = None
+    ) -> Step:
         """Upstream's children step, unless the job is held after a refusal (L11), with our extensions'
-        hooks (docs/extensions.md): debug mode's end, the user's own SSH Secret, the worker roll (L14)."""
+        hooks (docs/extensions.md): debug mode's end, the user's own SSH Secret, the worker roll (L14).
+        `states`: the sync's pod descriptions (pod_state.py)."""
+        states = states or PodStates()
         meta = job["metadata"]
         uid, generation = meta.get("uid", ""), int(meta.get("generation") or 0)
         clock = now.timestamp()
@@ -55,31 +61,35 @@ class ChildrenStep:
         waits_for: float | None = None
         try:
             launcher = self._children.launcher(job)
-            if renewing := await self._features.with_launcher(job, launcher):
+            if renewing := await self._features.with_launcher(job, ext, launcher):
                 launcher = None
             done = launcher is not None and child_state.launcher_done(launcher)
             held_for = self._holds.remaining(uid, generation, clock)
             if held_for is not None:
                 return Step(launcher, self._cached_workers(job, done, suspended), held_for=held_for)
             if not done:
-                waits_for = await self._shared_children(job, now)
-                refused = not await self._features.before_pods(job, now)
+                waits_for = await self._shared_children(job, ext, now)
+                refused = not await self._features.before_pods(job, ext, now)
                 if not suspended and waits_for is None and not refused:
-                    await self._features.before_workers(job, launcher)
-                    workers = await self._children.workers(job)
-                    rolled, launcher = await self._features.after_workers(job, launcher, workers)
+                    await self._features.before_workers(job, ext, launcher)
+                    workers = await self._children.workers(job, ext)
+                    rolled, launcher = await self._features.after_workers(job, ext, launcher, workers)
                 held = waits_for is not None or rolled or renewing or refused
-                may_create = not held and child_state.may_create_launcher(job, workers)
+                may_create = not held and child_state.may_create_launcher(job, ext, workers, states)
                 if launcher is None and may_create:
-                    launcher = await self._children.create_launcher(job)
-                    self._features.launcher_created(job, launcher)
+                    launcher = await self._children.create_launcher(job, ext)
+                    self._features.launcher_created(job, ext, launcher)
                 elif launcher is None:
                     log.debug(
                         "waiting for workers to be ready", job=f"{meta.get('namespace')}/{meta['name']}"
                     )
             if launcher is not None:
                 launcher = await self._children.sync_launcher_suspension(
-                    job, launcher, suspended, may_resume=child_state.may_create_launcher(job, workers)
+                    job,
+                    ext,
+                    launcher,
+                    suspended,
+                    may_resume=child_state.may_create_launcher(job, ext, workers, states),
                 )
         except ChildRejected as rejection:
             held_for = self._holds.hold(uid, generation, clock)
@@ -91,7 +101,7 @@ class ChildrenStep:
         self._holds.release(uid)
         return Step(launcher, workers, recheck_after=waits_for)
 
-    async def _shared_children(self, job: Obj, now: dt.datetime) -> float | None:
+    async def _shared_children(self, job: Obj, ext: Extensions, now: dt.datetime) -> float | None:
         """The Service, ConfigMap and what the features add beside them (the SSH Secret); a feature's wait
         (seconds) when one waits (for the user's own Secret, say).
 
@@ -102,12 +112,12 @@ class ChildrenStep:
         met it first."""
         if not self._children.none_shared_cached(job):
             await self._children.service(job)
-            await self._children.config_map(job)
-            return await self._features.with_shared_children(job, now)
+            await self._children.config_map(job, ext)
+            return await self._features.with_shared_children(job, ext, now)
         outcomes = await asyncio.gather(
             self._children.service(job),
-            self._children.config_map(job),
-            self._features.with_shared_children(job, now),
+            self._children.config_map(job, ext),
+            self._features.with_shared_children(job, ext, now),
             return_exceptions=True,
         )
         for outcome in outcomes:

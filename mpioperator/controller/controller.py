@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import structlog
@@ -194,19 +194,21 @@ class MPIJobController:
         self._unexpected = FirstSeen()
 
     def _informer(self, res: Resource, namespace: str | None) -> SharedInformer:
+        options = self.factory.options
         if res is PODS:
+            options = replace(options, projection=POD_CACHE_PROJECTION)
             return self.factory.informer(
-                res, namespace, indexers={JOB_NAME_INDEX: job_name_index}, projection=POD_CACHE_PROJECTION
+                res, namespace, indexers={JOB_NAME_INDEX: job_name_index}, options=options
             )
         if res is SECRETS:
             # Names and key names only, in small pages: Secrets may be large, and most are not ours.
-            return self.factory.informer(
-                res,
-                namespace,
+            options = replace(
+                options,
                 projection=SECRET_CACHE_PROJECTION,
-                page_size=SECRET_FIRST_PAGE,
+                limit=SECRET_FIRST_PAGE,
                 page_bytes=SECRET_PAGE_BYTES,
             )
+            return self.factory.informer(res, namespace, options=options)
         return self.factory.informer(res, namespace)
 
     def queue_idle(self) -> bool:

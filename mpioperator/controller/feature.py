@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.field_errors import FieldError
 from mpioperator.api.objects import Obj
 from mpioperator.clock import Clock, RealClock
@@ -28,7 +29,7 @@ class ChildOperations(Protocol):
 
     def existing_workers(self, job: Obj) -> list[Obj | None]: ...
 
-    async def withdraw(self, job: Obj, pods: list[Obj]) -> None: ...
+    async def withdraw(self, job: Obj, ext: Extensions, pods: list[Obj]) -> None: ...
 
     async def delete_pod(self, pod: Obj) -> None: ...
 
@@ -46,7 +47,7 @@ class FeaturePorts:
     # The sync's one status-write path: (cached job, status) -> whether it wrote.
     write_status: Callable[[Obj, Obj], Awaitable[bool]]
     # Tells every feature before the operator deletes any of the job's pods (FeatureSet.before_delete).
-    before_delete: Callable[[Obj, list[Obj]], Awaitable[None]]
+    before_delete: Callable[[Obj, Extensions, list[Obj]], Awaitable[None]]
     backend: PodGroupBackend
     exec_agent_image: str | None = None
     # Pods' logs (pods/log): launchers' logs followed by the launcher log feature, a failed rank's last
@@ -77,78 +78,83 @@ class Seen:
 
 
 class Feature:
-    """Every hook, in the order one sync reaches it; each does nothing unless a feature overrides it."""
+    """Every hook, in the order one sync reaches it; each does nothing unless a feature overrides it.
 
-    async def guard(self, cached: Obj, job: Obj) -> Obj:
+    Each hook of a job gets its extensions as the sync parsed them once from its annotations (`ext`,
+    api/extensions/parsed.py): a feature reads them there, never from the annotations again."""
+
+    async def guard(self, cached: Obj, job: Obj, ext: Extensions) -> Obj:
         """Before anything else of a live job: the MPIJob as the API server has it after any write."""
         return cached
 
-    async def on_deleting(self, cached: Obj, job: Obj) -> None:
+    async def on_deleting(self, cached: Obj, job: Obj, ext: Extensions) -> None:
         """The job is being deleted (its deletionTimestamp is set); nothing else runs."""
 
-    def validate(self, job: Obj) -> list[FieldError]:
+    def validate(self, job: Obj, ext: Extensions) -> list[FieldError]:
         """What this feature finds wrong with the job beside the API's validation; any problem makes the
         job Invalid (one Warning and a condition) and nothing of it is made."""
         return []
 
-    async def before_children(self, cached: Obj, job: Obj, now: dt.datetime, suspended: bool) -> Stop | None:
+    async def before_children(
+        self, cached: Obj, job: Obj, ext: Extensions, now: dt.datetime, suspended: bool
+    ) -> Stop | None:
         """Before upstream's children step; a `Stop` ends the sync there."""
         return None
 
-    async def with_launcher(self, job: Obj, launcher: Obj | None) -> bool:
+    async def with_launcher(self, job: Obj, ext: Extensions, launcher: Obj | None) -> bool:
         """The launcher Job the cache has; True when it is to be made anew (the sync treats it as absent)."""
         return False
 
-    def hostfile_addresses(self, job: Obj, workers: list[Obj]) -> Mapping[str, str] | None:
+    def hostfile_addresses(self, job: Obj, ext: Extensions, workers: list[Obj]) -> Mapping[str, str] | None:
         """The address the hostfile gives each of the job's worker pods, when it is not upstream's DNS name
         (only workers that have one are listed); None: upstream's names."""
         return None
 
-    async def with_shared_children(self, job: Obj, now: dt.datetime) -> float | None:
+    async def with_shared_children(self, job: Obj, ext: Extensions, now: dt.datetime) -> float | None:
         """Beside the Service and ConfigMap; a number of seconds when the job must wait (makes no pods this
         sync) and be looked at again then."""
         return None
 
-    async def before_pods(self, job: Obj, now: dt.datetime) -> bool:
+    async def before_pods(self, job: Obj, ext: Extensions, now: dt.datetime) -> bool:
         """Before any pod of an unfinished job; False makes no pods this sync."""
         return True
 
-    async def before_workers(self, job: Obj, launcher: Obj | None) -> None:
+    async def before_workers(self, job: Obj, ext: Extensions, launcher: Obj | None) -> None:
         """Just before the workers are made (not when suspended or waiting)."""
 
     async def after_workers(
-        self, job: Obj, launcher: Obj | None, workers: list[Obj]
+        self, job: Obj, ext: Extensions, launcher: Obj | None, workers: list[Obj]
     ) -> tuple[bool, Obj | None]:
         """After the workers; (whether the launcher must wait, the launcher as it now stands)."""
         return False, launcher
 
-    def launcher_created(self, job: Obj, launcher: Obj) -> None:
+    def launcher_created(self, job: Obj, ext: Extensions, launcher: Obj) -> None:
         """The launcher Job was just made."""
 
-    def decorate_launcher(self, job: Obj, decorate: Decorator | None) -> Decorator | None:
+    def decorate_launcher(self, job: Obj, ext: Extensions, decorate: Decorator | None) -> Decorator | None:
         """The launcher's pod decorator, wrapped with this feature's additions."""
         return decorate
 
-    async def before_delete(self, job: Obj, pods: list[Obj]) -> None:
+    async def before_delete(self, job: Obj, ext: Extensions, pods: list[Obj]) -> None:
         """Just before the operator deletes any of the job's pods."""
 
-    async def after_clean_up(self, job: Obj) -> None:
+    async def after_clean_up(self, job: Obj, ext: Extensions) -> None:
         """After upstream's cleanUpWorkerPods (finished or suspended job)."""
 
-    async def follow(self, job: Obj, workers: list[Obj]) -> None:
+    async def follow(self, job: Obj, ext: Extensions, workers: list[Obj]) -> None:
         """Every sync's last child step, for an invalid, held, suspended or finished job too."""
 
-    def failure_detail(self, job: Obj, detail: str) -> str:
+    def failure_detail(self, job: Obj, ext: Extensions, detail: str) -> str:
         """The failure detail the status is computed with."""
         return detail
 
     def amend_status(self, status: Obj, now: dt.datetime) -> None:
         """The computed status, before the pods are reported in it."""
 
-    def describe(self, job: Obj, status: Obj, seen: Seen) -> None:
+    def describe(self, job: Obj, ext: Extensions, status: Obj, seen: Seen) -> None:
         """The status after its events are recorded, before it is written."""
 
-    def recheck_after(self, job: Obj, now: dt.datetime) -> float | None:
+    def recheck_after(self, job: Obj, ext: Extensions, now: dt.datetime) -> float | None:
         """At the end of a sync of an unfinished job: seconds after which the feature wants it looked at
         again although nothing about it changed; None when it does not."""
         return None
@@ -174,100 +180,103 @@ class FeatureSet:
             asked = self._asked[hook] = [f for f in self._features if getattr(type(f), hook) is not default]
         return asked
 
-    async def guard(self, cached: Obj, job: Obj) -> Obj:
+    async def guard(self, cached: Obj, job: Obj, ext: Extensions) -> Obj:
         for feature in self._with("guard"):
-            cached = await feature.guard(cached, job)
+            cached = await feature.guard(cached, job, ext)
         return cached
 
-    async def on_deleting(self, cached: Obj, job: Obj) -> None:
+    async def on_deleting(self, cached: Obj, job: Obj, ext: Extensions) -> None:
         for feature in self._with("on_deleting"):
-            await feature.on_deleting(cached, job)
+            await feature.on_deleting(cached, job, ext)
 
-    def validate(self, job: Obj) -> list[FieldError]:
-        return [problem for feature in self._with("validate") for problem in feature.validate(job)]
+    def validate(self, job: Obj, ext: Extensions) -> list[FieldError]:
+        return [problem for feature in self._with("validate") for problem in feature.validate(job, ext)]
 
-    async def before_children(self, cached: Obj, job: Obj, now: dt.datetime, suspended: bool) -> Stop | None:
+    async def before_children(
+        self, cached: Obj, job: Obj, ext: Extensions, now: dt.datetime, suspended: bool
+    ) -> Stop | None:
         for feature in self._with("before_children"):
-            if (stop := await feature.before_children(cached, job, now, suspended)) is not None:
+            if (stop := await feature.before_children(cached, job, ext, now, suspended)) is not None:
                 return stop
         return None
 
-    async def with_launcher(self, job: Obj, launcher: Obj | None) -> bool:
+    async def with_launcher(self, job: Obj, ext: Extensions, launcher: Obj | None) -> bool:
         renew = False
         for feature in self._with("with_launcher"):
-            renew = await feature.with_launcher(job, launcher) or renew
+            renew = await feature.with_launcher(job, ext, launcher) or renew
         return renew
 
-    def hostfile_addresses(self, job: Obj, workers: list[Obj]) -> Mapping[str, str] | None:
+    def hostfile_addresses(self, job: Obj, ext: Extensions, workers: list[Obj]) -> Mapping[str, str] | None:
         """The first feature's addresses that are not upstream's names."""
         for feature in self._with("hostfile_addresses"):
-            if (addresses := feature.hostfile_addresses(job, workers)) is not None:
+            if (addresses := feature.hostfile_addresses(job, ext, workers)) is not None:
                 return addresses
         return None
 
-    async def with_shared_children(self, job: Obj, now: dt.datetime) -> float | None:
+    async def with_shared_children(self, job: Obj, ext: Extensions, now: dt.datetime) -> float | None:
         """The shortest wait any feature asks for; None when none waits."""
         waits = [
-            await feature.with_shared_children(job, now) for feature in self._with("with_shared_children")
+            await feature.with_shared_children(job, ext, now)
+            for feature in self._with("with_shared_children")
         ]
         return min((w for w in waits if w is not None), default=None)
 
-    async def before_pods(self, job: Obj, now: dt.datetime) -> bool:
+    async def before_pods(self, job: Obj, ext: Extensions, now: dt.datetime) -> bool:
         allowed = True
         for feature in self._with("before_pods"):
-            allowed = await feature.before_pods(job, now) and allowed
+            allowed = await feature.before_pods(job, ext, now) and allowed
         return allowed
 
-    async def before_workers(self, job: Obj, launcher: Obj | None) -> None:
+    async def before_workers(self, job: Obj, ext: Extensions, launcher: Obj | None) -> None:
         for feature in self._with("before_workers"):
-            await feature.before_workers(job, launcher)
+            await feature.before_workers(job, ext, launcher)
 
     async def after_workers(
-        self, job: Obj, launcher: Obj | None, workers: list[Obj]
+        self, job: Obj, ext: Extensions, launcher: Obj | None, workers: list[Obj]
     ) -> tuple[bool, Obj | None]:
         wait = False
         for feature in self._with("after_workers"):
-            waits, launcher = await feature.after_workers(job, launcher, workers)
+            waits, launcher = await feature.after_workers(job, ext, launcher, workers)
             wait = wait or waits
         return wait, launcher
 
-    def launcher_created(self, job: Obj, launcher: Obj) -> None:
+    def launcher_created(self, job: Obj, ext: Extensions, launcher: Obj) -> None:
         for feature in self._with("launcher_created"):
-            feature.launcher_created(job, launcher)
+            feature.launcher_created(job, ext, launcher)
 
-    def decorate_launcher(self, job: Obj, decorate: Decorator | None) -> Decorator | None:
+    def decorate_launcher(self, job: Obj, ext: Extensions, decorate: Decorator | None) -> Decorator | None:
         for feature in self._with("decorate_launcher"):
-            decorate = feature.decorate_launcher(job, decorate)
+            decorate = feature.decorate_launcher(job, ext, decorate)
         return decorate
 
-    async def before_delete(self, job: Obj, pods: list[Obj]) -> None:
+    async def before_delete(self, job: Obj, ext: Extensions, pods: list[Obj]) -> None:
         for feature in self._with("before_delete"):
-            await feature.before_delete(job, pods)
+            await feature.before_delete(job, ext, pods)
 
-    async def after_clean_up(self, job: Obj) -> None:
+    async def after_clean_up(self, job: Obj, ext: Extensions) -> None:
         for feature in self._with("after_clean_up"):
-            await feature.after_clean_up(job)
+            await feature.after_clean_up(job, ext)
 
-    async def follow(self, job: Obj, workers: list[Obj]) -> None:
+    async def follow(self, job: Obj, ext: Extensions, workers: list[Obj]) -> None:
         for feature in self._with("follow"):
-            await feature.follow(job, workers)
+            await feature.follow(job, ext, workers)
 
-    def failure_detail(self, job: Obj, detail: str) -> str:
+    def failure_detail(self, job: Obj, ext: Extensions, detail: str) -> str:
         for feature in self._with("failure_detail"):
-            detail = feature.failure_detail(job, detail)
+            detail = feature.failure_detail(job, ext, detail)
         return detail
 
     def amend_status(self, status: Obj, now: dt.datetime) -> None:
         for feature in self._with("amend_status"):
             feature.amend_status(status, now)
 
-    def describe(self, job: Obj, status: Obj, seen: Seen) -> None:
+    def describe(self, job: Obj, ext: Extensions, status: Obj, seen: Seen) -> None:
         for feature in self._with("describe"):
-            feature.describe(job, status, seen)
+            feature.describe(job, ext, status, seen)
 
-    def recheck_after(self, job: Obj, now: dt.datetime) -> float | None:
+    def recheck_after(self, job: Obj, ext: Extensions, now: dt.datetime) -> float | None:
         """The soonest revisit any feature asks for; None when none does."""
-        waits = [feature.recheck_after(job, now) for feature in self._with("recheck_after")]
+        waits = [feature.recheck_after(job, ext, now) for feature in self._with("recheck_after")]
         return min((w for w in waits if w is not None), default=None)
 
 

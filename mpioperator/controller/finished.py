@@ -11,6 +11,7 @@ from mpioperator.api.objects import Obj
 from mpioperator.controller import conditions, host_wait
 from mpioperator.controller.ports import Listers, Writer
 from mpioperator.kube import errors
+from mpioperator.kube.delete_options import DeleteOptions
 from mpioperator.kube.resources import MPIJOBS
 
 
@@ -48,9 +49,6 @@ async def expire(writer: Writer, job: Obj, now: dt.datetime) -> float | None:
     # way the job this TTL was for no longer exists, and nothing is left to retry.
     with contextlib.suppress(errors.NotFound, errors.Conflict):
         await writer.delete(
-            MPIJOBS,
-            meta["name"],
-            meta.get("namespace"),
-            preconditions={"uid": meta.get("uid")} if meta.get("uid") else None,
+            MPIJOBS, meta["name"], meta.get("namespace"), DeleteOptions.if_uid(meta.get("uid"))
         )
     return None

@@ -27,6 +27,7 @@ from mpioperator.clock import Clock
 from mpioperator.controller.ports import PodLogs
 from mpioperator.controller.progress import Progress, latest
 from mpioperator.kube import errors
+from mpioperator.kube.log_options import LogOptions
 from mpioperator.tokenbucket import TokenBucket
 
 log = structlog.get_logger(__name__)
@@ -140,15 +141,14 @@ class LogFollower:
         self.reads += 1
         try:
             async with asyncio.timeout(READ_TIMEOUT):
-                text = await self._logs.pod_log(
-                    meta["name"],
-                    meta.get("namespace", ""),
+                options = LogOptions(
                     container=container,
                     tail_lines=TAIL_LINES,
                     since_time=since,
                     limit_bytes=LIMIT_BYTES,
                     timestamps=True,
                 )
+                text = await self._logs.pod_log(meta["name"], meta.get("namespace", ""), options)
         except (errors.ApiError, TimeoutError) as exc:
             # Not a sign of life nor of its absence: the job is judged by its next read.
             self.failures += 1

@@ -13,7 +13,7 @@ from typing import Any
 
 from mpioperator.api import constants as api
 from mpioperator.controller.conditions import find, is_true
-from mpioperator.controller.problems import restarts
+from mpioperator.controller.pod_state import PodStates
 
 Obj = dict[str, Any]
 
@@ -61,28 +61,25 @@ def phase(status: Obj, suspended: bool, pods_unknown: bool = False) -> str:
     return PENDING
 
 
-def _ready(pod: Obj) -> bool:
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == "Ready":
-            return bool(cond.get("status") == "True")
-    return False
-
-
-def counts(pods: list[Obj]) -> dict[str, int]:
-    """pending, running, ready, succeeded, failed, restarts of `pods`; a pod being deleted is not counted."""
+def counts(pods: list[Obj], states: PodStates | None = None) -> dict[str, int]:
+    """pending, running, ready, succeeded, failed, restarts of `pods`; a pod being deleted is not counted.
+    `states`: the sync's pod descriptions (pod_state.py)."""
+    states = states or PodStates()
     tally = dict.fromkeys(("pending", "running", "ready", "succeeded", "failed", "restarts"), 0)
     for pod in pods:
-        if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        state = states.of(pod)
+        if state.deleting:
             continue
-        key = _COUNTED_PHASES.get(str((pod.get("status") or {}).get("phase")))
+        key = _COUNTED_PHASES.get(str(state.phase))
         if key is not None:
             tally[key] += 1
-        if key == "running" and _ready(pod):
+        if key == "running" and state.ready:
             tally["ready"] += 1
-        tally["restarts"] += restarts(pod)
+        tally["restarts"] += state.restarts
     return {k: v for k, v in tally.items() if v}
 
 
-def pod_counts(launcher_pods: list[Obj], workers: list[Obj]) -> Obj:
+def pod_counts(launcher_pods: list[Obj], workers: list[Obj], states: PodStates | None = None) -> Obj:
     """`{Launcher: {...}, Worker: {...}}`, both keys always, so a reader need not guess what is absent."""
-    return {api.LAUNCHER: counts(launcher_pods), api.WORKER: counts(workers)}
+    states = states or PodStates()
+    return {api.LAUNCHER: counts(launcher_pods, states), api.WORKER: counts(workers, states)}

@@ -8,6 +8,7 @@ from typing import Protocol, runtime_checkable
 
 from mpioperator.api.objects import Obj
 from mpioperator.kube.calls import Reads, Writes
+from mpioperator.kube.log_options import WHOLE_LOG, LogOptions
 
 
 class Lister(Protocol):
@@ -52,14 +53,4 @@ class Recorder(Protocol):
 class PodLogs(Protocol):
     """Reads a pod's log (pods/log); KubeClient satisfies it."""
 
-    async def pod_log(
-        self,
-        name: str,
-        namespace: str,
-        *,
-        container: str | None = None,
-        tail_lines: int | None = None,
-        since_time: str | None = None,
-        limit_bytes: int | None = None,
-        timestamps: bool = False,
-    ) -> str: ...
+    async def pod_log(self, name: str, namespace: str, options: LogOptions = WHOLE_LOG) -> str: ...

@@ -25,9 +25,12 @@ from typing import Any
 
 from mpioperator.api import accessors, names
 from mpioperator.api import constants as api
+from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.objects import Obj
 from mpioperator.controller import health, host_wait, phase, startup_deadline, tasks
 from mpioperator.controller.conditions import is_finished
+from mpioperator.controller.events import WARNING
+from mpioperator.controller.pod_state import PodStates
 from mpioperator.controller.pod_walks import PodWalks
 from mpioperator.controller.problems import PodProblem, last_words, stuck_pods, worker_endings
 from mpioperator.controller.rejections import (
@@ -36,7 +39,7 @@ from mpioperator.controller.rejections import (
     put_condition,
     rejected_condition,
 )
-from mpioperator.controller.status import WARNING, StatusEvent, worker_tally
+from mpioperator.controller.status import StatusEvent, worker_tally
 
 # A change of the pods' counts and lists and nothing else (a launcher pod Pending before it runs, one that
 # ended before its Job says so) waits this long for a change that is written anyway, as child events
@@ -54,6 +57,7 @@ class Observed:
     deadline: startup_deadline.Verdict
     failure_detail: str
     recheck_after: float | None
+    states: PodStates  # the sync's pod descriptions (pod_state.py), for finish
 
 
 def rejection(
@@ -94,8 +98,18 @@ class Reporter:
         self._last_words.pop(uid, None)
         self._walks.forget(uid)
 
-    def observe(self, job: Obj, launcher_pods: list[Obj], workers: list[Obj], now: dt.datetime) -> Observed:
-        """Everything the status step needs from the pods, before it runs."""
+    def observe(
+        self,
+        job: Obj,
+        ext: Extensions,
+        launcher_pods: list[Obj],
+        workers: list[Obj],
+        now: dt.datetime,
+        states: PodStates | None = None,
+    ) -> Observed:
+        """Everything the status step needs from the pods, before it runs; `states` describes each pod
+        once for the whole sync (pod_state.py)."""
+        states = states or PodStates()
         uid, clock = job["metadata"].get("uid", ""), now.timestamp()
 
         def stuck() -> tuple[tuple[list[PodProblem], float | None], float | None]:
@@ -107,7 +121,7 @@ class Reporter:
         problems, crash_until = self._walks.walk(uid, launcher_pods, workers, "stuck", stuck, clock)
         problems = list(problems)
         crash_recheck = None if crash_until is None else crash_until - clock
-        seconds = startup_deadline.deadline_seconds(job, self._default_deadline)
+        seconds = startup_deadline.deadline_seconds(job, self._default_deadline, ext)
         expected: dict[str, Obj | None] = {}
         if seconds > 0 and not accessors.suspended(job):
             # A name per index, only when a deadline can judge them: a suspended job's or one without a
@@ -124,6 +138,7 @@ class Reporter:
             {p.pod: p for p in problems},
             seconds=seconds,
             now=now,
+            states=states,
         )
         unreachable = ""
         if not verdict.expired and not accessors.suspended(job):
@@ -138,7 +153,7 @@ class Reporter:
         detail = "; ".join(part for part in (endings, words) if part and not unreachable)
         waits = [w for w in (crash_recheck, verdict.recheck_after) if w is not None]
         return Observed(
-            job, (launcher_pods, workers), problems, verdict, detail, min(waits) if waits else None
+            job, (launcher_pods, workers), problems, verdict, detail, min(waits) if waits else None, states
         )
 
     def tally(
@@ -173,7 +188,8 @@ class Reporter:
             kept = self._walks.walk(uid, launcher_pods, workers, key, lambda: (make(), None), clock)
             return copy.deepcopy(kept)
 
-        status["podCounts"] = walked("counts", lambda: phase.pod_counts(launcher_pods, workers))
+        states = observed.states
+        status["podCounts"] = walked("counts", lambda: phase.pod_counts(launcher_pods, workers, states))
         finished = is_finished(status)
         wants_pods = not (suspended or finished)
         status["aggregate"] = walked(
@@ -184,10 +200,10 @@ class Reporter:
                 bool(accessors.replica_spec(job, api.WORKER)),
                 bool(accessors.replica_spec(job, api.LAUNCHER)),
             ),
-            lambda: tasks.aggregate(job, launcher_pods, workers, wants_pods=wants_pods),
+            lambda: tasks.aggregate(job, launcher_pods, workers, wants_pods=wants_pods, states=states),
         )
-        status["tasks"] = walked("tasks", lambda: tasks.tasks(launcher_pods, workers))
-        unknown = not finished and walked("unknown", lambda: tasks.unknown(launcher_pods, workers))
+        status["tasks"] = walked("tasks", lambda: tasks.tasks(launcher_pods, workers, states))
+        unknown = not finished and walked("unknown", lambda: tasks.unknown(launcher_pods, workers, states))
         status["phase"] = phase.phase(status, suspended, pods_unknown=unknown)
         return events
 

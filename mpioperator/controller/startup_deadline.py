@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mpioperator.api import constants as api
-from mpioperator.api.extensions import launch
+from mpioperator.api.extensions.parsed import Extensions, parse
 from mpioperator.controller.conditions import find, is_finished, parse_time
+from mpioperator.controller.pod_state import PodStates
 from mpioperator.controller.problems import MAX_NAMED, PodProblem
 
 Obj = dict[str, Any]
@@ -23,9 +24,10 @@ Obj = dict[str, Any]
 REASON = "WorkerStartupDeadlineExceeded"
 
 
-def deadline_seconds(job: Obj, default: int) -> int:
-    """The job's deadline in seconds, 0 for none: its annotation if valid, else the operator's default."""
-    own = launch.worker_startup_deadline(job)
+def deadline_seconds(job: Obj, default: int, ext: Extensions | None = None) -> int:
+    """The job's deadline in seconds, 0 for none: its annotation if valid, else the operator's default.
+    `ext`: the job's extensions as the sync parsed them (read from the job when None)."""
+    own = (ext or parse(job)).launch.worker_startup_deadline
     return max(0, default) if own is None else own
 
 
@@ -34,13 +36,6 @@ class Verdict:
     expired: bool
     message: str = ""
     recheck_after: float | None = None
-
-
-def _ready(pod: Obj) -> bool:
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == "Ready":
-            return bool(cond.get("status") == "True")
-    return False
 
 
 def _why(pod: Obj | None, problems: dict[str, PodProblem]) -> str:
@@ -61,9 +56,11 @@ def judge(
     *,
     seconds: int,
     now: dt.datetime,
+    states: PodStates | None = None,
 ) -> Verdict:
     """Whether the job's workers missed the deadline. `workers` maps every expected worker name (in
-    index order) to its pod, None when it does not exist; `problems` are the stuck pods by name."""
+    index order) to its pod, None when it does not exist; `problems` are the stuck pods by name;
+    `states` the sync's pod descriptions (pod_state.py)."""
     if seconds <= 0 or is_finished(status) or (job.get("spec") or {}).get("runPolicy", {}).get("suspend"):
         return Verdict(False)
     running = find(status, api.COND_RUNNING)
@@ -76,7 +73,8 @@ def judge(
     started = parse_time(status.get("startTime"))
     if started is None:
         return Verdict(False)
-    late = [(name, pod) for name, pod in workers.items() if pod is None or not _ready(pod)]
+    states = states or PodStates()
+    late = [(name, pod) for name, pod in workers.items() if pod is None or not states.of(pod).ready]
     if not late:
         return Verdict(False)
     left = seconds - (now - started).total_seconds()

@@ -24,11 +24,8 @@ from mpioperator.controller.conditions import (
     new_condition,
     set_condition,
 )
-from mpioperator.controller.events import truncate_message
+from mpioperator.controller.events import NORMAL, WARNING, truncate_message
 from mpioperator.controller.startup_deadline import REASON as REASON_DEADLINE
-
-NORMAL = "Normal"
-WARNING = "Warning"
 
 
 @dataclass(frozen=True, slots=True)

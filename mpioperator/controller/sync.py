@@ -21,8 +21,9 @@ from mpioperator.api import accessors
 from mpioperator.api import constants as api
 from mpioperator.api.defaults import set_defaults
 from mpioperator.api.extensions import restarts
+from mpioperator.api.extensions.parsed import Extensions, parse
 from mpioperator.api.objects import Obj
-from mpioperator.api.validation import validate_mpijob, validate_worker_bound
+from mpioperator.api.validation import validate_spec, validate_worker_bound
 from mpioperator.cache.keys import split_key
 from mpioperator.clock import Clock, RealClock
 from mpioperator.controller import children, conditions, finished, report, status_writer, validity
@@ -37,6 +38,7 @@ from mpioperator.controller.events import NORMAL
 from mpioperator.controller.feature import FeatureFactory, FeaturePorts, FeatureSet, Seen
 from mpioperator.controller.log_follower import FollowSettings
 from mpioperator.controller.metrics import JobMetrics
+from mpioperator.controller.pod_state import PodStates
 from mpioperator.controller.ports import Listers, PodLogs, Recorder, Writer
 from mpioperator.controller.said_before import SaidBefore
 from mpioperator.controller.status import StatusEvent, compute_status
@@ -150,18 +152,20 @@ class JobSyncer:
         if managed_by is not None and managed_by != api.KUBEFLOW_JOB_CONTROLLER:
             log.debug("skipping MPIJob managed by a custom controller", key=key, managed_by=managed_by)
             return SyncResult()
+        ext = parse(job)  # the job's annotations, read once for the whole sync
         if job["metadata"].get("deletionTimestamp"):
-            await self._features.on_deleting(cached, job)
+            await self._features.on_deleting(cached, job, ext)
             return SyncResult()
-        guarded = await self._features.guard(cached, job)
+        guarded = await self._features.guard(cached, job, ext)
         if guarded is not cached:
             self._recent.remember(cached, guarded)
             cached = guarded
         problems = (
-            validate_mpijob(job)
+            validate_spec(job)
+            + list(ext.errors)
             + validate_worker_bound(job, self._settings.max_worker_replicas)
-            + restarts.validate_cap(job, self._settings.max_restarts_cap)
-            + self._features.validate(job)
+            + restarts.validate_cap(ext.restarts, self._settings.max_restarts_cap)
+            + self._features.validate(job, ext)
         )
         if not problems:
             validity.clear(job)
@@ -170,11 +174,11 @@ class JobSyncer:
                 for event in self._said.unsaid(job["metadata"].get("uid", ""), [warning]):
                     self._rec.record(job, event.type, event.reason, event.message)
                 await self._write_status(cached, job["status"], [warning])
-            await self._features.follow(job, [])
+            await self._features.follow(job, ext, [])
             return SyncResult()
-        return await self._sync_valid(cached, job)
+        return await self._sync_valid(cached, job, ext)
 
-    async def _sync_valid(self, cached: Obj, job: Obj) -> SyncResult:
+    async def _sync_valid(self, cached: Obj, job: Obj, ext: Extensions) -> SyncResult:
         ns, name = job["metadata"].get("namespace", ""), job["metadata"]["name"]
         uid = job["metadata"].get("uid", "")
         status: Obj = job.setdefault("status", {})
@@ -191,33 +195,34 @@ class JobSyncer:
 
         finished.complete_upstream_eviction(status)
         if conditions.is_finished(status) and status.get("completionTime"):
-            return await self._sync_finished(cached, job)
+            return await self._sync_finished(cached, job, ext)
 
         suspended = accessors.suspended(job)
         if not status.get("startTime") and not suspended:
             status["startTime"] = format_time(now)
 
-        if (stop := await self._features.before_children(cached, job, now, suspended)) is not None:
+        if (stop := await self._features.before_children(cached, job, ext, now, suspended)) is not None:
             if stop.new_attempt:
                 self._reporter.forget(uid)
             return SyncResult(requeue_after=stop.requeue_after)
 
-        step = await self._step.run(job, suspended=suspended, now=now)
+        pods = PodStates()  # each pod this sync reads described once (pod_state.py)
+        step = await self._step.run(job, ext, suspended=suspended, now=now, states=pods)
         launcher = step.launcher
         if suspended:
-            await self._clean_up(job, status)
-        await self._features.follow(job, step.workers)  # also when held, refused or suspended
+            await self._clean_up(job, ext, status)
+        await self._features.follow(job, ext, step.workers)  # also when held, refused or suspended
 
         launcher_pods = self._l.pods.owned_by(launcher["metadata"].get("uid", "")) if launcher else []
         observed_workers = self._step.observed_workers(job, step, suspended)
-        observed = self._reporter.observe(job, launcher_pods, observed_workers, now)
+        observed = self._reporter.observe(job, ext, launcher_pods, observed_workers, now, pods)
         result = compute_status(
             job,
             launcher=launcher,
             launcher_pods=launcher_pods,
             workers=step.workers,
             now=now,
-            failure_detail=self._features.failure_detail(job, observed.failure_detail),
+            failure_detail=self._features.failure_detail(job, ext, observed.failure_detail),
             deadline_missed=observed.deadline.message if observed.deadline.expired else "",
             tally=self._reporter.tally(job, launcher_pods, step.workers, now),
         )
@@ -229,7 +234,7 @@ class JobSyncer:
         events += self._reporter.finish(result.status, observed, suspended=suspended, now=now)
         for event in self._said.unsaid(uid, events):
             self._rec.record(job, event.type, event.reason, event.message)
-        self._features.describe(job, result.status, Seen(launcher, launcher_pods, observed_workers, now))
+        self._features.describe(job, ext, result.status, Seen(launcher, launcher_pods, observed_workers, now))
         held_back = self._counts_settle.wait(uid, cached.get("status") or {}, result.status, now.timestamp())
         if held_back is None:
             await self._write_status(cached, result.status, events)
@@ -240,7 +245,7 @@ class JobSyncer:
             # job's series, and those just observed would otherwise stay for good.
             empty = not self._l.mpijobs.select(ns, {})
             self._metrics.forget_deleted(ns, name, namespace_empty=empty)
-        revisit = self._features.recheck_after(job, now)
+        revisit = self._features.recheck_after(job, ext, now)
         waits = [
             w
             for w in (step.held_for, observed.recheck_after, held_back, step.recheck_after, revisit)
@@ -267,19 +272,19 @@ class JobSyncer:
         listers = (self._l.services, self._l.config_maps, self._l.secrets, self._l.jobs, self._l.pods)
         return any(lister.owned_by(uid) for lister in listers)
 
-    async def _sync_finished(self, cached: Obj, job: Obj) -> SyncResult:
+    async def _sync_finished(self, cached: Obj, job: Obj, ext: Extensions) -> SyncResult:
         """A finished job is only cleaned up: nothing is created, and once clean nothing is written."""
         status = job["status"]
         policy = accessors.clean_pod_policy(job)
         if policy in (api.CLEAN_POD_POLICY_ALL, api.CLEAN_POD_POLICY_RUNNING):
-            await self._clean_up(job, status)
+            await self._clean_up(job, ext, status)
         if policy == api.CLEAN_POD_POLICY_ALL or finished.launcher_gave_up(self._l, job):
             await self._children.stop_launcher(job)
-        await self._features.follow(job, [])
+        await self._features.follow(job, ext, [])
         await self._write_status(cached, status, [])
         return SyncResult(requeue_after=await finished.expire(self._w, job, self._utcnow()))
 
-    async def _clean_up(self, job: Obj, status: Obj) -> None:
+    async def _clean_up(self, job: Obj, ext: Extensions, status: Obj) -> None:
         """upstream's cleanUpWorkerPods: worker pods per cleanPodPolicy, then the gang's PodGroup."""
-        await self._children.clean_up_workers(job, status)
-        await self._features.after_clean_up(job)
+        await self._children.clean_up_workers(job, ext, status)
+        await self._features.after_clean_up(job, ext)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from mpioperator.api import accessors
 from mpioperator.api import constants as api
 from mpioperator.api.objects import Obj
-from mpioperator.controller.problems import restarts
+from mpioperator.controller.pod_state import PodStates
 
 MAX_TASK_PODS = 32
 AGGREGATE_KEYS = ("creating", "pending", "running", "succeeded", "failed", "unknown", "deleted")
@@ -20,58 +20,68 @@ _PHASE_KEYS = {"Pending": "pending", "Running": "running", "Succeeded": "succeed
 _LAUNCHER_PRESENT = ("Pending", "Running", "Succeeded", "Unknown")
 
 
-def _deleting(pod: Obj) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
-
-
-def _phase(pod: Obj) -> str:
-    return str((pod.get("status") or {}).get("phase") or "Pending")
-
-
-def unknown(launcher_pods: list[Obj], workers: list[Obj]) -> bool:
+def unknown(launcher_pods: list[Obj], workers: list[Obj], states: PodStates | None = None) -> bool:
     """Whether the API server says the state of one of the job's pods could not be obtained (phase
-    Unknown: a node that stopped reporting, as virtual kubelets say it)."""
-    return any(_phase(p) == "Unknown" and not _deleting(p) for p in (*launcher_pods, *workers))
+    Unknown: a node that stopped reporting, as virtual kubelets say it). `states`: the sync's pod
+    descriptions (pod_state.py)."""
+    states = states or PodStates()
+    return any(
+        (state := states.of(p)).phase_or_pending == "Unknown" and not state.deleting
+        for p in (*launcher_pods, *workers)
+    )
 
 
-def aggregate(job: Obj, launcher_pods: list[Obj], workers: list[Obj], *, wants_pods: bool) -> dict[str, int]:
+def aggregate(
+    job: Obj,
+    launcher_pods: list[Obj],
+    workers: list[Obj],
+    *,
+    wants_pods: bool,
+    states: PodStates | None = None,
+) -> dict[str, int]:
     """Every key of AGGREGATE_KEYS, zeros included, so a printer column never reads `<none>`.
 
     `wants_pods` is False for a suspended or finished job: it makes no pods, so none is `creating`."""
+    states = states or PodStates()
     tally = dict.fromkeys(AGGREGATE_KEYS, 0)
     for pod in (*launcher_pods, *workers):
-        if _deleting(pod):
+        state = states.of(pod)
+        if state.deleting:
             tally["deleted"] += 1
         else:
-            tally[_PHASE_KEYS.get(_phase(pod), "unknown")] += 1
+            tally[_PHASE_KEYS.get(state.phase_or_pending, "unknown")] += 1
     if wants_pods:
-        live = {p["metadata"].get("name") for p in workers if not _deleting(p)}
+        live = {p["metadata"].get("name") for p in workers if not states.of(p).deleting}
         wanted = accessors.worker_replicas(job) if accessors.replica_spec(job, api.WORKER) else 0
         tally["creating"] += max(0, wanted - len(live))
-        present = any(_phase(p) in _LAUNCHER_PRESENT and not _deleting(p) for p in launcher_pods)
+        present = any(
+            (state := states.of(p)).phase_or_pending in _LAUNCHER_PRESENT and not state.deleting
+            for p in launcher_pods
+        )
         if accessors.replica_spec(job, api.LAUNCHER) and not present:
             tally["creating"] += 1
     return tally
 
 
-def _entry(pod: Obj) -> Obj:
+def _entry(pod: Obj, states: PodStates) -> Obj:
     meta = pod.get("metadata") or {}
+    state = states.of(pod)
     entry: Obj = {
         "name": meta.get("name", ""),
         "uid": meta.get("uid", ""),
-        "phase": _phase(pod),
-        "restartCount": restarts(pod),
+        "phase": state.phase_or_pending,
+        "restartCount": state.restarts,
     }
-    if _deleting(pod):
+    if state.deleting:
         entry["deleting"] = True
     return entry
 
 
-def _task(replica_type: str, pods: list[Obj]) -> Obj:
+def _task(replica_type: str, pods: list[Obj], states: PodStates) -> Obj:
     task: Obj = {
         "type": replica_type,
-        "restartCount": sum(restarts(p) for p in pods),
-        "pods": [_entry(p) for p in pods[:MAX_TASK_PODS]],
+        "restartCount": sum(states.of(p).restarts for p in pods),
+        "pods": [_entry(p, states) for p in pods[:MAX_TASK_PODS]],
     }
     if len(pods) > MAX_TASK_PODS:
         task["truncated"] = len(pods) - MAX_TASK_PODS
@@ -83,9 +93,10 @@ def _index(pod: Obj) -> int:
     return int(suffix) if suffix.isascii() and suffix.isdigit() else -1
 
 
-def tasks(launcher_pods: list[Obj], workers: list[Obj]) -> list[Obj]:
+def tasks(launcher_pods: list[Obj], workers: list[Obj], states: PodStates | None = None) -> list[Obj]:
     """`[{type: Launcher, ...}, {type: Worker, ...}]`, both always."""
+    states = states or PodStates()
     newest_first = sorted(
         launcher_pods, key=lambda p: (p.get("metadata") or {}).get("creationTimestamp") or "", reverse=True
     )
-    return [_task(api.LAUNCHER, newest_first), _task(api.WORKER, sorted(workers, key=_index))]
+    return [_task(api.LAUNCHER, newest_first, states), _task(api.WORKER, sorted(workers, key=_index), states)]

@@ -13,8 +13,8 @@ running mpirun, and a batch/v1 Job's pod template cannot be changed. So, for a j
 
 from __future__ import annotations
 
-from mpioperator.api.extensions import conveniences
 from mpioperator.api.extensions import restarts as policy
+from mpioperator.api.extensions.parsed import Extensions, parse
 from mpioperator.api.objects import Obj
 from mpioperator.controller.child_state import launcher_done
 from mpioperator.controller.decorators.worker_template import (
@@ -45,12 +45,17 @@ def _live(pods: list[Obj]) -> list[Obj]:
 
 
 def workers_to_roll(
-    job: Obj, workers: list[Obj], launcher: Obj | None, launcher_pods: list[Obj]
+    job: Obj,
+    workers: list[Obj],
+    launcher: Obj | None,
+    launcher_pods: list[Obj],
+    ext: Extensions | None = None,
 ) -> list[Obj]:
     """The worker pods to delete so they are made again from the current template; none unless the job
     asked for it and its launcher has not started. A worker without the stamp was made before the job
-    opted in, from a template we cannot know, so it is rolled too."""
-    if not conveniences.roll_workers(job) or launcher_started(launcher, launcher_pods):
+    opted in, from a template we cannot know, so it is rolled too. `ext`: the job's extensions as the
+    sync parsed them (read from the job when None)."""
+    if not (ext or parse(job)).conveniences.roll_workers or launcher_started(launcher, launcher_pods):
         return []
     current = template_hash(job)
     return [pod for pod in _live(workers) if stamped_hash(pod) != current]
@@ -66,29 +71,31 @@ def _idle_while_suspended(launcher: Obj, launcher_pods: list[Obj]) -> bool:
     )
 
 
-def launcher_to_remake(job: Obj, launcher: Obj | None, launcher_pods: list[Obj]) -> bool:
+def launcher_to_remake(job: Obj, ext: Extensions, launcher: Obj | None, launcher_pods: list[Obj]) -> bool:
     """Whether the launcher Job goes, to be made again from the current launcher template: the job asked
     for it, the Job was made from another template (or before the job opted in) and has not started, or
     is suspended with nothing running (a resume)."""
-    if launcher is None or not conveniences.roll_workers(job):
+    if launcher is None or not ext.conveniences.roll_workers:
         return False
     if launcher_started(launcher, launcher_pods) and not _idle_while_suspended(launcher, launcher_pods):
         return False
     return stamped_launcher_hash(launcher) != launcher_template_hash(job)
 
 
-def running_edit(job: Obj, workers: list[Obj], launcher: Obj | None, launcher_pods: list[Obj]) -> str | None:
+def running_edit(
+    job: Obj, ext: Extensions, workers: list[Obj], launcher: Obj | None, launcher_pods: list[Obj]
+) -> str | None:
     """What was edited since the running attempt's pods were made ("the worker template", "the launcher
     template", or both), when the job asked for its edits to reach its pods and its launcher runs.
 
     Only a stamp of another template counts: a pod without one was made before the job opted in, from a
     template that cannot be known, and a guess must not cost a running job its work."""
-    if launcher is None or not conveniences.roll_workers(job):
+    if launcher is None or not ext.conveniences.roll_workers:
         return None
     if launcher_done(launcher) or not launcher_started(launcher, launcher_pods):
         return None
     attempt = policy.current_attempt(job)
-    labelled = policy.labelled(job)
+    labelled = ext.restarts.labelled(job)
     if labelled and policy.attempt_of(launcher) != attempt:
         return None  # an earlier attempt's, which the restart step deletes
     current = template_hash(job)
@@ -106,18 +113,18 @@ def running_edit(job: Obj, workers: list[Obj], launcher: Obj | None, launcher_po
     return "the launcher template" if launcher_edited else None
 
 
-def refusal(job: Obj, edited: str) -> tuple[str, str] | None:
+def refusal(job: Obj, ext: Extensions, edited: str) -> tuple[str, str] | None:
     """The reason and message of a refused edit of a running job; None when a restart takes it."""
     meta = job["metadata"]
     head = f"MPIJob {meta.get('namespace', '')}/{meta['name']}: {edited} changed after the launcher started"
-    if not policy.enabled(job):
+    if not ext.restarts.enabled:
         return REASON_NO_RESTARTS, (
             f"{head}; the running pods keep the template they were made from, since MPI cannot replace a "
             f"rank under a running mpirun. Set {policy.RESTART_POLICY} to restart the job as a whole on "
             "the new template, or suspend and resume it."
         )
     done = policy.restarts(job.get("status") or {})
-    if done < policy.max_restarts(job):
+    if done < ext.restarts.max_restarts:
         return None
     return REASON_LIMIT, (
         f"{head}; the job restarted {done} times, the most {policy.MAX_RESTARTS} allows, so the running "

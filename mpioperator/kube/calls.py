@@ -8,7 +8,8 @@ from collections.abc import AsyncGenerator
 from typing import Any, Protocol
 
 from mpioperator.api.objects import Obj
-from mpioperator.kube.projection import Projection
+from mpioperator.kube.delete_options import BACKGROUND, DeleteOptions
+from mpioperator.kube.list_options import EVERYTHING, ListOptions
 from mpioperator.kube.resources import Resource
 
 
@@ -41,40 +42,15 @@ class Writes(Creates, Updates, Protocol):
     ) -> Obj: ...
 
     async def delete(
-        self,
-        res: Resource,
-        name: str,
-        namespace: str | None = None,
-        *,
-        propagation_policy: str | None = "Background",
-        preconditions: Obj | None = None,
+        self, res: Resource, name: str, namespace: str | None = None, options: DeleteOptions = BACKGROUND
     ) -> Obj: ...
 
 
 class ListsAndWatches(Protocol):
     def list_pages(
-        self,
-        res: Resource,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        limit: int | None = None,
-        resource_version: str | None = None,
-        projection: Projection | None = None,
-        page_bytes: int | None = None,
+        self, res: Resource, namespace: str | None = None, options: ListOptions = EVERYTHING
     ) -> AsyncGenerator[Obj, None]: ...
 
     def watch(
-        self,
-        res: Resource,
-        namespace: str | None = None,
-        *,
-        resource_version: str,
-        timeout_seconds: int,
-        allow_bookmarks: bool = True,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        inactivity_timeout: float | None = None,
-        projection: Projection | None = None,
+        self, res: Resource, namespace: str | None, options: ListOptions
     ) -> AsyncGenerator[Obj, None]: ...

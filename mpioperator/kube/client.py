@@ -21,6 +21,9 @@ from mpioperator import __version__
 from mpioperator.api.objects import Obj
 from mpioperator.kube.calls import ListsAndWatches, Reads, Writes
 from mpioperator.kube.config import load_configuration
+from mpioperator.kube.delete_options import BACKGROUND, DeleteOptions
+from mpioperator.kube.list_options import EVERYTHING, ListOptions
+from mpioperator.kube.log_options import WHOLE_LOG, LogOptions
 from mpioperator.kube.negotiation import Negotiation
 from mpioperator.kube.pages import peek_continue, scaled_limit
 from mpioperator.kube.projection import Projection
@@ -143,21 +146,6 @@ class KubeClient(Reads, Writes, ListsAndWatches):
         self._t.override_host(host)
 
     # -- plumbing ------------------------------------------------------------------------------------
-    async def _call(
-        self,
-        verb: str,
-        res: Resource,
-        method: str,
-        path: str,
-        *,
-        query: dict[str, Any] | None = None,
-        body: Any = None,
-        content_type: str | None = None,
-        projection: Projection | None = None,
-    ) -> Obj:
-        answer = await self._send(verb, res, method, path, query=query, body=body, content_type=content_type)
-        return decode(answer, projection.list) if projection is not None else decode(answer)
-
     async def _send(
         self,
         verb: str,
@@ -207,45 +195,19 @@ class KubeClient(Reads, Writes, ListsAndWatches):
 
     # -- verbs ---------------------------------------------------------------------------------------
     async def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj:
-        obj = await self._call("get", res, "GET", res.path(namespace, name))
+        obj = decode(await self._send("get", res, "GET", res.path(namespace, name)))
         stamp_kind(res)(obj)
         return obj
 
     async def list(
-        self,
-        res: Resource,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
-        limit: int | None = None,
-        continue_token: str | None = None,
-        projection: Projection | None = None,
+        self, res: Resource, namespace: str | None = None, options: ListOptions = EVERYTHING
     ) -> Obj:
-        query = {
-            "labelSelector": label_selector,
-            "fieldSelector": field_selector,
-            "resourceVersion": resource_version,
-            "resourceVersionMatch": resource_version_match,
-            "limit": limit,
-            "continue": continue_token,
-        }
-        answer = await self._fetch_page(res, namespace, query, projection)
-        return await self._page(res, namespace, query, projection, answer)
+        query = options.list_query()
+        answer = await self._fetch_page(res, namespace, query, options.projection)
+        return await self._page(res, namespace, query, options.projection, answer)
 
     async def list_pages(
-        self,
-        res: Resource,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        limit: int | None = None,
-        resource_version: str | None = None,
-        projection: Projection | None = None,
-        page_bytes: int | None = None,
+        self, res: Resource, namespace: str | None = None, options: ListOptions = EVERYTHING
     ) -> AsyncGenerator[Obj, None]:
         """Every page of a list, in order. The next page is asked for as soon as this one's continue
         token is read, ahead of its items, so the server prepares it while this one is decoded.
@@ -254,15 +216,7 @@ class KubeClient(Reads, Writes, ListsAndWatches):
         Given `page_bytes`, `limit` is the first page's and each next page's limit is scaled from the
         size of the one before to come near `page_bytes` (at most MAX_PAGE_LIMIT): a list of large
         objects never holds many of them at once, and one of small objects still takes few requests."""
-
-        def query(token: str | None, page_limit: int | None) -> dict[str, Any]:
-            return {
-                "labelSelector": label_selector,
-                "fieldSelector": field_selector,
-                "resourceVersion": None if token else resource_version,
-                "limit": page_limit,
-                "continue": token,
-            }
+        projection, query = options.projection, options.page_query
 
         def fetch(token: str | None, page_limit: int | None) -> asyncio.Task[Answer]:
             return asyncio.ensure_future(
@@ -270,13 +224,13 @@ class KubeClient(Reads, Writes, ListsAndWatches):
             )
 
         token: str | None = None
-        page_limit = limit
+        page_limit = options.limit
         pending: asyncio.Task[Answer] | None = fetch(None, page_limit)
         try:
             while pending is not None:
                 answer, this_token, this_limit = await pending, token, page_limit
                 token = peek_continue(answer.body, protobuf=self._negotiation.is_protobuf(answer.headers))
-                page_limit = scaled_limit(this_limit, len(answer.body), page_bytes)
+                page_limit = scaled_limit(this_limit, len(answer.body), options.page_bytes)
                 pending = fetch(token, page_limit) if token and 200 <= answer.status < 300 else None
                 if pending is not None:
                     await asyncio.sleep(0)  # lets the fetch put its request on the wire before we decode
@@ -317,17 +271,18 @@ class KubeClient(Reads, Writes, ListsAndWatches):
 
     async def create(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
         ns = namespace if namespace is not None else body.get("metadata", {}).get("namespace")
-        return await self._call("create", res, "POST", res.path(ns), body=body)
+        return decode(await self._send("create", res, "POST", res.path(ns), body=body))
 
     async def update(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
         meta = body["metadata"]
         ns = namespace if namespace is not None else meta.get("namespace")
-        return await self._call("update", res, "PUT", res.path(ns, meta["name"]), body=body)
+        return decode(await self._send("update", res, "PUT", res.path(ns, meta["name"]), body=body))
 
     async def update_status(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
         meta = body["metadata"]
         ns = namespace if namespace is not None else meta.get("namespace")
-        return await self._call("update", res, "PUT", res.path(ns, meta["name"], "status"), body=body)
+        path = res.path(ns, meta["name"], "status")
+        return decode(await self._send("update", res, "PUT", path, body=body))
 
     async def patch(
         self,
@@ -345,62 +300,26 @@ class KubeClient(Reads, Writes, ListsAndWatches):
         if patch_type == "apply":
             query["fieldManager"] = field_manager or "mpi-operator"
             query["force"] = "true" if force else None
-        return await self._call(
-            "patch",
-            res,
-            "PATCH",
-            res.path(namespace, name, subresource),
-            query=query,
-            body=body,
-            content_type=CONTENT_TYPES[patch_type],
+        path, content_type = res.path(namespace, name, subresource), CONTENT_TYPES[patch_type]
+        return decode(
+            await self._send("patch", res, "PATCH", path, query=query, body=body, content_type=content_type)
         )
 
     async def delete(
-        self,
-        res: Resource,
-        name: str,
-        namespace: str | None = None,
-        *,
-        propagation_policy: str | None = "Background",
-        preconditions: Obj | None = None,
+        self, res: Resource, name: str, namespace: str | None = None, options: DeleteOptions = BACKGROUND
     ) -> Obj:
-        options: Obj = {"apiVersion": "v1", "kind": "DeleteOptions"}
-        if propagation_policy:
-            options["propagationPolicy"] = propagation_policy
-        if preconditions:
-            options["preconditions"] = preconditions
-        return await self._call("delete", res, "DELETE", res.path(namespace, name), body=options)
+        path = res.path(namespace, name)
+        return decode(await self._send("delete", res, "DELETE", path, body=options.body()))
 
-    def watch(
-        self,
-        res: Resource,
-        namespace: str | None = None,
-        *,
-        resource_version: str,
-        timeout_seconds: int,
-        allow_bookmarks: bool = True,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        inactivity_timeout: float | None = None,
-        projection: Projection | None = None,
-    ) -> AsyncGenerator[Obj, None]:
-        query = {
-            "watch": "true",
-            "resourceVersion": resource_version or None,
-            "timeoutSeconds": timeout_seconds,
-            "allowWatchBookmarks": "true" if allow_bookmarks else None,
-            "labelSelector": label_selector,
-            "fieldSelector": field_selector,
-        }
-        # No read deadline given: the server closes after timeoutSeconds, so allow that plus slack.
-        read_timeout = inactivity_timeout or (timeout_seconds + 30.0)
-        accept = self._negotiation.accept(res, projection)
+    def watch(self, res: Resource, namespace: str | None, options: ListOptions) -> AsyncGenerator[Obj, None]:
+        query, read_timeout = options.watch_query(), options.read_timeout()
+        accept = self._negotiation.accept(res, options.projection)
         path = res.path(namespace)
 
         def opening() -> Awaitable[aiohttp.ClientResponse]:
             return self._t.open(path, query=query, read_timeout=read_timeout, accept=accept)
 
-        return self._watch(opening, res, projection)
+        return self._watch(opening, res, options.projection)
 
     async def _watch(
         self,
@@ -430,26 +349,10 @@ class KubeClient(Reads, Writes, ListsAndWatches):
             async for event in events:
                 yield event
 
-    async def pod_log(
-        self,
-        name: str,
-        namespace: str,
-        *,
-        container: str | None = None,
-        tail_lines: int | None = None,
-        since_time: str | None = None,
-        limit_bytes: int | None = None,
-        timestamps: bool = False,
-    ) -> str:
+    async def pod_log(self, name: str, namespace: str, options: LogOptions = WHOLE_LOG) -> str:
         """A pod's log as the kubelet has it now (the API server relays it as text, not JSON); undecodable
         bytes are replaced, never raised on."""
-        query = {
-            "container": container,
-            "tailLines": tail_lines,
-            "sinceTime": since_time,
-            "limitBytes": limit_bytes,
-            "timestamps": "true" if timestamps else None,
-        }
+        query = options.query()
         return decode_text(
             await self._send("get", PODS, "GET", PODS.path(namespace, name, "log"), query=query)
         )

@@ -32,7 +32,7 @@ def _template_spec(replica: Obj | None) -> Obj:
     return ((replica or {}).get("template") or {}).get("spec") or {}
 
 
-def launcher_in_gang(job: Obj, launcher_exists: bool) -> bool:
+def launcher_in_gang(job: Obj, launcher_exists: bool, *, waits_running: bool | None = None) -> bool:
     """Whether the gang counts the launcher pod (our fix of a gang deadlock, docs/decisions-local.md L2).
 
     Under WaitForWorkersReady the launcher Job is made only once every worker is Ready (and for an
@@ -40,10 +40,14 @@ def launcher_in_gang(job: Obj, launcher_exists: bool) -> bool:
     waits for the launcher never lets the workers start. The gang therefore counts the launcher only
     once its Job exists, or when it is made together with the workers: AtStartup, or no workers to
     wait for. An explicit minAvailable is the user's own number and keeps upstream's meaning.
+    `waits_running`: whether the job's launcher waits for Running workers (the sync's parsed launch
+    settings); read from the job when None.
     """
     if launcher_exists or scheduling_policy(job).get("minAvailable") is not None:
         return True
-    waits = launcher_creation_policy(job) == api.WAIT_FOR_WORKERS_READY or waits_for_running_workers(job)
+    if waits_running is None:
+        waits_running = waits_for_running_workers(job)
+    waits = launcher_creation_policy(job) == api.WAIT_FOR_WORKERS_READY or waits_running
     if not waits:
         return True
     return worker_replicas(job) == 0

@@ -26,8 +26,10 @@ def mpijob(
     worker_annotations: dict[str, str] | None = None,
     run_policy: dict[str, Any] | None = None,
     spec: dict[str, Any] | None = None,
+    annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A pi MPIJob; `launcher_runs_for`/`launcher_exit_code` choose the simulated launcher outcome."""
+    """A pi MPIJob; `launcher_runs_for`/`launcher_exit_code` choose the simulated launcher outcome;
+    `annotations` are the MPIJob's own (a copy)."""
     image = PI_IMAGES[implementation]
     launcher_annotations: dict[str, str] = {}
     if launcher_runs_for is not None:
@@ -65,6 +67,8 @@ def mpijob(
             "mpiReplicaSpecs": replica_specs,
         },
     }
+    if annotations is not None:
+        body["metadata"]["annotations"] = dict(annotations)
     if spec:
         body["spec"].update(copy.deepcopy(spec))
     return body

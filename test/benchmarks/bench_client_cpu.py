@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from mpioperator.kube.list_options import ListOptions
 from mpioperator.testing.cluster import LocalCluster
 
 NAMESPACE = "bench-client"
@@ -54,11 +55,13 @@ async def measure(
             await asyncio.gather(*(client.get(NAMESPACES, "default") for _ in range(in_flight)))
         parallel = (time.process_time() - started) / (gets // in_flight * in_flight)
 
-        listed = await client.list(CONFIG_MAPS, NAMESPACE, limit=1)
+        listed = await client.list(CONFIG_MAPS, NAMESPACE, ListOptions(limit=1))
         rv = listed["metadata"]["resourceVersion"]
         seen = 0
         started = time.process_time()
-        async for event in client.watch(CONFIG_MAPS, NAMESPACE, resource_version="1", timeout_seconds=120):
+        async for event in client.watch(
+            CONFIG_MAPS, NAMESPACE, ListOptions(resource_version="1", timeout_seconds=120)
+        ):
             if event["type"] == "ADDED":
                 seen += 1
                 if seen == events:
@@ -70,7 +73,9 @@ async def measure(
         if pods:
             wall, cpu = time.monotonic(), time.process_time()
             listed_pods = 0
-            pages = client.list_pages(PODS, POD_NAMESPACE, limit=500, projection=POD_CACHE_PROJECTION)
+            pages = client.list_pages(
+                PODS, POD_NAMESPACE, ListOptions(limit=500, projection=POD_CACHE_PROJECTION)
+            )
             async for page in pages:
                 listed_pods += len(page["items"])
             list_wall, list_cpu = time.monotonic() - wall, time.process_time() - cpu

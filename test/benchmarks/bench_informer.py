@@ -18,13 +18,15 @@ import os
 import time
 import tracemalloc
 from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mpioperator.api.objects import Obj
 from mpioperator.app.gc_tuning import THRESHOLDS, tune_gc
 from mpioperator.cache.informer import SharedInformer, Transform, strip_managed_fields
+from mpioperator.cache.reflector import DEFAULT_OPTIONS
 from mpioperator.controller.pod_cache import POD_FIELDS, slim_pod
+from mpioperator.kube.list_options import EVERYTHING, ListOptions
 from mpioperator.kube.projection import Projection
 from mpioperator.kube.resources import PODS, Resource, stamp_kind
 from mpioperator.kube.watch import parse_event
@@ -38,15 +40,15 @@ class RecordedWatch:
         self._lines = lines
 
     async def list_pages(
-        self, res: Resource, namespace: str | None = None, **_: Any
+        self, res: Resource, namespace: str | None = None, options: ListOptions = EVERYTHING
     ) -> AsyncGenerator[Obj, None]:
         yield {"metadata": {"resourceVersion": "1"}, "items": []}
 
     async def watch(
-        self, res: Resource, namespace: str | None = None, *, projection: Projection | None = None, **_: Any
+        self, res: Resource, namespace: str | None, options: ListOptions
     ) -> AsyncGenerator[Obj, None]:
         stamp = stamp_kind(res)
-        loads = projection.event if projection is not None else None
+        loads = options.projection.event if options.projection is not None else None
         for line in self._lines:
             yield parse_event(line, stamp, loads)
         await asyncio.Event().wait()
@@ -98,7 +100,12 @@ async def _informer_run(
         if seen == len(lines):
             done.set()
 
-    informer = SharedInformer(RecordedWatch(lines), PODS, transform=transform, projection=projection)
+    informer = SharedInformer(
+        RecordedWatch(lines),
+        PODS,
+        transform=transform,
+        options=replace(DEFAULT_OPTIONS, projection=projection),
+    )
     informer.add_event_handler(on_add=on_add)
     with Measurement(len(lines), trace_memory=measure_memory) as measured:
         informer.start()

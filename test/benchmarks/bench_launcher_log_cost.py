@@ -43,6 +43,7 @@ from mpioperator.controller.ports import Listers
 from mpioperator.controller.sync import JobSyncer, SyncSettings
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient
+from mpioperator.kube.log_options import LogOptions
 from mpioperator.kube.resources import NAMESPACES, PODS, Resource
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.nodes import NodeShape
@@ -197,9 +198,8 @@ async def _run(args: argparse.Namespace, cluster: LocalCluster) -> None:
         )
         follower = next(f.follower for f in built if isinstance(f, LauncherLogFeature))
         try:
-            sample = await client.pod_log(
-                pods[0]["metadata"]["name"], NAMESPACE, limit_bytes=200, timestamps=True
-            )
+            options = LogOptions(limit_bytes=200, timestamps=True)
+            sample = await client.pod_log(pods[0]["metadata"]["name"], NAMESPACE, options)
             print(f"a log read answers: {sample!r}")
         except errors.ApiError as exc:
             print(f"a log read answers: {exc.status} {exc.reason}: {exc.server_message[:200]}")

@@ -25,6 +25,7 @@ import structlog
 
 from mpioperator.api.extensions import restarts
 from mpioperator.api.objects import Obj
+from mpioperator.kube.delete_options import BACKGROUND, DeleteOptions
 from mpioperator.kube.resources import Resource
 from test.unit.controller.sync_fixtures import RecordingWriter, Scene, job
 
@@ -81,8 +82,10 @@ class SimulatedCluster(RecordingWriter):
         self.scene.job = written
         return written
 
-    async def delete(self, res: Resource, name: str, namespace: str | None = None, **kw: Any) -> Obj:
-        answer = await super().delete(res, name, namespace, **kw)
+    async def delete(
+        self, res: Resource, name: str, namespace: str | None = None, options: DeleteOptions = BACKGROUND
+    ) -> Obj:
+        answer = await super().delete(res, name, namespace, options)
         cache = self._cache(res)
         found = cache.get(namespace or "", name)
         if found is not None and not found["metadata"].get("deletionTimestamp"):

@@ -83,6 +83,19 @@ def add_nodes(kueue_cluster: LocalCluster) -> Iterator[AddNodes]:
     kueue_cluster.remove_nodes(added)
 
 
+@pytest.fixture
+def lq(kueue_process: Kueue, ns: str, add_nodes: AddNodes) -> str:
+    """The test's queue, in this module's flavor, which has one node of 4 CPUs to start with."""
+    add_nodes(1, "4")
+    return queue(kueue_process, ns, flavor=FLAVOR)
+
+
+@pytest.fixture
+def watched(kueue_cluster: LocalCluster, ns: str, lq: str) -> Watched:
+    """Every version of the namespace's objects from the moment its queue is there."""
+    return Watched(kueue_cluster, ns)
+
+
 def parse_time(stamp: str) -> dt.datetime:
     return dt.datetime.fromisoformat(stamp)
 
@@ -112,14 +125,11 @@ def first_true(versions: list[dict[str, dict[str, Any]]], kind: str) -> dict[str
 
 
 def test_running_waits_for_every_worker_so_kueue_never_evicts_a_job_whose_pods_start_slowly(
-    kueue_cluster: LocalCluster, kueue_process: Kueue, ns: str, add_nodes: AddNodes
+    kueue_cluster: LocalCluster, ns: str, add_nodes: AddNodes, lq: str, watched: Watched
 ) -> None:
-    cluster, kueue = kueue_cluster, kueue_process
-    # One node at first: the workers must run on different nodes, so the second worker stays Pending (as
-    # if for a node a cluster autoscaler brings) while the launcher and the first worker run.
-    add_nodes(1, "4")
-    lq = queue(kueue, ns, flavor=FLAVOR)
-    watched = Watched(cluster, ns)
+    cluster = kueue_cluster
+    # One node at first (lq's): the workers must run on different nodes, so the second worker stays Pending
+    # (as if for a node a cluster autoscaler brings) while the launcher and the first worker run.
     body = queued_job(
         "slow",
         lq,
@@ -186,12 +196,9 @@ def test_running_waits_for_every_worker_so_kueue_never_evicts_a_job_whose_pods_s
 
 
 def test_job_whose_workers_never_become_ready_is_evicted_by_kueue_after_the_timeout_and_requeued(
-    kueue_cluster: LocalCluster, kueue_process: Kueue, ns: str, add_nodes: AddNodes
+    kueue_cluster: LocalCluster, kueue_process: Kueue, ns: str, lq: str, watched: Watched
 ) -> None:
     cluster, kueue = kueue_cluster, kueue_process
-    add_nodes(1, "4")
-    lq = queue(kueue, ns, flavor=FLAVOR)
-    watched = Watched(cluster, ns)
     # Workers that never start (an image that cannot be pulled), beside a launcher that would run for ever.
     body = queued_job("stuck", lq, runs_for="1h", worker_annotations={READY_AFTER: "1h"})
     job = Job(cluster, ns, "stuck").submit(body)
@@ -249,12 +256,9 @@ def test_job_whose_workers_never_become_ready_is_evicted_by_kueue_after_the_time
 
 
 def test_job_that_runs_longer_than_the_readiness_timeout_is_never_evicted(
-    kueue_cluster: LocalCluster, kueue_process: Kueue, ns: str, add_nodes: AddNodes
+    kueue_cluster: LocalCluster, ns: str, lq: str, watched: Watched
 ) -> None:
-    cluster, kueue = kueue_cluster, kueue_process
-    add_nodes(1, "4")
-    lq = queue(kueue, ns, flavor=FLAVOR)
-    watched = Watched(cluster, ns)
+    cluster = kueue_cluster
     job = Job(cluster, ns, "long").submit(
         queued_job("long", lq, runs_for=f"{PODS_READY_TIMEOUT_SECONDS + 10}s")
     )

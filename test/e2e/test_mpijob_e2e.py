@@ -210,8 +210,13 @@ def test_kubectl_get_mpijobs_shows_state(installed_cluster: LocalCluster, ns: st
 def test_a_hostfile_of_pod_ips_lists_each_workers_ip_and_the_job_succeeds(
     installed_cluster: LocalCluster, ns: str
 ) -> None:
-    body = mpijob("by-ip", workers=3, launcher_runs_for="2s", worker_annotations={READY_AFTER: "2s"})
-    body["metadata"]["annotations"] = {"mpioperator.io/hostfile-addresses": "ip"}
+    body = mpijob(
+        "by-ip",
+        workers=3,
+        launcher_runs_for="2s",
+        worker_annotations={READY_AFTER: "2s"},
+        annotations={"mpioperator.io/hostfile-addresses": "ip"},
+    )
     job = Job(installed_cluster, ns, "by-ip").submit(body)
     wait_for(lambda: job.launcher() is not None, timeout=TIMEOUT, what="the launcher Job")
     workers = sorted(job.pods("worker"), key=lambda p: int(p["metadata"]["name"].rsplit("-", 1)[1]))

@@ -83,8 +83,9 @@ def test_an_exec_agent_job_runs_in_a_restricted_namespace(
     pod_security: dict[str, Any],
     container_security: dict[str, Any],
 ) -> None:
-    body = mpijob("agent", workers=2, launcher_runs_for="600s")
-    body["metadata"]["annotations"] = {"mpioperator.io/launch-agent": "exec"}
+    body = mpijob(
+        "agent", workers=2, launcher_runs_for="600s", annotations={"mpioperator.io/launch-agent": "exec"}
+    )
     restricted(body, pod_security, container_security)
     job = Job(exec_agent_cluster, ns, "agent").submit(body)
 
@@ -99,8 +100,9 @@ def test_an_exec_agent_job_runs_in_a_restricted_namespace(
 def test_a_job_whose_launcher_waits_for_its_hosts_runs_in_a_restricted_namespace(
     exec_agent_cluster: LocalCluster, ns: str
 ) -> None:
-    body = mpijob("waits", workers=2, launcher_runs_for="600s")
-    body["metadata"]["annotations"] = {"mpioperator.io/wait-for-ssh-port": "2222"}
+    body = mpijob(
+        "waits", workers=2, launcher_runs_for="600s", annotations={"mpioperator.io/wait-for-ssh-port": "2222"}
+    )
     restricted(
         body,
         {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},

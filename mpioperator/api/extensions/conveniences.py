@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mpioperator.api import accessors
@@ -77,19 +78,36 @@ class LauncherProgram:
     mpi_home: str | None
 
 
-job_annotations = keys.of
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The conveniences a job asks for, read from its annotations (a bad value reads as absent:
+    validation reports it)."""
+
+    debug_mode: bool = False
+    roll_workers: bool = False
+    # What the launcher runs in debug mode.
+    debug_command: tuple[str, ...] = DEFAULT_DEBUG_COMMAND
+    launcher_program: LauncherProgram | None = None
+    # The user's own SSH Secret, when the job names one.
+    ssh_secret: str | None = None
+    # Another path where the launcher finds the hostfile, when the job asks for one and names it well.
+    hostfile_path: str | None = None
 
 
-def _true(job: Obj, key: str) -> bool:
-    return keys.flag(keys.of(job).get(key, "")) is True
+def settings(job: Obj, found: Mapping[str, str]) -> Settings:
+    """The conveniences of `job`, whose annotations are `found` (annotation_keys.of)."""
+    return Settings(
+        debug_mode=keys.flag(found.get(DEBUG_MODE, "")) is True,
+        roll_workers=keys.flag(found.get(ROLL_WORKERS, "")) is True,
+        debug_command=_words(found.get(DEBUG_COMMAND)) or DEFAULT_DEBUG_COMMAND,
+        launcher_program=_launcher_program(job, found),
+        ssh_secret=found.get(SSH_SECRET, "").strip() or None,
+        hostfile_path=_hostfile_path(job, found),
+    )
 
 
-def debug_mode(job: Obj) -> bool:
-    return _true(job, DEBUG_MODE)
-
-
-def roll_workers(job: Obj) -> bool:
-    return _true(job, ROLL_WORKERS)
+def hostfile_path(job: Obj) -> str | None:
+    return settings(job, keys.of(job)).hostfile_path
 
 
 def _words(value: str | None) -> tuple[str, ...] | None:
@@ -104,10 +122,6 @@ def shell_words(value: str | None) -> tuple[str, ...] | None:
     """Shell words of an annotation's value (quotes allowed, no expansion); `()` for an absent one, None
     when the quoting is broken or the value longer than MAX_WORDS_BYTES."""
     return _words(value)
-
-
-def debug_command(job: Obj) -> tuple[str, ...]:
-    return _words(job_annotations(job).get(DEBUG_COMMAND)) or DEFAULT_DEBUG_COMMAND
 
 
 def _mca_pairs(value: str) -> tuple[list[tuple[str, str]], list[str]]:
@@ -127,9 +141,11 @@ def _mca_pairs(value: str) -> tuple[list[tuple[str, str]], list[str]]:
 
 
 def launcher_program(job: Obj) -> LauncherProgram | None:
-    """The generated command's inputs, or None when the job does not ask for one (or asks badly). Not
-    validated again here: the sync validated the job before anything is built from it."""
-    found = keys.of(job)
+    """The generated command's inputs, or None when the job does not ask for one (or asks badly)."""
+    return _launcher_program(job, keys.of(job))
+
+
+def _launcher_program(job: Obj, found: Mapping[str, str]) -> LauncherProgram | None:
     if LAUNCHER_PROGRAM not in found:
         return None
     words = _words(found[LAUNCHER_PROGRAM])
@@ -160,16 +176,10 @@ def program_path(job: Obj, word: str) -> str | None:
     return directory.rstrip("/") + "/" + "/".join(parts)
 
 
-def ssh_secret(job: Obj) -> str | None:
-    """The user's own SSH Secret, when the job names one."""
-    name = job_annotations(job).get(SSH_SECRET, "").strip()
-    return name or None
-
-
-def hostfile_path(job: Obj) -> str | None:
+def _hostfile_path(job: Obj, found: Mapping[str, str]) -> str | None:
     """Another path where the launcher finds the hostfile (the openmpi prototype's
     `/kubeflow/openmpi/assets/hostfile`), when the job asks for one and names it well."""
-    value = job_annotations(job).get(HOSTFILE_PATH)
+    value = found.get(HOSTFILE_PATH)
     if value is None or _hostfile_path_error(job, value) is not None:
         return None
     return value
@@ -200,8 +210,10 @@ def _launcher_container(job: Obj) -> Obj:
     return first if isinstance(first, dict) else {}
 
 
-def validate_conveniences(job: Obj) -> list[FieldError]:
-    found = job_annotations(job)
+def validate_conveniences(job: Obj, found: Mapping[str, str] | None = None) -> list[FieldError]:
+    """What is wrong with the conveniences' annotations; `found`: the job's annotations when already
+    read."""
+    found = keys.of(job) if found is None else found
     errors: list[FieldError] = []
 
     for key in (DEBUG_MODE, ROLL_WORKERS):
@@ -236,7 +248,7 @@ def validate_conveniences(job: Obj) -> list[FieldError]:
 _field = keys.field_path
 
 
-def _program_errors(job: Obj, found: dict[str, str]) -> list[FieldError]:
+def _program_errors(job: Obj, found: Mapping[str, str]) -> list[FieldError]:
     errors: list[FieldError] = []
     words = _words(found[LAUNCHER_PROGRAM])
     if _too_long(found[LAUNCHER_PROGRAM]):

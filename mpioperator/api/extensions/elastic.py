@@ -8,6 +8,7 @@ operator runs the nearest bound instead and says so (decisions-local L50).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mpioperator.api import accessors
@@ -34,15 +35,20 @@ class Bounds:
         return replicas
 
 
-def _read(job: Obj, key: str) -> int | None:
-    value = keys.of(job).get(key)
-    number = None if value is None else _count(value)
+def _read(found: Mapping[str, str], key: str) -> int | None:
+    value = found.get(key)
+    return None if value is None else _workers(value)
+
+
+def _workers(text: str) -> int | None:
+    number = _count(text)
     return number if number is not None and number >= 1 else None
 
 
-def bounds(job: Obj) -> Bounds | None:
-    """The job's bounds, None when it sets neither (or sets them badly: validation reports that)."""
-    low, high = _read(job, MIN_WORKERS), _read(job, MAX_WORKERS)
+def read_bounds(found: Mapping[str, str]) -> Bounds | None:
+    """The bounds of a job whose annotations are `found` (annotation_keys.of), None when it sets neither
+    (or sets them badly: validation reports that)."""
+    low, high = _read(found, MIN_WORKERS), _read(found, MAX_WORKERS)
     if low is None and high is None:
         return None
     if low is not None and high is not None and low > high:
@@ -66,9 +72,9 @@ class Clamp:
         )
 
 
-def clamp(job: Obj) -> Clamp | None:
-    """The worker count the job runs when its spec asks for one outside its bounds; None when within."""
-    found = bounds(job)
+def clamp_to(job: Obj, found: Bounds | None) -> Clamp | None:
+    """The worker count the job runs when its spec asks for one outside its bounds `found`; None when
+    within."""
     if found is None or accessors.replica_spec(job, api.WORKER) is None:
         return None
     asked = accessors.worker_replicas(job)
@@ -76,15 +82,14 @@ def clamp(job: Obj) -> Clamp | None:
     return None if runs == asked else Clamp(asked, runs)
 
 
-def validate_bounds(job: Obj) -> list[FieldError]:
+def validate_bounds(job: Obj, found: Mapping[str, str] | None = None) -> list[FieldError]:
+    """What is wrong with the bounds' annotations; `found`: the job's annotations when already read."""
     errors: list[FieldError] = []
-    found = keys.of(job)
+    found = keys.of(job) if found is None else found
+    detail = f"must be a whole number of workers, 1 to {keys.MAX_WORKER_BOUND}"
     for key in (MIN_WORKERS, MAX_WORKERS):
-        value = found.get(key)
-        if value is not None and _read(job, key) is None:
-            detail = f"must be a whole number of workers, 1 to {keys.MAX_WORKER_BOUND}"
-            errors.append(invalid(keys.field_path(key), JSONString(value), detail))
-    low, high = _read(job, MIN_WORKERS), _read(job, MAX_WORKERS)
+        errors += keys.unreadable(found, key, _workers, detail)
+    low, high = _read(found, MIN_WORKERS), _read(found, MAX_WORKERS)
     if low is not None and high is not None and low > high:
         errors.append(
             invalid(

@@ -4,6 +4,9 @@ wait for the hosts and the hostfile of pod IPs (keys and readers: api/annotation
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 from mpioperator.api import annotation_keys as keys
 from mpioperator.api.annotation_keys import HOSTFILE_ADDRESSES as HOSTFILE_ADDRESSES
 from mpioperator.api.annotation_keys import KEEP_FAILED_LAUNCHER as KEEP_FAILED_LAUNCHER
@@ -22,67 +25,70 @@ EXEC_AGENT_DIR = "/opt/mpioperator-exec"
 whole_seconds = keys.whole_number(MAX_SECONDS)
 
 
-def worker_startup_deadline(job: Obj) -> int | None:
-    """The job's own deadline in seconds (0: none), or None when it does not set one (or sets it badly)."""
-    value = keys.of(job).get(WORKER_STARTUP_DEADLINE)
-    return None if value is None else whole_seconds(value)
-
-
-def keep_failed_launcher(job: Obj) -> bool:
-    return keys.flag(keys.of(job).get(KEEP_FAILED_LAUNCHER, "")) is True
-
-
-def exec_agent(job: Obj) -> bool:
-    return keys.of(job).get(LAUNCH_AGENT, "").strip() == AGENT_EXEC
-
-
-def wait_for_ssh_port(job: Obj) -> int | None:
-    """The port the launcher waits for on every host before its own container starts; None: no wait."""
-    value = keys.of(job).get(WAIT_FOR_SSH_PORT)
-    return None if value is None else keys.port(value)
-
-
-def waits_for_running_workers(job: Obj) -> bool:
-    """Whether the launcher waits for its hosts through the exec agent: there is no sshd to connect to, so
-    the operator makes the launcher Job only once every worker pod is Running (the port is not used)."""
-    return exec_agent(job) and wait_for_ssh_port(job) is not None
-
-
 _ADDRESSES = (keys.ADDRESSES_DNS, keys.ADDRESSES_IP)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The launch extensions a job asks for, read from its annotations (a bad value reads as absent:
+    validation reports it)."""
+
+    # The job's own start-up deadline in seconds (0: none); None when it sets none.
+    worker_startup_deadline: int | None = None
+    keep_failed_launcher: bool = False
+    exec_agent: bool = False
+    # The port the launcher waits for on every host before its own container starts; None: no wait.
+    wait_for_ssh_port: int | None = None
+    # The hostfile and discover_hosts.sh name the workers by pod IP instead of DNS name.
+    ip_hostfile: bool = False
+
+    @property
+    def waits_for_running_workers(self) -> bool:
+        """Whether the launcher waits for its hosts through the exec agent: there is no sshd to connect to,
+        so the operator makes the launcher Job only once every worker pod is Running (the port is not
+        used)."""
+        return self.exec_agent and self.wait_for_ssh_port is not None
+
+
+def settings(found: Mapping[str, str]) -> Settings:
+    """The launch settings of a job whose annotations are `found` (annotation_keys.of)."""
+    deadline = found.get(WORKER_STARTUP_DEADLINE)
+    port = found.get(WAIT_FOR_SSH_PORT)
+    return Settings(
+        worker_startup_deadline=None if deadline is None else whole_seconds(deadline),
+        keep_failed_launcher=keys.flag(found.get(KEEP_FAILED_LAUNCHER, "")) is True,
+        exec_agent=found.get(LAUNCH_AGENT, "").strip() == AGENT_EXEC,
+        wait_for_ssh_port=None if port is None else keys.port(port),
+        ip_hostfile=found.get(HOSTFILE_ADDRESSES, "").strip() == keys.ADDRESSES_IP,
+    )
 
 
 def ip_hostfile(job: Obj) -> bool:
     """Whether the hostfile and discover_hosts.sh name the workers by pod IP instead of DNS name."""
-    return keys.of(job).get(HOSTFILE_ADDRESSES, "").strip() == keys.ADDRESSES_IP
+    return settings(keys.of(job)).ip_hostfile
 
 
-def validate_annotations(job: Obj) -> list[FieldError]:
+def waits_for_running_workers(job: Obj) -> bool:
+    return settings(keys.of(job)).waits_for_running_workers
+
+
+def validate_annotations(job: Obj, found: Mapping[str, str] | None = None) -> list[FieldError]:
+    """What is wrong with the launch annotations; `found`: the job's annotations when already read."""
     errors: list[FieldError] = []
-    found = keys.of(job)
-    deadline = found.get(WORKER_STARTUP_DEADLINE)
-    if deadline is not None and whole_seconds(deadline) is None:
-        errors.append(
-            invalid(
-                keys.field_path(WORKER_STARTUP_DEADLINE),
-                JSONString(deadline),
-                f"must be a whole number of seconds, at most {MAX_SECONDS}",
-            )
-        )
+    found = keys.of(job) if found is None else found
+    seconds = f"must be a whole number of seconds, at most {MAX_SECONDS}"
+    errors += keys.unreadable(found, WORKER_STARTUP_DEADLINE, whole_seconds, seconds)
     keep = found.get(KEEP_FAILED_LAUNCHER)
     if keep is not None and keys.flag(keep) is None:
         errors.append(not_supported(keys.field_path(KEEP_FAILED_LAUNCHER), JSONString(keep), keys.BOOLEANS))
     agent = found.get(LAUNCH_AGENT)
     if agent is not None and agent.strip() not in _AGENTS:
         errors.append(not_supported(keys.field_path(LAUNCH_AGENT), JSONString(agent), _AGENTS))
-    port = found.get(WAIT_FOR_SSH_PORT)
-    if port is not None and keys.port(port) is None:
-        errors.append(
-            invalid(keys.field_path(WAIT_FOR_SSH_PORT), JSONString(port), "must be a port number, 1-65535")
-        )
+    errors += keys.unreadable(found, WAIT_FOR_SSH_PORT, keys.port, "must be a port number, 1-65535")
     addresses = found.get(HOSTFILE_ADDRESSES)
     if addresses is not None and addresses.strip() not in _ADDRESSES:
         errors.append(not_supported(keys.field_path(HOSTFILE_ADDRESSES), JSONString(addresses), _ADDRESSES))
-    elif ip_hostfile(job) and exec_agent(job):
+    elif (read := settings(found)).ip_hostfile and read.exec_agent:
         detail = (
             f"cannot be used with {LAUNCH_AGENT}: {AGENT_EXEC}, which finds each worker's pod by its name"
         )

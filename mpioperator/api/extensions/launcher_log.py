@@ -11,12 +11,14 @@ policy (with one, the job restarts as a whole instead).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from mpioperator.api import annotation_keys as keys
 from mpioperator.api.annotation_keys import PROGRESS as PROGRESS
 from mpioperator.api.annotation_keys import STALL_ACTION as STALL_ACTION
 from mpioperator.api.annotation_keys import STALL_TIMEOUT as STALL_TIMEOUT
-from mpioperator.api.field_errors import FieldError, JSONString, invalid, not_supported
+from mpioperator.api.field_errors import FieldError, JSONString, not_supported
 from mpioperator.api.objects import Obj
 
 COND_STALLED = "Stalled"
@@ -26,50 +28,45 @@ _ACTIONS = (keys.STALL_CONDITION_ONLY, keys.STALL_FAIL)
 _seconds = keys.whole_number(keys.MAX_SECONDS)
 
 
-def progress_format(job: Obj) -> str | re.Pattern[str] | None:
-    """`json`, the compiled line pattern, or None when the job reports no progress (or says it badly)."""
-    value = keys.of(job).get(PROGRESS)
-    return None if value is None else keys.progress_format(value)
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """How a job's launcher log is read, from its annotations (a bad value reads as absent: validation
+    reports it)."""
+
+    # `json`, the compiled line pattern, or None when the job reports no progress.
+    progress_format: str | re.Pattern[str] | None = None
+    # Seconds of silence before the job is Stalled; None when it is never.
+    stall_timeout: int | None = None
+    fails_when_stalled: bool = False
+
+    @property
+    def follows_log(self) -> bool:
+        """Whether the operator reads the job's launcher log at all."""
+        return self.progress_format is not None or self.stall_timeout is not None
 
 
-def stall_timeout(job: Obj) -> int | None:
-    """Seconds of silence before the job is Stalled; None (or 0) when it is never."""
-    value = keys.of(job).get(STALL_TIMEOUT)
-    seconds = None if value is None else _seconds(value)
-    return seconds or None
-
-
-def fails_when_stalled(job: Obj) -> bool:
-    return keys.of(job).get(STALL_ACTION, "").strip() == STALL_FAIL
-
-
-def follows_log(job: Obj) -> bool:
-    """Whether the operator reads the job's launcher log at all."""
-    return progress_format(job) is not None or stall_timeout(job) is not None
-
-
-def validate_launcher_log(job: Obj) -> list[FieldError]:
-    errors: list[FieldError] = []
-    found = keys.of(job)
+def settings(found: Mapping[str, str]) -> Settings:
+    """The log settings of a job whose annotations are `found` (annotation_keys.of)."""
     progress = found.get(PROGRESS)
-    if progress is not None and keys.progress_format(progress) is None:
-        errors.append(
-            invalid(
-                keys.field_path(PROGRESS),
-                JSONString(progress),
-                f"must be {PROGRESS_JSON!r} or a regular expression of at most {keys.MAX_PROGRESS_PATTERN} "
-                "characters with a named group 'done'",
-            )
-        )
     timeout = found.get(STALL_TIMEOUT)
-    if timeout is not None and _seconds(timeout) is None:
-        errors.append(
-            invalid(
-                keys.field_path(STALL_TIMEOUT),
-                JSONString(timeout),
-                f"must be a whole number of seconds, at most {keys.MAX_SECONDS}",
-            )
-        )
+    return Settings(
+        progress_format=None if progress is None else keys.progress_format(progress),
+        stall_timeout=(None if timeout is None else _seconds(timeout)) or None,
+        fails_when_stalled=found.get(STALL_ACTION, "").strip() == STALL_FAIL,
+    )
+
+
+def validate_launcher_log(job: Obj, found: Mapping[str, str] | None = None) -> list[FieldError]:
+    """What is wrong with the log annotations; `found`: the job's annotations when already read."""
+    errors: list[FieldError] = []
+    found = keys.of(job) if found is None else found
+    pattern = (
+        f"must be {PROGRESS_JSON!r} or a regular expression of at most {keys.MAX_PROGRESS_PATTERN} "
+        "characters with a named group 'done'"
+    )
+    errors += keys.unreadable(found, PROGRESS, keys.progress_format, pattern)
+    seconds = f"must be a whole number of seconds, at most {keys.MAX_SECONDS}"
+    errors += keys.unreadable(found, STALL_TIMEOUT, _seconds, seconds)
     action = found.get(STALL_ACTION)
     if action is not None and action.strip() not in _ACTIONS:
         errors.append(not_supported(keys.field_path(STALL_ACTION), JSONString(action), _ACTIONS))

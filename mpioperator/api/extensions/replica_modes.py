@@ -10,6 +10,7 @@ left out: what the operator adds to a pod stays.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mpioperator.api import accessors, annotation_keys
@@ -48,12 +49,7 @@ def _types(value: str | None) -> tuple[list[str], list[str]]:
     return [t for t in named if t in _REPLICA_TYPES], [t for t in named if t not in _REPLICA_TYPES]
 
 
-def override(job: Obj, replica_type: str) -> Override | None:
-    """What the job's annotations change in `replica_type`'s pods made now; None when nothing."""
-    debug = conveniences.debug_mode(job)
-    if not debug and not resumed(job):
-        return None
-    found = conveniences.job_annotations(job)
+def _override(found: Mapping[str, str], debug: bool, replica_type: str) -> Override | None:
     key = _COMMANDS.get((debug, replica_type))
     command = conveniences.shell_words(found.get(key)) if key else None
     skip = replica_type in _types(found.get(_SKIPS[debug]))[0]
@@ -62,26 +58,68 @@ def override(job: Obj, replica_type: str) -> Override | None:
     return Override(command or None, skip)
 
 
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What a job's annotations change in each replica type's pods in debug mode and after a resume."""
+
+    debug_mode: bool = False
+    # (debug mode, replica type) -> its override, for the pairs that change anything.
+    overrides: tuple[tuple[bool, str, Override], ...] = ()
+
+    def override(self, job: Obj, replica_type: str) -> Override | None:
+        """What changes in `replica_type`'s pods made now; None when nothing."""
+        if not self.debug_mode and not resumed(job):
+            return None
+        for debug, kind, found in self.overrides:
+            if debug == self.debug_mode and kind == replica_type:
+                return found
+        return None
+
+    def apply(self, job: Obj, replica_type: str, spec: Obj) -> None:
+        """Change a pod spec copied from the template as `override` says (nothing without annotations)."""
+        found = self.override(job, replica_type)
+        if found is None:
+            return
+        if found.skip_init_containers:
+            spec.pop("initContainers", None)
+        if found.command is not None:
+            container = spec["containers"][0]
+            container["command"] = list(found.command)
+            container.pop("args", None)
+
+    def launcher_resume_settings(self, job: Obj) -> bool:
+        """Whether a resume changes what the launcher runs: its suspended Job is then made again."""
+        return not self.debug_mode and self.override(job, api.LAUNCHER) is not None
+
+
+def settings(found: Mapping[str, str]) -> Settings:
+    """The replica modes of a job whose annotations are `found` (annotation_keys.of)."""
+    overrides = tuple(
+        (debug, kind, found_override)
+        for debug in (True, False)
+        for kind in _REPLICA_TYPES
+        if (found_override := _override(found, debug, kind)) is not None
+    )
+    return Settings(annotation_keys.flag(found.get(conveniences.DEBUG_MODE, "")) is True, overrides)
+
+
+def override(job: Obj, replica_type: str) -> Override | None:
+    """What the job's annotations change in `replica_type`'s pods made now; None when nothing."""
+    return settings(annotation_keys.of(job)).override(job, replica_type)
+
+
 def apply(job: Obj, replica_type: str, spec: Obj) -> None:
-    """Change a pod spec copied from the template as `override` says (nothing without annotations)."""
-    found = override(job, replica_type)
-    if found is None:
-        return
-    if found.skip_init_containers:
-        spec.pop("initContainers", None)
-    if found.command is not None:
-        container = spec["containers"][0]
-        container["command"] = list(found.command)
-        container.pop("args", None)
+    settings(annotation_keys.of(job)).apply(job, replica_type, spec)
 
 
 def launcher_resume_settings(job: Obj) -> bool:
-    """Whether a resume changes what the launcher runs: its suspended Job is then made again."""
-    return not conveniences.debug_mode(job) and override(job, api.LAUNCHER) is not None
+    return settings(annotation_keys.of(job)).launcher_resume_settings(job)
 
 
-def validate(job: Obj) -> list[FieldError]:
-    found = conveniences.job_annotations(job)
+def validate(job: Obj, found: Mapping[str, str] | None = None) -> list[FieldError]:
+    """What is wrong with the replica modes' annotations; `found`: the job's annotations when already
+    read."""
+    found = annotation_keys.of(job) if found is None else found
     errors: list[FieldError] = []
     for key in _COMMANDS.values():
         if key not in found:

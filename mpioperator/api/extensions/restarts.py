@@ -13,6 +13,9 @@ a worker that exits at once would otherwise cost a whole attempt's writes every 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 from mpioperator.api import annotation_keys as keys
 from mpioperator.api.annotation_keys import ATTEMPT_LABEL as ATTEMPT_LABEL
 from mpioperator.api.annotation_keys import DEFAULT_MAX_RESTARTS as DEFAULT_MAX_RESTARTS
@@ -42,43 +45,76 @@ RESET_AFTER_SECONDS = 600
 _count = keys.whole_number(MAX_MAX_RESTARTS)
 
 
-def policy(job: Obj) -> str:
-    """The job's restart policy; Never when it sets none (or a bad one, which validation reports)."""
-    value = keys.of(job).get(RESTART_POLICY, NEVER).strip()
-    return value if value in POLICIES else NEVER
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """A job's whole-job restart settings, read from its annotations (a bad value reads as the default:
+    validation reports it)."""
+
+    policy: str = NEVER
+    max_restarts: int = DEFAULT_MAX_RESTARTS
+    # The first wait between attempts.
+    backoff_seconds: int = DEFAULT_BACKOFF_SECONDS
+    # max-restarts as written, for the operator's cap (validate_cap).
+    max_restarts_text: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.policy != NEVER
+
+    @property
+    def restarts_launcher(self) -> bool:
+        return self.policy == ON_FAILURE
+
+    def next_delay(self, previous: int | None, quick: bool) -> int:
+        """The wait before the next attempt, given the wait before the failed one (None for the first
+        restart) and whether that attempt failed quickly (within RESET_AFTER_SECONDS of its start)."""
+        first = self.backoff_seconds
+        if previous is None or previous <= 0 or not quick:
+            return first
+        return max(first, min(MAX_BACKOFF_SECONDS, previous * 2))
+
+    def labelled(self, job: Obj) -> bool:
+        """Whether the job's children carry their attempt: once it opts in, and for good once it
+        restarted (an annotation removed later must not make the current attempt's children look like
+        older ones)."""
+        return self.enabled or current_attempt(job) > 0
+
+    def attempt_labels(self, job: Obj) -> dict[str, str]:
+        """The label a new child carries: none unless the job opted in, so others stay as upstream's."""
+        return {ATTEMPT_LABEL: str(current_attempt(job))} if self.labelled(job) else {}
 
 
-def enabled(job: Obj) -> bool:
-    return policy(job) != NEVER
+def settings(found: Mapping[str, str]) -> Settings:
+    """The restart settings of a job whose annotations are `found` (annotation_keys.of)."""
+    value = found.get(RESTART_POLICY, NEVER).strip()
+    limit = found.get(MAX_RESTARTS)
+    parsed = None if limit is None else _count(limit)
+    backoff = found.get(RESTART_BACKOFF)
+    first = None if backoff is None else _backoff(backoff)
+    return Settings(
+        policy=value if value in POLICIES else NEVER,
+        max_restarts=DEFAULT_MAX_RESTARTS if parsed is None else parsed,
+        backoff_seconds=DEFAULT_BACKOFF_SECONDS if first is None else first,
+        max_restarts_text=limit,
+    )
 
 
-def restarts_launcher(job: Obj) -> bool:
-    return policy(job) == ON_FAILURE
-
-
-def max_restarts(job: Obj) -> int:
-    value = keys.of(job).get(MAX_RESTARTS)
-    parsed = None if value is None else _count(value)
-    return DEFAULT_MAX_RESTARTS if parsed is None else parsed
-
-
-def backoff_seconds(job: Obj) -> int:
-    """The first wait between attempts: the annotation's when it is a count in bounds (validation reports
-    any other value), else the default."""
-    value = keys.of(job).get(RESTART_BACKOFF)
-    parsed = None if value is None else _count(value)
-    if parsed is None or not 1 <= parsed <= MAX_BACKOFF_SECONDS:
-        return DEFAULT_BACKOFF_SECONDS
-    return parsed
+def _backoff(text: str) -> int | None:
+    """The first back-off in seconds, 1 to MAX_BACKOFF_SECONDS; None for anything else."""
+    first = _count(text)
+    return first if first is not None and 1 <= first <= MAX_BACKOFF_SECONDS else None
 
 
 def next_delay(job: Obj, previous: int | None, quick: bool) -> int:
-    """The wait before the next attempt, given the wait before the failed one (None for the first
-    restart) and whether that attempt failed quickly (within RESET_AFTER_SECONDS of its start)."""
-    first = backoff_seconds(job)
-    if previous is None or previous <= 0 or not quick:
-        return first
-    return max(first, min(MAX_BACKOFF_SECONDS, previous * 2))
+    return settings(keys.of(job)).next_delay(previous, quick)
+
+
+def labelled(job: Obj) -> bool:
+    return settings(keys.of(job)).labelled(job)
+
+
+def attempt_labels(job: Obj) -> dict[str, str]:
+    return settings(keys.of(job)).attempt_labels(job)
 
 
 def restart_delay(status: Obj) -> int | None:
@@ -108,48 +144,23 @@ def attempt_of(obj: Obj) -> int:
     return -1 if parsed is None else parsed
 
 
-def labelled(job: Obj) -> bool:
-    """Whether the job's children carry their attempt: once it opts in, and for good once it restarted
-    (an annotation removed later must not make the current attempt's children look like older ones)."""
-    return enabled(job) or current_attempt(job) > 0
-
-
-def attempt_labels(job: Obj) -> dict[str, str]:
-    """The label a new child carries: none unless the job opted in, so others stay as upstream's."""
-    return {ATTEMPT_LABEL: str(current_attempt(job))} if labelled(job) else {}
-
-
-def validate_restarts(job: Obj) -> list[FieldError]:
+def validate_restarts(job: Obj, found: Mapping[str, str] | None = None) -> list[FieldError]:
+    """What is wrong with the restart annotations; `found`: the job's annotations when already read."""
     errors: list[FieldError] = []
-    annotations = keys.of(job)
+    annotations = keys.of(job) if found is None else found
     value = annotations.get(RESTART_POLICY)
     if value is not None and value.strip() not in POLICIES:
         errors.append(not_supported(keys.field_path(RESTART_POLICY), JSONString(value), POLICIES))
-    limit = annotations.get(MAX_RESTARTS)
-    if limit is not None and _count(limit) is None:
-        errors.append(
-            invalid(
-                keys.field_path(MAX_RESTARTS),
-                JSONString(limit),
-                f"must be a whole number, at most {MAX_MAX_RESTARTS}",
-            )
-        )
-    backoff = annotations.get(RESTART_BACKOFF)
-    if backoff is not None and not 1 <= (_count(backoff) or 0) <= MAX_BACKOFF_SECONDS:
-        errors.append(
-            invalid(
-                keys.field_path(RESTART_BACKOFF),
-                JSONString(backoff),
-                f"must be a whole number of seconds from 1 to {MAX_BACKOFF_SECONDS}",
-            )
-        )
-    return errors
+    count = f"must be a whole number, at most {MAX_MAX_RESTARTS}"
+    errors += keys.unreadable(annotations, MAX_RESTARTS, _count, count)
+    seconds = f"must be a whole number of seconds from 1 to {MAX_BACKOFF_SECONDS}"
+    return errors + keys.unreadable(annotations, RESTART_BACKOFF, _backoff, seconds)
 
 
-def validate_cap(job: Obj, cap: int) -> list[FieldError]:
+def validate_cap(asked: Settings, cap: int) -> list[FieldError]:
     """`max-restarts` above what the operator allows (--max-restarts-cap): each restart costs a whole
     attempt's writes, so an administrator bounds how many one job may make."""
-    limit = keys.of(job).get(MAX_RESTARTS)
+    limit = asked.max_restarts_text
     count = None if limit is None else _count(limit)
     if limit is None or count is None or count <= cap:
         return []

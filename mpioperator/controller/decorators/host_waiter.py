@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mpioperator.api.extensions import launch
 from mpioperator.api.extensions.host_wait import CONTAINER_NAME, SUBCOMMAND
+from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.objects import Obj
 from mpioperator.controller.startup_deadline import deadline_seconds
 
@@ -43,15 +43,20 @@ def _resources(container: Obj) -> Obj:
 
 
 def add_host_waiter(
-    job: Obj, pod_template: Obj, waiter: HostWaiter, config_volume: str, config_mount: str
+    job: Obj,
+    ext: Extensions,
+    pod_template: Obj,
+    waiter: HostWaiter,
+    config_volume: str,
+    config_mount: str,
 ) -> None:
     """Adds the init container when the job asks for it; nothing otherwise."""
-    port = launch.wait_for_ssh_port(job)
+    port = ext.launch.wait_for_ssh_port
     # With the exec agent no worker listens on the port: the sync waits for Running workers instead.
-    if port is None or launch.exec_agent(job):
+    if port is None or ext.launch.exec_agent:
         return
     spec = pod_template["spec"]
-    seconds = deadline_seconds(job, waiter.default_deadline_seconds)
+    seconds = deadline_seconds(job, waiter.default_deadline_seconds, ext)
     container: Obj = {
         "name": CONTAINER_NAME,
         "image": waiter.image,

@@ -8,7 +8,8 @@ import shlex
 
 from mpioperator.api import annotation_keys
 from mpioperator.api import constants as api
-from mpioperator.api.extensions import conveniences, replica_modes
+from mpioperator.api.extensions import conveniences
+from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.objects import Obj
 from mpioperator.controller.decorators.mpirun_command import mpirun_command
 
@@ -19,8 +20,8 @@ DEBUG_MARKER = conveniences.DEBUG_MODE
 RESUME_MARKER = annotation_keys.MADE_AFTER_RESUME
 
 
-def generated_command(job: Obj, hostfile: str) -> list[str] | None:
-    program = conveniences.launcher_program(job)
+def generated_command(job: Obj, ext: Extensions, hostfile: str) -> list[str] | None:
+    program = ext.conveniences.launcher_program
     return None if program is None else mpirun_command(job, program, hostfile)
 
 
@@ -28,25 +29,25 @@ def command_line(words: list[str]) -> str:
     return shlex.join(words)
 
 
-def set_launcher_command(job: Obj, template: Obj, hostfile: str) -> None:
+def set_launcher_command(job: Obj, ext: Extensions, template: Obj, hostfile: str) -> None:
     container = template["spec"]["containers"][0]
-    generated = generated_command(job, hostfile)
+    generated = generated_command(job, ext, hostfile)
     if generated is not None:
         # As args, so the image's entrypoint still runs first: MPI images often set up PATH and the
         # library path there, or wait for the hostfile's names to resolve.
         container["args"] = generated
-    if conveniences.debug_mode(job):
-        container["command"] = list(conveniences.debug_command(job))
+    if ext.conveniences.debug_mode:
+        container["command"] = list(ext.conveniences.debug_command)
         container.pop("args", None)
-    replica_modes.apply(job, api.LAUNCHER, template["spec"])
+    ext.modes.apply(job, api.LAUNCHER, template["spec"])
 
 
-def mark_debug(job: Obj, launcher: Obj) -> None:
+def mark_debug(job: Obj, ext: Extensions, launcher: Obj) -> None:
     """Say on the launcher Job what it was made for: debug mode, or a resume with launcher settings."""
     metadata = launcher["metadata"]
-    if conveniences.debug_mode(job):
+    if ext.conveniences.debug_mode:
         metadata["annotations"] = {**(metadata.get("annotations") or {}), DEBUG_MARKER: "true"}
-    elif replica_modes.launcher_resume_settings(job):
+    elif ext.modes.launcher_resume_settings(job):
         metadata["annotations"] = {**(metadata.get("annotations") or {}), RESUME_MARKER: "true"}
 
 

@@ -11,7 +11,7 @@ import json
 
 from mpioperator.api import accessors, annotation_keys
 from mpioperator.api import constants as api
-from mpioperator.api.extensions import conveniences
+from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.objects import Obj
 
 TEMPLATE_HASH = annotation_keys.WORKER_TEMPLATE_HASH
@@ -37,15 +37,15 @@ def _label(obj: Obj, key: str, value: str) -> None:
     metadata["labels"] = {**(metadata.get("labels") or {}), key: value}
 
 
-def stamp(job: Obj, pod: Obj) -> None:
+def stamp(job: Obj, ext: Extensions, pod: Obj) -> None:
     """Only for jobs that opted in, so everyone else's worker pods stay exactly upstream's."""
-    if conveniences.roll_workers(job):
+    if ext.conveniences.roll_workers:
         _label(pod, TEMPLATE_HASH, template_hash(job))
 
 
-def stamp_launcher(job: Obj, launcher: Obj) -> None:
+def stamp_launcher(job: Obj, ext: Extensions, launcher: Obj) -> None:
     """On the launcher Job's own metadata (its pods need not carry it): only for jobs that opted in."""
-    if conveniences.roll_workers(job):
+    if ext.conveniences.roll_workers:
         _label(launcher, LAUNCHER_TEMPLATE_HASH, launcher_template_hash(job))
 
 

@@ -10,7 +10,7 @@ import datetime as dt
 import structlog
 
 from mpioperator.api import names
-from mpioperator.api.extensions import conveniences, replica_modes
+from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.objects import Obj
 from mpioperator.controller import conditions
 from mpioperator.controller.bounded import BoundedSet
@@ -28,6 +28,7 @@ from mpioperator.controller.feature import ChildOperations, Feature, FeaturePort
 from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.user_ssh_secret import UserSecretChecks
 from mpioperator.kube import errors
+from mpioperator.kube.delete_options import DeleteOptions
 from mpioperator.kube.resources import JOBS, Resource
 
 log = structlog.get_logger(__name__)
@@ -69,9 +70,11 @@ class Conveniences:
         self._user_secrets = UserSecretChecks(writer)
 
     # --- the user's own SSH Secret ------------------------------------------------------------------
-    async def ssh_secret(self, job: Obj, status: Obj, now: dt.datetime, children: ChildOperations) -> bool:
+    async def ssh_secret(
+        self, job: Obj, ext: Extensions, status: Obj, now: dt.datetime, children: ChildOperations
+    ) -> bool:
         """Our generated Secret, or a check of the user's; True when the job must wait for the user's."""
-        name = conveniences.ssh_secret(job)
+        name = ext.conveniences.ssh_secret
         if name is None:
             _drop(status, COND_SSH_SECRET)
             await children.ssh_secret(job)
@@ -86,15 +89,15 @@ class Conveniences:
         return True
 
     # --- debug mode ---------------------------------------------------------------------------------
-    async def end_debug_mode(self, job: Obj, launcher: Obj | None) -> None:
+    async def end_debug_mode(self, job: Obj, ext: Extensions, launcher: Obj | None) -> None:
         """The annotation went while a launcher made for debug mode still runs: that launcher Job goes,
         and the next sync makes one that runs the job's own command. Workers stay as they are."""
-        if launcher is None or conveniences.debug_mode(job) or not made_for_debug(launcher):
+        if launcher is None or ext.conveniences.debug_mode or not made_for_debug(launcher):
             return
         meta = launcher["metadata"]
         if launcher_done(launcher) or self._deleted.seen(meta.get("uid", "")):
             return
-        await self._delete(JOBS, meta, preconditions={"uid": meta.get("uid")})
+        await self._delete(JOBS, meta)
         message = (
             f"Debug mode ended: launcher Job {meta['name']} deleted, "
             "to be made again with the job's own command"
@@ -102,11 +105,11 @@ class Conveniences:
         self._rec.record(job, NORMAL, REASON_DEBUG_ENDED, message)
 
     # --- resume settings -----------------------------------------------------------------------------
-    async def renew_launcher_for_resume(self, job: Obj, launcher: Obj | None) -> bool:
+    async def renew_launcher_for_resume(self, job: Obj, ext: Extensions, launcher: Obj | None) -> bool:
         """A resumed job whose annotations change what its launcher runs: the launcher Job, still
         suspended (so without pods) and made before the resume, goes; the sync after it is gone makes one
         with the resume's settings. True while that is under way: no launcher is made in this sync."""
-        if launcher is None or not replica_modes.launcher_resume_settings(job):  # only once resumed
+        if launcher is None or not ext.modes.launcher_resume_settings(job):  # only once resumed
             return False
         meta = launcher["metadata"]
         suspended = bool(launcher.get("spec", {}).get("suspend"))
@@ -114,13 +117,15 @@ class Conveniences:
             return False
         if self._deleted.seen(meta.get("uid", "")):
             return True
-        await self._delete(JOBS, meta, preconditions={"uid": meta.get("uid")})
+        await self._delete(JOBS, meta)
         message = f"Resumed: launcher Job {meta['name']} deleted, to be made again with the resume's settings"
         self._rec.record(job, NORMAL, REASON_LAUNCHER_RENEWED, message)
         return True
 
-    def debug_status(self, job: Obj, status: Obj, launcher: Obj | None, now: dt.datetime) -> None:
-        if not conveniences.debug_mode(job) or conditions.is_finished(status):
+    def debug_status(
+        self, job: Obj, ext: Extensions, status: Obj, launcher: Obj | None, now: dt.datetime
+    ) -> None:
+        if not ext.conveniences.debug_mode or conditions.is_finished(status):
             _drop(status, COND_DEBUG_MODE)
             return
         ns, name = job["metadata"].get("namespace", ""), job["metadata"]["name"]
@@ -131,20 +136,20 @@ class Conveniences:
             )
             _put(status, COND_DEBUG_MODE, conditions.FALSE, REASON_DEBUG_TOO_LATE, message, now)
             return
-        waits = command_line(list(conveniences.debug_command(job)))
+        waits = command_line(list(ext.conveniences.debug_command))
         message = (
             f"MPIJob {ns}/{name} is in debug mode: the launcher runs `{waits}` instead of its command. "
             f"Open a shell in it with: {exec_line(job)}"
         )
-        generated = generated_command(job, HOSTFILE_PATH)
+        generated = generated_command(job, ext, HOSTFILE_PATH)
         if generated is not None:
             message += f" and run: {command_line(generated)}"
         if _put(status, COND_DEBUG_MODE, conditions.TRUE, REASON_DEBUG_MODE, message, now):
             self._rec.record(job, NORMAL, REASON_DEBUG_MODE, message)
 
     # --- the generated launcher command -------------------------------------------------------------
-    def launcher_created(self, job: Obj, launcher: Obj) -> None:
-        generated = generated_command(job, HOSTFILE_PATH)
+    def launcher_created(self, job: Obj, ext: Extensions, launcher: Obj) -> None:
+        generated = generated_command(job, ext, HOSTFILE_PATH)
         if generated is None or not self._announced.first(launcher["metadata"].get("uid", "")):
             return
         line = command_line(generated)
@@ -156,10 +161,12 @@ class Conveniences:
             message = f"Launcher {launcher['metadata']['name']} runs: {line}"
         self._rec.record(job, NORMAL, REASON_COMMAND_GENERATED, message)
 
-    async def _delete(self, res: Resource, meta: Obj, preconditions: Obj | None = None) -> None:
-        """Delete once: gone already (404) or replaced by another object of that name (409) is fine."""
+    async def _delete(self, res: Resource, meta: Obj) -> None:
+        """Delete this object once (its uid a precondition): gone already (404) or replaced by another object
+        of that name (409) is fine."""
+        only = DeleteOptions(preconditions={"uid": meta.get("uid")})
         try:
-            await self._w.delete(res, meta["name"], meta.get("namespace", ""), preconditions=preconditions)
+            await self._w.delete(res, meta["name"], meta.get("namespace", ""), only)
         except (errors.NotFound, errors.Conflict):
             pass
         except errors.ApiError as exc:
@@ -172,16 +179,16 @@ class ConveniencesFeature(Feature):
         self._conveniences = Conveniences(ports.listers, ports.writer, ports.recorder)
         self._children: ChildOperations = ports.children
 
-    async def with_launcher(self, job: Obj, launcher: Obj | None) -> bool:
-        await self._conveniences.end_debug_mode(job, launcher)
-        return await self._conveniences.renew_launcher_for_resume(job, launcher)
+    async def with_launcher(self, job: Obj, ext: Extensions, launcher: Obj | None) -> bool:
+        await self._conveniences.end_debug_mode(job, ext, launcher)
+        return await self._conveniences.renew_launcher_for_resume(job, ext, launcher)
 
-    async def with_shared_children(self, job: Obj, now: dt.datetime) -> float | None:
-        waits = await self._conveniences.ssh_secret(job, job["status"], now, self._children)
+    async def with_shared_children(self, job: Obj, ext: Extensions, now: dt.datetime) -> float | None:
+        waits = await self._conveniences.ssh_secret(job, ext, job["status"], now, self._children)
         return SECRET_RECHECK_SECONDS if waits else None
 
-    def launcher_created(self, job: Obj, launcher: Obj) -> None:
-        self._conveniences.launcher_created(job, launcher)
+    def launcher_created(self, job: Obj, ext: Extensions, launcher: Obj) -> None:
+        self._conveniences.launcher_created(job, ext, launcher)
 
-    def describe(self, job: Obj, status: Obj, seen: Seen) -> None:
-        self._conveniences.debug_status(job, status, seen.launcher, seen.now)
+    def describe(self, job: Obj, ext: Extensions, status: Obj, seen: Seen) -> None:
+        self._conveniences.debug_status(job, ext, status, seen.launcher, seen.now)

@@ -15,6 +15,7 @@ import datetime as dt
 
 from mpioperator.api import constants as api
 from mpioperator.api.extensions import elastic
+from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.objects import Obj
 from mpioperator.controller import conditions
 from mpioperator.controller.events import WARNING
@@ -37,9 +38,11 @@ class ElasticBoundsFeature(Feature):
         # in between leaves one entry, replaced by the job's next sync).
         self._clamped: dict[str, elastic.Clamp] = {}
 
-    async def before_children(self, cached: Obj, job: Obj, now: dt.datetime, suspended: bool) -> None:
+    async def before_children(
+        self, cached: Obj, job: Obj, ext: Extensions, now: dt.datetime, suspended: bool
+    ) -> None:
         uid = job["metadata"].get("uid", "")
-        found = elastic.clamp(job)
+        found = elastic.clamp_to(job, ext.bounds)
         if found is None:
             self._clamped.pop(uid, None)
             return None
@@ -47,8 +50,8 @@ class ElasticBoundsFeature(Feature):
         self._clamped[uid] = found
         return None
 
-    def describe(self, job: Obj, status: Obj, seen: Seen) -> None:
-        found = elastic.bounds(job)
+    def describe(self, job: Obj, ext: Extensions, status: Obj, seen: Seen) -> None:
+        found = ext.bounds
         if found is None:
             conditions.drop(status, COND_OUT_OF_BOUNDS)
             return

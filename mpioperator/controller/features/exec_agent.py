@@ -17,6 +17,7 @@ from collections import OrderedDict
 
 from mpioperator.api import constants as api
 from mpioperator.api.extensions import launch
+from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller import conditions
@@ -74,14 +75,14 @@ class ExecAgent:
         self._warned: OrderedDict[str, None] = OrderedDict()
         self._capacity = capacity
 
-    def launcher_decorator(self, job: Obj, decorate: Decorator | None) -> Decorator | None:
-        if self._image is None or not launch.exec_agent(job):
+    def launcher_decorator(self, job: Obj, ext: Extensions, decorate: Decorator | None) -> Decorator | None:
+        if self._image is None or not ext.launch.exec_agent:
             return decorate
         return exec_agent.with_exec_agent(decorate, job, self._image)
 
-    async def prepare(self, job: Obj, status: Obj, now: dt.datetime) -> bool:
+    async def prepare(self, job: Obj, ext: Extensions, status: Obj, now: dt.datetime) -> bool:
         """The job's RBAC for the agent, when it asks for the agent; False when it may not have it."""
-        if not launch.exec_agent(job):
+        if not ext.launch.exec_agent:
             _drop(status)
             return True
         if self._image is None:
@@ -97,31 +98,31 @@ class ExecAgent:
         await self._ensure(job, SERVICE_ACCOUNTS, account, ())
         return True
 
-    def _active(self, job: Obj) -> bool:
-        return self._image is not None and launch.exec_agent(job)
+    def _active(self, ext: Extensions) -> bool:
+        return self._image is not None and ext.launch.exec_agent
 
-    async def grant(self, job: Obj, workers: list[Obj]) -> None:
+    async def grant(self, job: Obj, ext: Extensions, workers: list[Obj]) -> None:
         """The Role, naming the live workers (those just made or found among them), and its binding, before
         the launcher; a Role or binding of that name the operator did not make holds the job."""
-        if self._active(job):
+        if self._active(ext):
             await self._grants.follow(job, workers, strict=True)
 
-    async def follow(self, job: Obj, workers: list[Obj]) -> None:
+    async def follow(self, job: Obj, ext: Extensions, workers: list[Obj]) -> None:
         """Every sync's last word on the Role: the live workers, for a finished, suspended or held job too."""
-        if self._active(job):
+        if self._active(ext):
             await self._grants.follow(job, workers, strict=False)
 
-    async def withdraw(self, job: Obj, pods: list[Obj]) -> None:
+    async def withdraw(self, job: Obj, ext: Extensions, pods: list[Obj]) -> None:
         """Called before the operator deletes any of the job's pods: their names leave the Role first."""
-        if self._active(job):
+        if self._active(ext):
             await self._grants.withdraw(job, pods)
 
-    async def guard(self, cached: Obj, job: Obj) -> Obj:
+    async def guard(self, cached: Obj, job: Obj, ext: Extensions) -> Obj:
         """The finalizer on an exec-agent job before anything is granted; off a job that no longer asks for
         the agent, or whose operator no longer allows it, once its grants are revoked. The MPIJob as the
         API server has it after the write (`cached` when nothing was written)."""
         has = FINALIZER in (cached["metadata"].get("finalizers") or ())
-        if self._active(job):
+        if self._active(ext):
             return cached if has else await self._grants.set_finalizer(cached, True)
         if not has:
             return cached
@@ -205,26 +206,26 @@ class ExecAgentFeature(Feature):
     def __init__(self, ports: FeaturePorts) -> None:
         self._agent = ExecAgent(ports.listers, ports.writer, ports.recorder, ports.exec_agent_image)
 
-    async def guard(self, cached: Obj, job: Obj) -> Obj:
-        return await self._agent.guard(cached, job)  # its finalizer on (or off) the job
+    async def guard(self, cached: Obj, job: Obj, ext: Extensions) -> Obj:
+        return await self._agent.guard(cached, job, ext)  # its finalizer on (or off) the job
 
-    async def on_deleting(self, cached: Obj, job: Obj) -> None:
+    async def on_deleting(self, cached: Obj, job: Obj, ext: Extensions) -> None:
         await self._agent.release(cached, job)  # the grants revoked before the finalizer goes
 
-    async def before_pods(self, job: Obj, now: dt.datetime) -> bool:
-        return await self._agent.prepare(job, job["status"], now)
+    async def before_pods(self, job: Obj, ext: Extensions, now: dt.datetime) -> bool:
+        return await self._agent.prepare(job, ext, job["status"], now)
 
     async def after_workers(
-        self, job: Obj, launcher: Obj | None, workers: list[Obj]
+        self, job: Obj, ext: Extensions, launcher: Obj | None, workers: list[Obj]
     ) -> tuple[bool, Obj | None]:
-        await self._agent.grant(job, workers)
+        await self._agent.grant(job, ext, workers)
         return False, launcher
 
-    def decorate_launcher(self, job: Obj, decorate: Decorator | None) -> Decorator | None:
-        return self._agent.launcher_decorator(job, decorate)
+    def decorate_launcher(self, job: Obj, ext: Extensions, decorate: Decorator | None) -> Decorator | None:
+        return self._agent.launcher_decorator(job, ext, decorate)
 
-    async def before_delete(self, job: Obj, pods: list[Obj]) -> None:
-        await self._agent.withdraw(job, pods)
+    async def before_delete(self, job: Obj, ext: Extensions, pods: list[Obj]) -> None:
+        await self._agent.withdraw(job, ext, pods)
 
-    async def follow(self, job: Obj, workers: list[Obj]) -> None:
-        await self._agent.follow(job, workers)
+    async def follow(self, job: Obj, ext: Extensions, workers: list[Obj]) -> None:
+        await self._agent.follow(job, ext, workers)

@@ -32,6 +32,7 @@ from mpioperator.controller.errors import SyncError
 from mpioperator.controller.ports import Listers, Writer
 from mpioperator.controller.rejections import ChildRejected, not_managed_message, refused
 from mpioperator.kube import errors
+from mpioperator.kube.delete_options import DeleteOptions
 from mpioperator.kube.resources import MPIJOBS, Resource
 
 log = structlog.get_logger(__name__)
@@ -198,9 +199,9 @@ class ExecGrants:
                     await self._w.update(ROLES, emptied, ns)
             bound = await self._get(ROLE_BINDINGS, name, ns)
             if bound is not None and _ours_or_orphaned(bound, job):
-                precondition = {"uid": bound["metadata"].get("uid")} if bound["metadata"].get("uid") else None
+                only = DeleteOptions.if_uid(bound["metadata"].get("uid"))
                 with contextlib.suppress(errors.NotFound, errors.Conflict):
-                    await self._w.delete(ROLE_BINDINGS, name, ns, preconditions=precondition)
+                    await self._w.delete(ROLE_BINDINGS, name, ns, only)
         except errors.Forbidden as exc:
             log.warning(
                 "may not revoke the exec agent's grants",

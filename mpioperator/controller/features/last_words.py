@@ -22,11 +22,13 @@ import structlog
 
 from mpioperator.api import accessors, names
 from mpioperator.api import constants as api
+from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.objects import Obj
 from mpioperator.controller import conditions, failed_rank
 from mpioperator.controller.feature import Feature, FeaturePorts, Seen
 from mpioperator.controller.problems import last_bad_end
 from mpioperator.kube import errors
+from mpioperator.kube.log_options import LogOptions
 from mpioperator.kube.resources import PODS
 
 log = structlog.get_logger(__name__)
@@ -71,7 +73,7 @@ class LastWordsFeature(Feature):
     def _launcher(self, job: Obj) -> Obj | None:
         return self._p.listers.jobs.get(accessors.namespace(job), names.launcher_name(job))
 
-    async def follow(self, job: Obj, workers: list[Obj]) -> None:
+    async def follow(self, job: Obj, ext: Extensions, workers: list[Obj]) -> None:
         uid = job["metadata"].get("uid", "")
         if (job.get("status") or {}).get(STATUS_FIELD):
             self._kept.pop(uid, None)  # the status has it now
@@ -142,12 +144,8 @@ class LastWordsFeature(Feature):
         if self._p.logs is None:
             return None
         try:
-            text = await self._p.logs.pod_log(
-                name,
-                accessors.namespace(job),
-                tail_lines=MAX_LINES,
-                limit_bytes=MAX_LINES * (MAX_LINE_BYTES + 1),
-            )
+            options = LogOptions(tail_lines=MAX_LINES, limit_bytes=MAX_LINES * (MAX_LINE_BYTES + 1))
+            text = await self._p.logs.pod_log(name, accessors.namespace(job), options)
         except errors.ApiError as exc:
             log.info("cannot read the failed rank's log", pod=name, error=str(exc))
             return None
@@ -160,12 +158,12 @@ class LastWordsFeature(Feature):
             return None
         return kept[1]
 
-    def failure_detail(self, job: Obj, detail: str) -> str:
+    def failure_detail(self, job: Obj, ext: Extensions, detail: str) -> str:
         words = self._current(job)
         said = clause(words) if words is not None else ""
         return "; ".join(part for part in (said, detail) if part)
 
-    def describe(self, job: Obj, status: Obj, seen: Seen) -> None:
+    def describe(self, job: Obj, ext: Extensions, status: Obj, seen: Seen) -> None:
         words = self._current(job)
         if words is not None and conditions.is_true(status, api.COND_FAILED) and not status.get(STATUS_FIELD):
             status[STATUS_FIELD] = _copy(words)

@@ -16,6 +16,7 @@ import datetime as dt
 from mpioperator.api import names
 from mpioperator.api.extensions import launcher_log as wanted
 from mpioperator.api.extensions import restarts as restart_policy
+from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.objects import Obj
 from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller import conditions
@@ -66,8 +67,8 @@ class LauncherLogFeature(Feature):
             return []
         return self._ports.listers.pods.owned_by(launcher["metadata"].get("uid", ""))
 
-    async def follow(self, job: Obj, workers: list[Obj]) -> None:
-        if self._follower is None or not wanted.follows_log(job):
+    async def follow(self, job: Obj, ext: Extensions, workers: list[Obj]) -> None:
+        if self._follower is None or not ext.log.follows_log:
             return
         uid = job["metadata"].get("uid", "")
         status = job.get("status") or {}
@@ -80,38 +81,38 @@ class LauncherLogFeature(Feature):
         if pod is None:
             return
         now = self._ports.clock.utcnow()
-        await self._follower.read(uid, pod, _launcher_container(job), wanted.progress_format(job), now)
+        await self._follower.read(uid, pod, _launcher_container(job), ext.log.progress_format, now)
 
-    def describe(self, job: Obj, status: Obj, seen: Seen) -> None:
-        if self._follower is None or not wanted.follows_log(job) or conditions.is_finished(status):
+    def describe(self, job: Obj, ext: Extensions, status: Obj, seen: Seen) -> None:
+        if self._follower is None or not ext.log.follows_log or conditions.is_finished(status):
             return
         state = self._follower.known(job["metadata"].get("uid", ""))
         pod = _running(seen.launcher_pods)
         if state is None or pod is None or state.pod_uid != pod["metadata"].get("uid", ""):
             return
-        with_progress = wanted.progress_format(job) is not None
+        with_progress = ext.log.progress_format is not None
         if with_progress and state.progress is not None and state.progress_at is not None:
             status["progress"] = state.progress.status(state.progress_at)
-        timeout = wanted.stall_timeout(job)
+        timeout = ext.log.stall_timeout
         if timeout is None or state.last_read is None:
             return
         silent = (state.last_read - state.active_since(with_progress)).total_seconds()
         if silent >= timeout:
-            self._stalled(job, status, timeout, with_progress, seen.now)
+            self._stalled(job, ext, status, timeout, with_progress, seen.now)
         elif conditions.is_true(status, wanted.COND_STALLED):
             what = "progress" if with_progress else "launcher output"
             conditions.put(
                 status, wanted.COND_STALLED, "False", REASON_OUTPUT_RESUMED, f"New {what} appeared.", seen.now
             )
 
-    def _stalled(self, job: Obj, status: Obj, timeout: int, with_progress: bool, now: dt.datetime) -> None:
+    def _stalled(
+        self, job: Obj, ext: Extensions, status: Obj, timeout: int, with_progress: bool, now: dt.datetime
+    ) -> None:
         meta = job["metadata"]
         what = "progress" if with_progress else "launcher output"
         message = f"MPIJob {meta.get('namespace', '')}/{meta['name']} shows no new {what} for {timeout}s"
-        restarts = restart_policy.enabled(job) and restart_policy.restarts(
-            status
-        ) < restart_policy.max_restarts(job)
-        fails = not restarts and wanted.fails_when_stalled(job)
+        restarts = ext.restarts.enabled and restart_policy.restarts(status) < ext.restarts.max_restarts
+        fails = not restarts and ext.log.fails_when_stalled
         if restarts:
             message += "; it restarts as a whole (mpioperator.io/restart-policy)"
         elif fails:
@@ -128,8 +129,8 @@ class LauncherLogFeature(Feature):
             status.setdefault("completionTime", conditions.format_time(now))
             status["phase"] = FAILED
 
-    def recheck_after(self, job: Obj, now: dt.datetime) -> float | None:
-        if self._follower is None or not wanted.follows_log(job):
+    def recheck_after(self, job: Obj, ext: Extensions, now: dt.datetime) -> float | None:
+        if self._follower is None or not ext.log.follows_log:
             return None
         uid = job["metadata"].get("uid", "")
         if self._follower.known(uid) is None or _running(self._launcher_pods(job)) is None:

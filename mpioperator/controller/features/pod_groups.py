@@ -9,6 +9,7 @@ from __future__ import annotations
 import structlog
 
 from mpioperator.api import constants as api
+from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.names import pod_group_name
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
@@ -65,13 +66,17 @@ class PodGroupReconciler:
         self._rec.record(job, WARNING, api.REASON_RESOURCE_EXISTS, message)
         return SyncError(message)
 
-    async def get_or_create(self, job: Obj, *, launcher_exists: bool) -> Obj:
+    async def get_or_create(self, job: Obj, ext: Extensions, *, launcher_exists: bool) -> Obj:
         """Make the PodGroup match the job, creating it when missing; refuse one we do not control."""
         assert self._pod_groups is not None
         res = self._resource()
         ns = job["metadata"]["namespace"]
         desired = self._backend.new_pod_group(
-            job, self.priority_of, launcher_in_gang=launcher_in_gang(job, launcher_exists)
+            job,
+            self.priority_of,
+            launcher_in_gang=launcher_in_gang(
+                job, launcher_exists, waits_running=ext.launch.waits_for_running_workers
+            ),
         )
         cached = self._pod_groups.get(ns, pod_group_name(job))
         if cached is None:
@@ -166,12 +171,12 @@ class PodGroupsFeature(Feature):
             ports.backend, listers.pod_groups, listers.priority_classes, ports.writer, ports.recorder
         )
 
-    async def before_workers(self, job: Obj, launcher: Obj | None) -> None:
+    async def before_workers(self, job: Obj, ext: Extensions, launcher: Obj | None) -> None:
         if self._pod_groups.enabled:
             # Before the workers, so their scheduler finds the gang already defined.
             # A suspended launcher Job (a resume under WaitForWorkersReady) has no pod yet.
             running = launcher is not None and not launcher.get("spec", {}).get("suspend")
-            await self._pod_groups.get_or_create(job, launcher_exists=running)
+            await self._pod_groups.get_or_create(job, ext, launcher_exists=running)
 
-    async def after_clean_up(self, job: Obj) -> None:
+    async def after_clean_up(self, job: Obj, ext: Extensions) -> None:
         await self._pod_groups.delete(job)

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from mpioperator.api import accessors, names
 from mpioperator.api import constants as api
 from mpioperator.api.extensions import launch
+from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.field_errors import FieldError, invalid
 from mpioperator.api.objects import Obj
 from mpioperator.controller.builders.configmap import DATA_LIMIT, HOSTFILE, Shape, data_size
@@ -60,10 +61,10 @@ class PodIPHostfileFeature(Feature):
         self._l = ports.listers
         self._domain = ports.cluster_domain
 
-    def validate(self, job: Obj) -> list[FieldError]:
+    def validate(self, job: Obj, ext: Extensions) -> list[FieldError]:
         """A job whose DNS-name hostfile cannot fit a ConfigMap is told so, and how to run it, up front:
         otherwise the API server refuses the ConfigMap and the job waits with its refusal."""
-        if launch.ip_hostfile(job):
+        if ext.launch.ip_hostfile:
             return []
         size = dns_hostfile_bytes(job, self._domain)
         if size <= DATA_LIMIT:
@@ -76,14 +77,14 @@ class PodIPHostfileFeature(Feature):
         )
         return [invalid(f"spec.mpiReplicaSpecs[{api.WORKER}].replicas", workers, detail)]
 
-    def hostfile_addresses(self, job: Obj, workers: list[Obj]) -> Mapping[str, str] | None:
-        return pod_ips(workers) if launch.ip_hostfile(job) else None
+    def hostfile_addresses(self, job: Obj, ext: Extensions, workers: list[Obj]) -> Mapping[str, str] | None:
+        return pod_ips(workers) if ext.launch.ip_hostfile else None
 
     async def after_workers(
-        self, job: Obj, launcher: Obj | None, workers: list[Obj]
+        self, job: Obj, ext: Extensions, launcher: Obj | None, workers: list[Obj]
     ) -> tuple[bool, Obj | None]:
         """The launcher waits until every worker has an IP and the cached ConfigMap lists them all."""
-        if launcher is not None or not launch.ip_hostfile(job):
+        if launcher is not None or not ext.launch.ip_hostfile:
             return False, launcher
         ips = pod_ips(workers)
         if len(ips) < accessors.worker_replicas(job):

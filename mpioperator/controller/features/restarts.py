@@ -29,9 +29,9 @@ import structlog
 
 from mpioperator.api import constants as api
 from mpioperator.api import names
-from mpioperator.api.extensions import conveniences
 from mpioperator.api.extensions import restarts as policy
 from mpioperator.api.extensions.launcher_log import COND_STALLED
+from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller import conditions, template_edits
@@ -44,6 +44,7 @@ from mpioperator.controller.phase import PENDING
 from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.problems import worker_endings
 from mpioperator.kube import errors
+from mpioperator.kube.delete_options import DeleteOptions
 from mpioperator.kube.resources import JOBS
 
 log = structlog.get_logger(__name__)
@@ -125,13 +126,13 @@ class Restarter:
             self._seen.popitem(last=False)
         return sorted(gone)
 
-    def failure(self, job: Obj) -> Failure | None:
+    def failure(self, job: Obj, ext: Extensions) -> Failure | None:
         """The current attempt's failure that the job's policy restarts, if any (None once the limit is
         reached: the attempt then ends as upstream's would)."""
-        if not policy.enabled(job):
+        if not ext.restarts.enabled:
             return None
         status = job.get("status") or {}
-        if policy.restarts(status) >= policy.max_restarts(job):
+        if policy.restarts(status) >= ext.restarts.max_restarts:
             return None
         launcher, current = self._attempt(job)
         if launcher is not None and _has_condition(launcher, "Complete"):
@@ -151,22 +152,22 @@ class Restarter:
                 more = " and more" if gone[3:] else ""
                 return Failure(f"worker {', '.join(gone[:3])}{more} was deleted")
         failed_launcher = None if launcher is None else _condition(launcher, "Failed")
-        if policy.restarts_launcher(job) and launcher is not None and failed_launcher is not None:
+        if ext.restarts.restarts_launcher and launcher is not None and failed_launcher is not None:
             reason = failed_launcher.get("reason") or api.REASON_FAILED
             return Failure(f"launcher {launcher['metadata']['name']} failed ({reason})")
         return None
 
-    def edited(self, job: Obj) -> Failure | None:
+    def edited(self, job: Obj, ext: Extensions) -> Failure | None:
         """An edit of a template that the running attempt's pods were not made from, which the job asked
         to reach them (`roll-workers-on-template-change`) and a whole-job restart can bring: the attempt's
         pods then go and the next attempt's are made from the new templates (template_edits.py)."""
-        if not policy.enabled(job) or not conveniences.roll_workers(job):
+        if not ext.restarts.enabled or not ext.conveniences.roll_workers:
             return None
-        if policy.restarts(job.get("status") or {}) >= policy.max_restarts(job):
+        if policy.restarts(job.get("status") or {}) >= ext.restarts.max_restarts:
             return None  # refused with a condition instead (template_edits.refusal)
         launcher, current = self._attempt(job)
         launcher_pods = self._l.pods.owned_by(launcher["metadata"].get("uid", "")) if launcher else []
-        edited = template_edits.running_edit(job, current, launcher, launcher_pods)
+        edited = template_edits.running_edit(job, ext, current, launcher, launcher_pods)
         return None if edited is None else Failure(f"{edited} changed")
 
     def _attempt(self, job: Obj) -> tuple[Obj | None, list[Obj]]:
@@ -189,18 +190,20 @@ class Restarter:
         endings = worker_endings(failed)
         return endings or "worker " + ", ".join(w["metadata"]["name"] for w in failed[:3]) + " failed"
 
-    async def restart(self, cached: Obj, job: Obj, failure: Failure, now: dt.datetime) -> None:
+    async def restart(
+        self, cached: Obj, job: Obj, ext: Extensions, failure: Failure, now: dt.datetime
+    ) -> None:
         """Count the restart in the API server, say so once, and delete the failed attempt's children."""
         meta = job["metadata"]
         ns, name = meta.get("namespace", ""), meta["name"]
         done = policy.restarts(job.get("status") or {}) + 1
-        limit = policy.max_restarts(job)
+        limit = ext.restarts.max_restarts
         message = truncate_message(
             f"MPIJob {ns}/{name} restarts as a whole (restart {done} of at most {limit}): {failure.what}"
         )
         status = json_copy(job.get("status") or {})
         status["restarts"] = done
-        delay = self.delay(job, now)
+        delay = self.delay(job, ext, now)
         due = now + dt.timedelta(seconds=delay)
         # Whole seconds in status: rounded up, so the wait is never shorter than the back-off.
         due += dt.timedelta(microseconds=(1_000_000 - due.microsecond) % 1_000_000)
@@ -231,16 +234,16 @@ class Restarter:
         )
         self._rec.record(job, WARNING, REASON_RESTARTING, message)
         job["status"] = status
-        await self.clear_earlier(job)
+        await self.clear_earlier(job, ext)
 
     @staticmethod
-    def delay(job: Obj, now: dt.datetime) -> int:
+    def delay(job: Obj, ext: Extensions, now: dt.datetime) -> int:
         """Seconds from a restart now to its new attempt: the wait before the failed attempt doubled when
         that attempt failed within RESET_AFTER_SECONDS of its start, else the first wait."""
         status = job.get("status") or {}
         started = conditions.parse_time(status.get("startTime"))
         quick = started is not None and (now - started).total_seconds() < policy.RESET_AFTER_SECONDS
-        return policy.next_delay(job, policy.restart_delay(status), quick)
+        return ext.restarts.next_delay(policy.restart_delay(status), quick)
 
     @staticmethod
     def waiting(job: Obj, now: dt.datetime) -> float | None:
@@ -257,9 +260,9 @@ class Restarter:
         left = (due - now).total_seconds()
         return left if left > 0 else None
 
-    async def clear_earlier(self, job: Obj) -> bool:
+    async def clear_earlier(self, job: Obj, ext: Extensions) -> bool:
         """Delete the children of earlier attempts; True while any of them is still there."""
-        if not policy.labelled(job):
+        if not ext.restarts.labelled(job):
             return False
         attempt = policy.current_attempt(job)
         ns = job["metadata"].get("namespace", "")
@@ -276,7 +279,7 @@ class Restarter:
             for pod in self._l.pods.select(ns, role_labels(job, role))
             if policy.attempt_of(pod) != attempt and is_controlled_by_job_or_launcher(pod, job, launcher)
         ]
-        await self._children.withdraw(job, stale)
+        await self._children.withdraw(job, ext, stale)
         for pod in stale:
             left = True
             await self._children.delete_pod(pod)
@@ -287,23 +290,17 @@ class Restarter:
         # collector takes its pods, which clear_earlier deletes too, so no collector is waited for.
         meta = launcher["metadata"]
         try:
-            await self._w.delete(
-                JOBS,
-                meta["name"],
-                ns,
-                propagation_policy="Background",
-                preconditions={"uid": meta.get("uid")} if meta.get("uid") else None,
-            )
+            await self._w.delete(JOBS, meta["name"], ns, DeleteOptions.if_uid(meta.get("uid")))
         except (errors.NotFound, errors.Conflict):
             pass
         except errors.ApiError as exc:
             raise SyncError(f"deleting an earlier attempt's launcher Job: {exc.server_message}") from exc
 
     @staticmethod
-    def note_exhausted(job: Obj, detail: str) -> str:
+    def note_exhausted(job: Obj, ext: Extensions, detail: str) -> str:
         """The failure detail of a job that restarted as often as it may: says so after the pods' words."""
         done = policy.restarts(job.get("status") or {})
-        if not policy.enabled(job) or done == 0:
+        if not ext.restarts.enabled or done == 0:
             return detail
         note = f"restarted {done} times, the most {policy.MAX_RESTARTS} allows"
         return f"{detail}; {note}" if detail else note
@@ -343,25 +340,27 @@ class RestartsFeature(Feature):
             ports.listers, ports.writer, ports.recorder, ports.children, ports.write_status
         )
 
-    async def before_children(self, cached: Obj, job: Obj, now: dt.datetime, suspended: bool) -> Stop | None:
+    async def before_children(
+        self, cached: Obj, job: Obj, ext: Extensions, now: dt.datetime, suspended: bool
+    ) -> Stop | None:
         """Nothing of a new attempt is made while anything of an earlier one is left."""
-        if not policy.labelled(job):
+        if not ext.restarts.labelled(job):
             return None
-        failure = None if suspended else self._restarter.failure(job) or self._restarter.edited(job)
+        failure = None if suspended else self._restarter.failure(job, ext) or self._restarter.edited(job, ext)
         if failure is not None:
-            await self._restarter.restart(cached, job, failure, now)
+            await self._restarter.restart(cached, job, ext, failure, now)
             return Stop(RESTART_RECHECK_SECONDS, new_attempt=True)
-        if await self._restarter.clear_earlier(job):
+        if await self._restarter.clear_earlier(job, ext):
             return Stop(RESTART_RECHECK_SECONDS)
         if not suspended and (left := self._restarter.waiting(job, now)) is not None:
             return Stop(left)  # the restart's back-off (status.nextAttemptTime)
         return None
 
-    async def before_delete(self, job: Obj, pods: list[Obj]) -> None:
+    async def before_delete(self, job: Obj, ext: Extensions, pods: list[Obj]) -> None:
         self._restarter.deleted_by_the_operator(pods)
 
-    def failure_detail(self, job: Obj, detail: str) -> str:
-        return self._restarter.note_exhausted(job, detail)
+    def failure_detail(self, job: Obj, ext: Extensions, detail: str) -> str:
+        return self._restarter.note_exhausted(job, ext, detail)
 
     def amend_status(self, status: Obj, now: dt.datetime) -> None:
         self._restarter.settle(status, now)

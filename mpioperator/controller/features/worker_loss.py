@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from mpioperator.api import constants as api
 from mpioperator.api.extensions import restarts as policy
+from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.objects import Obj, json_copy
 from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller import conditions
@@ -86,9 +87,10 @@ def describe(lost: list[Loss]) -> str:
     return f"{named} and {more} more" if more > 0 else named
 
 
-def _left_to_policy(job: Obj) -> bool:
+def _left_to_policy(job: Obj, ext: Extensions) -> bool:
     """Whether the restart policy restarts the job for a lost worker (restarts.py says how)."""
-    return policy.enabled(job) and policy.restarts(job.get("status") or {}) < policy.max_restarts(job)
+    asked = ext.restarts
+    return asked.enabled and policy.restarts(job.get("status") or {}) < asked.max_restarts
 
 
 def _noted(status: Obj, lost: list[Loss], now: dt.datetime) -> str | None:
@@ -141,10 +143,12 @@ class WorkerLossFeature(Feature):
                 self._losses.popitem(last=False)
         return list(lost)
 
-    async def before_children(self, cached: Obj, job: Obj, now: dt.datetime, suspended: bool) -> Stop | None:
+    async def before_children(
+        self, cached: Obj, job: Obj, ext: Extensions, now: dt.datetime, suspended: bool
+    ) -> Stop | None:
         """A worker lost with its node fails the job: written here, and the sync ends (the next one finds
         the job finished and cleans up per cleanPodPolicy)."""
-        if suspended or _left_to_policy(job):
+        if suspended or _left_to_policy(job, ext):
             return None
         lost = self._lost(job)
         with_node = [loss for loss in lost if loss.reason == BY_TAINT_MANAGER]
@@ -166,16 +170,16 @@ class WorkerLossFeature(Feature):
         job["status"] = status
         return Stop(0.0)
 
-    def failure_detail(self, job: Obj, detail: str) -> str:
+    def failure_detail(self, job: Obj, ext: Extensions, detail: str) -> str:
         """The lost workers first: a launcher's last words after them may be long and cut."""
         lost = told(job) or describe(self._lost(job))
         if not lost:
             return detail
         return f"{lost}; {detail}" if detail else lost
 
-    def describe(self, job: Obj, status: Obj, seen: Seen) -> None:
+    def describe(self, job: Obj, ext: Extensions, status: Obj, seen: Seen) -> None:
         """Any other disruption is told in the WorkerLost condition (once, with a Warning event)."""
-        if _left_to_policy(job):
+        if _left_to_policy(job, ext):
             return
         noted = _noted(status, self._lost(job), seen.now)
         if noted is not None:

@@ -5,6 +5,7 @@ controller/template_edits.py's)."""
 from __future__ import annotations
 
 from mpioperator.api import names
+from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.objects import Obj
 from mpioperator.controller import conditions
 from mpioperator.controller.bounded import BoundedSet
@@ -21,6 +22,7 @@ from mpioperator.controller.template_edits import (
     workers_to_roll,
 )
 from mpioperator.kube import errors
+from mpioperator.kube.delete_options import DeleteOptions
 from mpioperator.kube.resources import JOBS, PODS
 
 
@@ -40,7 +42,7 @@ class WorkerRollFeature(Feature):
         return self._l.pods.owned_by(launcher["metadata"].get("uid", "")) if launcher else []
 
     async def after_workers(
-        self, job: Obj, launcher: Obj | None, workers: list[Obj]
+        self, job: Obj, ext: Extensions, launcher: Obj | None, workers: list[Obj]
     ) -> tuple[bool, Obj | None]:
         """Delete the workers and launcher Job made from older templates: whether any went (nothing new
         is made in this sync then), and the launcher Job still there."""
@@ -49,28 +51,28 @@ class WorkerRollFeature(Feature):
         launcher_pods = self._launcher_pods(launcher)
         stale = [
             p
-            for p in workers_to_roll(job, workers, launcher, launcher_pods)
+            for p in workers_to_roll(job, workers, launcher, launcher_pods, ext)
             if not self._deleted.seen(p["metadata"].get("uid", ""))
         ]
         if stale:
-            await self._before_delete(job, stale)
+            await self._before_delete(job, ext, stale)
         for pod in stale:
             await self._delete_pod(pod["metadata"])
         if stale:
             pods = ", ".join(sorted(p["metadata"]["name"] for p in stale))
             message = f"Worker template changed: re-creating workers {pods}"
             self._rec.record(job, NORMAL, REASON_WORKERS_ROLLED, message)
-        if launcher is None or not launcher_to_remake(job, launcher, launcher_pods):
+        if launcher is None or not launcher_to_remake(job, ext, launcher, launcher_pods):
             return bool(stale), launcher
         await self._delete_launcher(launcher["metadata"])
         message = f"Launcher template changed: re-creating launcher Job {names.launcher_name(job)}"
         self._rec.record(job, NORMAL, REASON_LAUNCHER_REMADE, message)
         return True, None
 
-    def describe(self, job: Obj, status: Obj, seen: Seen) -> None:
+    def describe(self, job: Obj, ext: Extensions, status: Obj, seen: Seen) -> None:
         """`TemplateChangeRefused` while an edit cannot reach the running pods; one Warning per message."""
-        edited = running_edit(job, seen.workers, seen.launcher, seen.launcher_pods)
-        refused = None if edited is None or conditions.is_finished(status) else refusal(job, edited)
+        edited = running_edit(job, ext, seen.workers, seen.launcher, seen.launcher_pods)
+        refused = None if edited is None or conditions.is_finished(status) else refusal(job, ext, edited)
         if refused is None:
             conditions.drop(status, COND_REFUSED)
             return
@@ -92,13 +94,7 @@ class WorkerRollFeature(Feature):
         # garbage collector takes its pods, none of which has started.
         uid = meta.get("uid")
         try:
-            await self._w.delete(
-                JOBS,
-                meta["name"],
-                meta.get("namespace", ""),
-                propagation_policy="Background",
-                preconditions={"uid": uid} if uid else None,
-            )
+            await self._w.delete(JOBS, meta["name"], meta.get("namespace", ""), DeleteOptions.if_uid(uid))
         except (errors.NotFound, errors.Conflict):
             pass
         except errors.ApiError as exc:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 
 import pytest
 
 from mpioperator.api.objects import Obj
 from mpioperator.cache.informer import DeletedFinalStateUnknown, SharedInformer
 from mpioperator.cache.keys import object_key
+from mpioperator.cache.reflector import DEFAULT_OPTIONS
 from mpioperator.kube.client import KubeClient
 from mpioperator.kube.projection import KEEP, Projection
 from mpioperator.kube.resources import CONFIG_MAPS, Resource
@@ -167,7 +169,10 @@ async def test_relist_after_etcd_compaction_reports_missed_deletes_as_tombstones
     ns = make_namespace(apiserver_cluster)
     for i in range(6):
         await client.create(POD_TEMPLATES, template(f"t{i}"), ns)
-    informer = await start(started, SharedInformer(client, POD_TEMPLATES, ns, projection=projection))
+    informer = await start(
+        started,
+        SharedInformer(client, POD_TEMPLATES, ns, options=replace(DEFAULT_OPTIONS, projection=projection)),
+    )
     journal = Journal(informer)
     await eventually(lambda: journal.count == 6, "initial adds")
     watched = await client.create(POD_TEMPLATES, template("watched"), ns)
@@ -259,7 +264,10 @@ async def test_a_silent_watch_is_abandoned_after_the_inactivity_deadline_and_res
     client: KubeClient,
     started: list[SharedInformer],
 ) -> None:
-    informer = await start(started, SharedInformer(client, CONFIG_MAPS, ns, inactivity_timeout=0.5))
+    informer = await start(
+        started,
+        SharedInformer(client, CONFIG_MAPS, ns, options=replace(DEFAULT_OPTIONS, inactivity_timeout=0.5)),
+    )
     journal = Journal(informer)
     await eventually(lambda: informer.reflector.watches >= 3, "silent watches replaced")
     created = await client.create(CONFIG_MAPS, cm("late"), ns)

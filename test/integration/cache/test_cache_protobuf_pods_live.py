@@ -4,9 +4,11 @@ what a JSON-fed informer that slims each projected pod holds."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 from mpioperator.api.objects import Obj
 from mpioperator.cache.informer import SharedInformer
+from mpioperator.cache.reflector import DEFAULT_OPTIONS
 from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION, POD_FIELDS, slim_pod
 from mpioperator.kube.client import KubeClient
 from mpioperator.kube.projection import Projection
@@ -24,10 +26,16 @@ def by_name(informer: SharedInformer) -> dict[str, Obj]:
 
 async def pod_informer(client: KubeClient, ns: str, *, operators: bool) -> SharedInformer:
     if operators:
-        informer = SharedInformer(client, PODS, ns, projection=POD_CACHE_PROJECTION)
+        informer = SharedInformer(
+            client, PODS, ns, options=replace(DEFAULT_OPTIONS, projection=POD_CACHE_PROJECTION)
+        )
     else:
         informer = SharedInformer(
-            client, PODS, ns, transform=slim_pod, projection=Projection(POD_FIELDS, "Pod")
+            client,
+            PODS,
+            ns,
+            transform=slim_pod,
+            options=replace(DEFAULT_OPTIONS, projection=Projection(POD_FIELDS, "Pod")),
         )
     informer.start()
     await asyncio.wait_for(informer.wait_for_sync(), 30)

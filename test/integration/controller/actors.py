@@ -96,6 +96,14 @@ class Actors:
         created: dict[str, Any] = self.rest.create(self.path("mpijobs"), body)
         return created
 
+    async def submitted_with_workers(self, body: dict[str, Any], timeout: float = TIMEOUT) -> None:
+        """Submit the job and wait until the controller has made all its worker pods."""
+        name, workers = body["metadata"]["name"], body["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
+        self.submit(body)
+        await self.until_true(
+            lambda: len(self.worker_pods(name)) == workers, f"{name}'s {workers} workers", timeout
+        )
+
     def patch_spec(self, job: str, patch: dict[str, Any]) -> None:
         self.rest.merge_patch(self.path("mpijobs", job), patch)
 
@@ -116,6 +124,13 @@ class Actors:
 
     def launcher_job(self, job: str) -> dict[str, Any] | None:
         return self.get("jobs", f"{job}-launcher")
+
+    async def launched(self, job: str) -> str:
+        """Once the job's launcher Job is made: its workers Running and Ready and its launcher pod made (its
+        name returned), as the kubelet and the Job controller would do."""
+        await self.until(lambda: self.launcher_job(job), f"{job}'s launcher Job")
+        self.set_workers(job, "Running", ready=True)
+        return self.create_launcher_pod(job)
 
     def create_launcher_pod(
         self, job: str, suffix: str = "abcde", phase: str = "Running", launcher: dict[str, Any] | None = None

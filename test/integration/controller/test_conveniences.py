@@ -210,8 +210,7 @@ async def test_bad_annotation_gives_the_invalid_condition_one_warning_and_no_chi
 
 
 async def test_program_annotation_beside_the_launchers_own_command_is_invalid(scene: Scene) -> None:
-    body = mpijob("both", workers=1)
-    body["metadata"]["annotations"] = {f"{P}launcher-program": "/home/mpiuser/pi"}
+    body = mpijob("both", workers=1, annotations={f"{P}launcher-program": "/home/mpiuser/pi"})
     scene.submit(body)
 
     await scene.sync("both")
@@ -240,8 +239,7 @@ def ssh_secret(name: str, *, keys: tuple[str, ...] = ("ssh-privatekey", "ssh-pub
 async def test_missing_then_incomplete_then_right_user_secret_holds_the_job_until_it_can_be_mounted(
     scene: Scene,
 ) -> None:
-    body = mpijob("own", workers=2)
-    body["metadata"]["annotations"] = {f"{P}ssh-secret": "site-keys"}
+    body = mpijob("own", workers=2, annotations={f"{P}ssh-secret": "site-keys"})
     scene.submit(body)
 
     assert await scene.sync("own") == [
@@ -310,8 +308,9 @@ async def test_missing_then_incomplete_then_right_user_secret_holds_the_job_unti
 
 async def test_user_secret_is_left_alone_when_the_job_finishes_and_is_cleaned_up(scene: Scene) -> None:
     scene.rest.create(scene.path("secrets"), ssh_secret("kept-keys"))
-    body = mpijob("done", workers=1, run_policy={"cleanPodPolicy": "All"})
-    body["metadata"]["annotations"] = {f"{P}ssh-secret": "kept-keys"}
+    body = mpijob(
+        "done", workers=1, run_policy={"cleanPodPolicy": "All"}, annotations={f"{P}ssh-secret": "kept-keys"}
+    )
     scene.submit(body)
     await scene.sync("done")
     before = scene.get("secrets", "kept-keys")
@@ -372,8 +371,9 @@ async def test_debug_mode_launcher_waits_workers_run_sshd_and_the_event_gives_th
 
 
 async def test_debug_command_annotation_chooses_what_the_launcher_waits_with(scene: Scene) -> None:
-    body = mpijob("wait", workers=1)
-    body["metadata"]["annotations"] = {f"{P}debug-mode": "true", f"{P}debug-command": "sh -c 'sleep 3600'"}
+    body = mpijob(
+        "wait", workers=1, annotations={f"{P}debug-mode": "true", f"{P}debug-command": "sh -c 'sleep 3600'"}
+    )
     scene.submit(body)
     await scene.sync("wait")
     container = launcher_container(scene, "wait")
@@ -383,8 +383,7 @@ async def test_debug_command_annotation_chooses_what_the_launcher_waits_with(sce
 async def test_removing_the_debug_annotation_replaces_the_launcher_with_one_running_the_jobs_command(
     scene: Scene,
 ) -> None:
-    body = mpijob("flip", workers=2)
-    body["metadata"]["annotations"] = {f"{P}debug-mode": "true"}
+    body = mpijob("flip", workers=2, annotations={f"{P}debug-mode": "true"})
     scene.submit(body)
     await scene.sync("flip")
     scene.set_workers("flip", "Running", ready=True)

@@ -27,9 +27,7 @@ RBAC = "/apis/rbac.authorization.k8s.io/v1/namespaces"
 
 
 def exec_job(name: str, workers: int = 2) -> Obj:
-    body = mpijob(name, workers=workers)
-    body["metadata"]["annotations"] = dict(EXEC)
-    return body
+    return mpijob(name, workers=workers, annotations=EXEC)
 
 
 def can_i(cluster: LocalCluster, ns: str, account: str, verb: str, what: str, name: str) -> bool:
@@ -187,8 +185,7 @@ async def test_a_job_that_waits_for_its_hosts_gets_its_launcher_once_every_worke
         a = Actors(h.cluster, ns)
         body = exec_job("patient")
         body["metadata"]["annotations"]["mpioperator.io/wait-for-ssh-port"] = "22"
-        a.submit(body)
-        await a.until_true(lambda: len(a.worker_pods("patient")) == 2, "patient's workers")
+        await a.submitted_with_workers(body)
         a.set_pod("patient-worker-0", "Running", ready=False)
         await a.until_true(
             lambda: a.status("patient").get("replicaStatuses", {}).get("Worker") == {"active": 1},
@@ -262,8 +259,7 @@ async def test_a_suspended_jobs_role_grants_nothing(a: Actors) -> None:
 async def test_a_finished_jobs_role_grants_nothing_once_its_workers_are_cleaned_up(a: Actors) -> None:
     body = exec_job("done")
     body["spec"]["runPolicy"] = {"cleanPodPolicy": "Running"}
-    a.submit(body)
-    await a.until_true(lambda: len(a.worker_pods("done")) == 2, "done's workers")
+    await a.submitted_with_workers(body)
     a.set_workers("done", "Running", ready=True)
     await a.until_true(lambda: a.launcher_job("done") is not None, "done's launcher Job")
     assert granted(a, "done") == ["done-worker-0", "done-worker-1"]

@@ -72,9 +72,7 @@ async def test_success_creates_children_then_follows_workers_and_launcher_to_suc
 async def test_converged_job_sync_makes_no_api_write(harness: Harness) -> None:
     a = _actors(harness)
     a.submit(mpijob("quiet", workers=3))
-    await a.until(lambda: a.get("jobs", "quiet-launcher"), "launcher Job")
-    a.set_workers("quiet", "Running", ready=True)
-    a.create_launcher_pod("quiet")
+    await a.launched("quiet")
     await a.until_true(lambda: a.condition("quiet", "Running") is not None, "Running condition")
     await a.until_true(lambda: harness.controller.queue_idle(), "the work queue to drain", timeout=30)
     await harness.controller.recorder.flush()
@@ -122,9 +120,7 @@ async def test_launcher_pod_ending_before_its_job_completes_costs_one_status_wri
 async def _one_status_write_for_the_launcher_pod_and_job_ending(harness: Harness) -> None:
     a = _actors(harness)
     a.submit(mpijob("end", workers=2, run_policy={"cleanPodPolicy": "Running"}))
-    await a.until(lambda: a.get("jobs", "end-launcher"), "launcher Job")
-    a.set_workers("end", "Running", ready=True)
-    pod = a.create_launcher_pod("end")
+    pod = await a.launched("end")
     await a.until_true(lambda: a.condition("end", "Running") is not None, "Running")
     await a.until_true(lambda: harness.controller.queue_idle(), "the work queue to drain", timeout=30)
     harness.writer.writes.clear()
@@ -167,8 +163,9 @@ async def test_wait_for_workers_ready_creates_launcher_only_when_every_worker_is
     harness: Harness,
 ) -> None:
     a = _actors(harness)
-    a.submit(mpijob("wait", workers=2, spec={"launcherCreationPolicy": "WaitForWorkersReady"}))
-    await a.until_true(lambda: len(a.worker_pods("wait")) == 2, "two workers")
+    await a.submitted_with_workers(
+        mpijob("wait", workers=2, spec={"launcherCreationPolicy": "WaitForWorkersReady"})
+    )
     await a.until_true(lambda: "Worker" in a.status("wait").get("replicaStatuses", {}), "worker status")
     assert "Launcher" not in a.status("wait")["replicaStatuses"]
 
@@ -326,8 +323,7 @@ async def test_children_owned_by_someone_else_are_not_adopted_and_reported(harne
 
 async def test_workers_scale_up_and_down_with_the_hostfile(harness: Harness) -> None:
     a = _actors(harness)
-    a.submit(mpijob("scale", workers=2))
-    await a.until_true(lambda: len(a.worker_pods("scale")) == 2, "two workers")
+    await a.submitted_with_workers(mpijob("scale", workers=2))
     a.patch_spec("scale", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 4}}}})
     await a.until_true(lambda: len(a.worker_pods("scale")) == 4, "four workers")
     await a.until_true(

@@ -78,9 +78,7 @@ def _creates(h: Harness, job: str) -> list[tuple[str, str, str]]:
 
 
 async def _run_to_running(a: Actors, job: str) -> None:
-    await a.until(lambda: a.launcher_job(job), f"{job}'s launcher Job")
-    a.set_workers(job, "Running", ready=True)
-    a.create_launcher_pod(job)
+    await a.launched(job)
     await a.until_true(lambda: (a.condition(job, "Running") or {}).get("status") == "True", f"{job} Running")
 
 

@@ -65,8 +65,7 @@ async def test_pods_are_counted_per_replica_type_with_their_restarts(harness: Ha
 
 async def test_unhealthy_pods_are_listed_with_reason_and_restarts_at_most_ten(harness: Harness) -> None:
     a = Actors(harness.cluster, harness.namespace)
-    a.submit(mpijob("many", workers=12))
-    await a.until_true(lambda: len(a.worker_pods("many")) == 12, "twelve workers")
+    await a.submitted_with_workers(mpijob("many", workers=12))
     crash = "back-off 5m0s restarting failed container"
     for i in range(12):
         write_pod_status(

@@ -53,8 +53,7 @@ async def test_unschedulable_workers_show_the_schedulers_message_once_and_clear_
     harness: Harness,
 ) -> None:
     a = _actors(harness)
-    a.submit(mpijob("big", workers=2))
-    await a.until_true(lambda: len(a.worker_pods("big")) == 2, "two workers")
+    await a.submitted_with_workers(mpijob("big", workers=2))
 
     for i in range(2):
         write_pod_status(a, f"big-worker-{i}", unschedulable(SCHEDULER_SAYS))
@@ -77,8 +76,7 @@ async def test_an_image_pull_error_and_its_back_off_are_one_problem_until_the_im
     harness: Harness,
 ) -> None:
     a = _actors(harness)
-    a.submit(mpijob("img", workers=1))
-    await a.until_true(lambda: len(a.worker_pods("img")) == 1, "the worker")
+    await a.submitted_with_workers(mpijob("img", workers=1))
 
     pull_error = pod_status("Pending", container("worker", waiting=("ErrImagePull", NOT_FOUND)))
     write_pod_status(a, "img-worker-0", pull_error)
@@ -114,8 +112,7 @@ async def test_a_worker_that_cannot_start_is_named_with_the_kubelets_reason(
     harness: Harness, reason: str
 ) -> None:
     a = _actors(harness)
-    a.submit(mpijob("why", workers=2))
-    await a.until_true(lambda: len(a.worker_pods("why")) == 2, "two workers")
+    await a.submitted_with_workers(mpijob("why", workers=2))
     a.set_pod("why-worker-0", "Running", ready=True)
     restarts = 3 if reason == "CrashLoopBackOff" else 0
     write_pod_status(
@@ -138,9 +135,7 @@ async def test_a_worker_that_cannot_start_is_named_with_the_kubelets_reason(
 async def test_a_crash_looping_launcher_is_named_as_the_launcher(harness: Harness) -> None:
     a = _actors(harness)
     a.submit(mpijob("loop", workers=1))
-    await a.until(lambda: a.launcher_job("loop"), "the launcher Job")
-    a.set_workers("loop", "Running", ready=True)
-    pod = a.create_launcher_pod("loop")
+    pod = await a.launched("loop")
     crash = "back-off 20s restarting failed container=launcher pod=" + pod
     write_pod_status(
         a, pod, pod_status("Running", container("launcher", waiting=("CrashLoopBackOff", crash)))
@@ -160,9 +155,7 @@ async def _failed_launcher(
 async def test_an_oom_killed_worker_names_itself_and_the_reason_in_failed(harness: Harness) -> None:
     a = _actors(harness)
     a.submit(mpijob("oom", workers=2, run_policy={"cleanPodPolicy": "None"}))
-    await a.until(lambda: a.launcher_job("oom"), "the launcher Job")
-    a.set_workers("oom", "Running", ready=True)
-    launcher_pod = a.create_launcher_pod("oom")
+    launcher_pod = await a.launched("oom")
     write_pod_status(
         a, "oom-worker-1", pod_status("Failed", container("worker", terminated=("OOMKilled", 137, "")))
     )
@@ -203,9 +196,7 @@ LAST_WORDS = "Traceback (most recent call last):\nValueError: the learning rate 
 async def test_a_failed_launchers_termination_message_and_exit_code_are_in_failed(harness: Harness) -> None:
     a = _actors(harness)
     a.submit(mpijob("words", workers=1))
-    await a.until(lambda: a.launcher_job("words"), "the launcher Job")
-    a.set_workers("words", "Running", ready=True)
-    pod = a.create_launcher_pod("words")
+    pod = await a.launched("words")
     write_pod_status(a, pod, pod_status("Failed", container("launcher", terminated=("Error", 2, LAST_WORDS))))
     await _failed_launcher(a, "words")
 
@@ -220,9 +211,7 @@ async def test_last_words_of_a_launcher_restarted_in_place_outlive_its_pod(harne
     the Job controller deletes the pod when the back-off limit is reached, before the Job says Failed."""
     a = _actors(harness)
     a.submit(mpijob("gone", workers=1))
-    await a.until(lambda: a.launcher_job("gone"), "the launcher Job")
-    a.set_workers("gone", "Running", ready=True)
-    pod = a.create_launcher_pod("gone")
+    pod = await a.launched("gone")
     write_pod_status(
         a,
         pod,
@@ -269,8 +258,7 @@ async def test_keep_failed_launcher_annotation_makes_each_attempt_a_pod_the_job_
     harness: Harness,
 ) -> None:
     a = _actors(harness)
-    kept = mpijob("kept", workers=1)
-    kept["metadata"]["annotations"] = {"mpioperator.io/keep-failed-launcher": "true"}
+    kept = mpijob("kept", workers=1, annotations={"mpioperator.io/keep-failed-launcher": "true"})
     a.submit(kept)
     a.submit(mpijob("plain", workers=1))
 

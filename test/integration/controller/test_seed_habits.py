@@ -102,11 +102,15 @@ async def test_openmpi_prototype_secret_and_hostfile_path_are_mounted_where_its_
     """The prototype's Secret (id_rsa, id_rsa.pub, authorized_keys) is accepted as it is and mounted key by
     key; `mpioperator.io/hostfile-path` puts the job's hostfile at /kubeflow/openmpi/assets/hostfile too."""
     scene.rest.create(scene.path("secrets"), prototype_secret("openmpi-secret"))
-    body = mpijob("proto", workers=2, run_policy=ALL)
-    body["metadata"]["annotations"] = {
-        "mpioperator.io/ssh-secret": "openmpi-secret",
-        "mpioperator.io/hostfile-path": "/kubeflow/openmpi/assets/hostfile",
-    }
+    body = mpijob(
+        "proto",
+        workers=2,
+        run_policy=ALL,
+        annotations={
+            "mpioperator.io/ssh-secret": "openmpi-secret",
+            "mpioperator.io/hostfile-path": "/kubeflow/openmpi/assets/hostfile",
+        },
+    )
     launcher = await _launched(scene, body, refusal="SSHSecretInvalid")
     specs = [launcher["spec"]["template"]["spec"], *(p["spec"] for p in scene.worker_pods("proto"))]
     assert len(specs) == 3
@@ -130,8 +134,9 @@ async def test_openmpi_prototype_secret_and_hostfile_path_are_mounted_where_its_
 
 
 async def test_a_hostfile_path_that_would_cover_upstreams_mounts_is_a_validation_error(scene: Scene) -> None:
-    body = mpijob("over", workers=1, run_policy=ALL)
-    body["metadata"]["annotations"] = {"mpioperator.io/hostfile-path": "/etc/mpi/hosts"}
+    body = mpijob(
+        "over", workers=1, run_policy=ALL, annotations={"mpioperator.io/hostfile-path": "/etc/mpi/hosts"}
+    )
     scene.submit(body)
 
     assert await scene.sync("over") == [("update_status", "mpijobs", "over")]

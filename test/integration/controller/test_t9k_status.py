@@ -87,12 +87,9 @@ async def test_a_resumed_job_is_resuming_until_its_pods_run(harness: Harness) ->
 
 async def test_a_debugging_job_runs_with_its_debug_condition_and_lists_its_pods(harness: Harness) -> None:
     a = Actors(harness.cluster, harness.namespace)
-    body = mpijob("debugging", workers=2)
-    body["metadata"]["annotations"] = {"mpioperator.io/debug-mode": "true"}
+    body = mpijob("debugging", workers=2, annotations={"mpioperator.io/debug-mode": "true"})
     a.submit(body)
-    await a.until(lambda: a.launcher_job("debugging"), "the launcher Job")
-    a.set_workers("debugging", "Running", ready=True)
-    a.create_launcher_pod("debugging")
+    await a.launched("debugging")
 
     await a.until_true(lambda: a.status("debugging").get("phase") == "Running", "phase Running")
     await a.until_true(
@@ -111,9 +108,7 @@ async def test_a_debugging_job_runs_with_its_debug_condition_and_lists_its_pods(
 async def test_a_failed_job_is_failed_with_its_failed_pods_counted_and_listed(harness: Harness) -> None:
     a = Actors(harness.cluster, harness.namespace)
     a.submit(mpijob("failed", workers=2, run_policy={"cleanPodPolicy": "None"}))
-    await a.until(lambda: a.launcher_job("failed"), "the launcher Job")
-    a.set_workers("failed", "Running", ready=True)
-    launcher_pod = a.create_launcher_pod("failed")
+    launcher_pod = await a.launched("failed")
     await a.until_true(lambda: a.status("failed").get("phase") == "Running", "phase Running")
 
     a.set_pod(launcher_pod, "Failed", reason="Error")
@@ -131,9 +126,7 @@ async def test_a_failed_job_is_failed_with_its_failed_pods_counted_and_listed(ha
 async def test_a_pod_whose_state_is_unknown_makes_the_job_unknown_until_it_is_known(harness: Harness) -> None:
     a = Actors(harness.cluster, harness.namespace)
     a.submit(mpijob("lost", workers=2))
-    await a.until(lambda: a.launcher_job("lost"), "the launcher Job")
-    a.set_workers("lost", "Running", ready=True)
-    a.create_launcher_pod("lost")
+    await a.launched("lost")
     await a.until_true(lambda: a.status("lost").get("phase") == "Running", "phase Running")
 
     a.set_pod("lost-worker-1", "Unknown")
@@ -146,8 +139,7 @@ async def test_a_pod_whose_state_is_unknown_makes_the_job_unknown_until_it_is_kn
 async def test_tasks_list_the_first_pods_of_a_large_job_and_count_the_rest(harness: Harness) -> None:
     a = Actors(harness.cluster, harness.namespace)
     workers = MAX_TASK_PODS + 8
-    a.submit(mpijob("large", workers=workers))
-    await a.until_true(lambda: len(a.worker_pods("large")) == workers, f"{workers} workers", timeout=120)
+    await a.submitted_with_workers(mpijob("large", workers=workers), timeout=120)
     await a.until_true(
         lambda: a.status("large").get("aggregate", {}).get("pending") == workers, "every worker counted"
     )

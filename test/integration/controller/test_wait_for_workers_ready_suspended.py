@@ -54,8 +54,7 @@ async def test_resuming_a_job_that_ran_before_starts_its_launcher_only_once_the_
     harness: Harness,
 ) -> None:
     a = Actors(harness.cluster, harness.namespace)
-    a.submit(mpijob("again", workers=2, spec=WAIT))
-    await a.until_true(lambda: len(a.worker_pods("again")) == 2, "workers")
+    await a.submitted_with_workers(mpijob("again", workers=2, spec=WAIT))
     a.set_workers("again", "Running", ready=True)
     await a.until_true(lambda: _launcher_suspended(a, "again") is False, "the launcher Job")
 

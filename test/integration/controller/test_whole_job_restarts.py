@@ -10,6 +10,7 @@ from typing import Any
 from mpioperator.api.extensions import restarts
 from mpioperator.api.objects import Obj
 from mpioperator.kube import errors
+from mpioperator.kube.delete_options import BACKGROUND, DeleteOptions
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.mpijobs import mpijob
 from test.integration.controller.actors import Actors, submitted
@@ -20,13 +21,17 @@ JOB = "again"
 
 
 def _restartable(policy: str = "OnWorkerFailure", max_restarts: int = 2, **kwargs: Any) -> Obj:
-    body = mpijob(JOB, workers=2, **kwargs)
-    body["metadata"]["annotations"] = {
-        restarts.RESTART_POLICY: policy,
-        restarts.MAX_RESTARTS: str(max_restarts),
-        # The shortest back-off: these tests are about what a restart does, not when.
-        restarts.RESTART_BACKOFF: "1",
-    }
+    body = mpijob(
+        JOB,
+        workers=2,
+        **kwargs,
+        annotations={
+            restarts.RESTART_POLICY: policy,
+            restarts.MAX_RESTARTS: str(max_restarts),
+            # The shortest back-off: these tests are about what a restart does, not when.
+            restarts.RESTART_BACKOFF: "1",
+        },
+    )
     return body
 
 
@@ -149,7 +154,9 @@ class _DeletesNothing(CountingWriter):
     """Answers every delete with a server error, as an API server going away would: a leader that counted
     a restart then dies before deleting anything is what this leaves behind."""
 
-    async def delete(self, res: Any, name: str, namespace: str | None = None, **kwargs: Any) -> Obj:
+    async def delete(
+        self, res: Any, name: str, namespace: str | None = None, options: DeleteOptions = BACKGROUND
+    ) -> Obj:
         self.writes.append(("delete", res.plural, name))
         raise errors.ApiError(500, "InternalError", "Internal error occurred: going away")
 

@@ -55,8 +55,7 @@ async def test_workers_not_ready_within_the_deadline_fail_the_job_listing_them_a
     harness: Harness,
 ) -> None:
     a = Actors(harness.cluster, harness.namespace)
-    a.submit(mpijob("late", workers=3, run_policy={"cleanPodPolicy": "Running"}))
-    await a.until_true(lambda: len(a.worker_pods("late")) == 3, "three workers")
+    await a.submitted_with_workers(mpijob("late", workers=3, run_policy={"cleanPodPolicy": "Running"}))
     a.set_pod("late-worker-0", "Running", ready=True)
     a.set_pod("late-worker-2", "Running", ready=False)
     await a.until_true(
@@ -88,9 +87,7 @@ async def _after_the_deadline(a: Actors, since: float, seconds: float) -> None:
 async def test_workers_ready_within_the_deadline_keep_the_job_running(harness: Harness) -> None:
     a = Actors(harness.cluster, harness.namespace)
     a.submit(mpijob("quick", workers=2))
-    await a.until(lambda: a.launcher_job("quick"), "the launcher Job")
-    a.set_workers("quick", "Running", ready=True)
-    a.create_launcher_pod("quick")
+    await a.launched("quick")
     await a.until_true(lambda: (a.condition("quick", "Running") or {}).get("status") == "True", "Running")
     # The workers were Ready before this deadline, which is set only now: the test has no race to win.
     seconds = _deadline_ahead(a, "quick", margin=1)

@@ -7,6 +7,7 @@ import pytest
 from mpioperator.api.objects import Obj
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient
+from mpioperator.kube.list_options import ListOptions
 from mpioperator.kube.resources import CONFIG_MAPS, JOBS, NAMESPACES, SERVICES
 from mpioperator.testing.cluster import LocalCluster
 
@@ -134,7 +135,9 @@ async def test_list_pages_with_limit_and_continue_and_stamps_items(client: KubeC
     pages = 0
     token: str | None = None
     while True:
-        page = await client.list(CONFIG_MAPS, ns, label_selector="set=paged", limit=2, continue_token=token)
+        page = await client.list(
+            CONFIG_MAPS, ns, ListOptions(label_selector="set=paged", limit=2, continue_token=token)
+        )
         pages += 1
         for item in page["items"]:
             assert (item["kind"], item["apiVersion"]) == ("ConfigMap", "v1")
@@ -147,7 +150,7 @@ async def test_list_pages_with_limit_and_continue_and_stamps_items(client: KubeC
 
 
 async def test_list_items_of_a_grouped_resource_carry_its_api_version(client: KubeClient, ns: str) -> None:
-    listed = await client.list(NAMESPACES, field_selector=f"metadata.name={ns}")
+    listed = await client.list(NAMESPACES, None, ListOptions(field_selector=f"metadata.name={ns}"))
     assert [(i["kind"], i["apiVersion"], i["metadata"]["name"]) for i in listed["items"]] == [
         ("Namespace", "v1", ns)
     ]

@@ -11,6 +11,7 @@ import yaml
 
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient
+from mpioperator.kube.list_options import ListOptions
 from mpioperator.kube.resources import CONFIG_MAPS, Resource
 from mpioperator.testing.cluster import LocalCluster, NamespaceFactory
 
@@ -58,7 +59,9 @@ async def test_the_impersonated_user_has_its_own_permissions_on_calls_and_watche
         with pytest.raises(errors.Forbidden, match='"jane"'):
             await client.list(CONFIG_MAPS, ns)
         with pytest.raises(errors.Forbidden, match='"jane"'):
-            async for _ in client.watch(CONFIG_MAPS, ns, resource_version="0", timeout_seconds=5):
+            async for _ in client.watch(
+                CONFIG_MAPS, ns, ListOptions(resource_version="0", timeout_seconds=5)
+            ):
                 pass
     finally:
         await client.close()

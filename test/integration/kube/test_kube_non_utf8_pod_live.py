@@ -5,11 +5,14 @@ pod informer still syncs."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 from mpioperator.api.objects import Obj
 from mpioperator.cache.informer import SharedInformer
+from mpioperator.cache.reflector import DEFAULT_OPTIONS
 from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION
 from mpioperator.kube.client import KubeClient
+from mpioperator.kube.list_options import ListOptions
 from mpioperator.kube.resources import PODS
 from mpioperator.testing.cluster import LocalCluster, NamespaceFactory
 from mpioperator.testing.protobuf_pods import CONTENT_TYPE, owner_reference, pod_body
@@ -41,13 +44,13 @@ async def test_a_pod_with_a_non_utf8_owner_kind_lists_from_protobuf_as_the_serve
 
     pods = [
         pod
-        async for page in client.list_pages(PODS, ns, projection=POD_CACHE_PROJECTION)
+        async for page in client.list_pages(PODS, ns, ListOptions(projection=POD_CACHE_PROJECTION))
         for pod in page["items"]
     ]
     assert owner_kinds(pods) == {"odd-owner": [AS_JSON_SHOWS_IT]}
     json_client = KubeClient.from_kubeconfig(apiserver_cluster.kubeconfig, protobuf=False)
     try:
-        from_json = await json_client.list(PODS, ns, projection=POD_CACHE_PROJECTION)
+        from_json = await json_client.list(PODS, ns, ListOptions(projection=POD_CACHE_PROJECTION))
     finally:
         await json_client.close()
     assert pods == from_json["items"]
@@ -59,7 +62,9 @@ async def test_the_pod_informer_syncs_beside_pods_with_non_utf8_owner_kinds(
     client: KubeClient, ns: str
 ) -> None:
     await create_non_utf8_pod(client, ns, "listed")
-    informer = SharedInformer(client, PODS, ns, projection=POD_CACHE_PROJECTION)
+    informer = SharedInformer(
+        client, PODS, ns, options=replace(DEFAULT_OPTIONS, projection=POD_CACHE_PROJECTION)
+    )
     informer.start()
     try:
         await asyncio.wait_for(informer.wait_for_sync(), 30)

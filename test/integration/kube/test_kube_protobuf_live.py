@@ -11,6 +11,7 @@ from mpioperator.api.objects import Obj
 from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION, POD_FIELDS, slim_pod
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient
+from mpioperator.kube.list_options import ListOptions
 from mpioperator.kube.projection import Projection
 from mpioperator.kube.protoapi import PROTOBUF, is_protobuf
 from mpioperator.kube.protoschema import POD
@@ -36,7 +37,9 @@ async def varied(
 
 async def watched(client: KubeClient, ns: str, rv: str, projection: Projection) -> list[Obj]:
     events: list[Obj] = []
-    stream = client.watch(PODS, ns, resource_version=rv, timeout_seconds=2, projection=projection)
+    stream = client.watch(
+        PODS, ns, ListOptions(resource_version=rv, timeout_seconds=2, projection=projection)
+    )
     async with contextlib.aclosing(stream) as each:
         async for event in each:
             events.append(event)
@@ -63,10 +66,10 @@ async def test_the_client_lists_pods_as_protobuf_and_gets_what_a_json_client_get
     ns, _ = varied
     json_client = KubeClient.from_kubeconfig(apiserver_cluster.kubeconfig, protobuf=False)
     try:
-        from_json = await json_client.list(PODS, ns, projection=POD_CACHE_PROJECTION)
+        from_json = await json_client.list(PODS, ns, ListOptions(projection=POD_CACHE_PROJECTION))
     finally:
         await json_client.close()
-    from_proto = await client.list(PODS, ns, projection=POD_CACHE_PROJECTION)
+    from_proto = await client.list(PODS, ns, ListOptions(projection=POD_CACHE_PROJECTION))
     assert from_proto == from_json
     assert {pod["kind"] for pod in from_proto["items"]} == {"Pod"}
 
@@ -92,7 +95,9 @@ async def test_protobuf_list_pages_continue_through_every_pod(
     names: list[str] = []
     token: str | None = None
     while True:
-        page = await client.list(PODS, ns, limit=2, continue_token=token, projection=POD_CACHE_PROJECTION)
+        page = await client.list(
+            PODS, ns, ListOptions(limit=2, continue_token=token, projection=POD_CACHE_PROJECTION)
+        )
         names += [pod["metadata"]["name"] for pod in page["items"]]
         token = page["metadata"].get("continue")
         if not token:
@@ -102,7 +107,9 @@ async def test_protobuf_list_pages_continue_through_every_pod(
 
 async def test_an_error_answered_in_protobuf_is_a_typed_error(client: KubeClient, ns: str) -> None:
     with pytest.raises(errors.ApiError) as raised:
-        await client.list(PODS, ns, continue_token="not-a-token", projection=POD_CACHE_PROJECTION)
+        await client.list(
+            PODS, ns, ListOptions(continue_token="not-a-token", projection=POD_CACHE_PROJECTION)
+        )
     assert (raised.value.status, raised.value.reason) == (400, "BadRequest")
     assert "continue" in raised.value.message
 
@@ -122,12 +129,14 @@ async def test_a_protobuf_answer_that_does_not_decode_is_asked_for_again_as_json
     kube = KubeClient.from_kubeconfig(apiserver_cluster.kubeconfig)
     try:
         await kube.create(CONFIG_MAPS, {"metadata": {"name": "c"}}, ns)
-        listed = await kube.list(CONFIG_MAPS, ns, projection=wrong)
+        listed = await kube.list(CONFIG_MAPS, ns, ListOptions(projection=wrong))
         assert [item["metadata"] for item in listed["items"]] == [{"name": "c"}]
         # From now on JSON: a protobuf watch would fail on its first frame, a ConfigMap.
         await kube.create(CONFIG_MAPS, {"metadata": {"name": "d"}}, ns)
         rv = listed["metadata"]["resourceVersion"]
-        stream = kube.watch(CONFIG_MAPS, ns, resource_version=rv, timeout_seconds=1, projection=wrong)
+        stream = kube.watch(
+            CONFIG_MAPS, ns, ListOptions(resource_version=rv, timeout_seconds=1, projection=wrong)
+        )
         async with contextlib.aclosing(stream) as events:
             seen = [(event["type"], event["object"]["metadata"]) async for event in events]
         assert seen == [("ADDED", {"name": "d"})]

@@ -14,6 +14,7 @@ from mpioperator.api.objects import Obj
 from mpioperator.clock import FakeClock
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient
+from mpioperator.kube.list_options import ListOptions
 from mpioperator.kube.ratelimit import ClientLimiters
 from mpioperator.kube.resources import CONFIG_MAPS, NAMESPACES, Resource
 from mpioperator.testing.cluster import UNCACHED_RESOURCE, LocalCluster, NamespaceFactory
@@ -43,6 +44,17 @@ async def current_rv(client: KubeClient, ns: str) -> str:
     return rv
 
 
+async def watched_and_busy(
+    client: KubeClient, cluster: LocalCluster, make_namespace: NamespaceFactory
+) -> tuple[str, str, str]:
+    """A namespace to watch, its current resourceVersion, and a second namespace whose ConfigMap
+    "elsewhere" a test may write to: activity the watch filters out (the bookmark tests)."""
+    watched, busy = make_namespace(cluster), make_namespace(cluster)
+    rv = await current_rv(client, watched)
+    await client.create(CONFIG_MAPS, config_map("elsewhere"), busy)
+    return watched, busy, rv
+
+
 async def test_watch_from_a_resource_version_sees_add_modify_delete_in_order(
     client: KubeClient, ns: str
 ) -> None:
@@ -53,7 +65,9 @@ async def test_watch_from_a_resource_version_sees_add_modify_delete_in_order(
 
     seen: list[tuple[str, str, str]] = []
     async with contextlib.aclosing(
-        client.watch(CONFIG_MAPS, ns, resource_version=rv, timeout_seconds=30, allow_bookmarks=False)
+        client.watch(
+            CONFIG_MAPS, ns, ListOptions(resource_version=rv, timeout_seconds=30, allow_bookmarks=False)
+        )
     ) as events:
         async for event in events:
             obj = event["object"]
@@ -81,7 +95,7 @@ async def test_watch_from_a_compacted_resource_version_raises_expired(
     apiserver_cluster.compact_etcd()
 
     async def watch_old() -> None:
-        async for _ in client.watch(POD_TEMPLATES, ns, resource_version=old, timeout_seconds=10):
+        async for _ in client.watch(POD_TEMPLATES, ns, ListOptions(resource_version=old, timeout_seconds=10)):
             pass
 
     with pytest.raises(errors.Expired) as caught:
@@ -95,9 +109,7 @@ async def test_bookmarks_arrive_when_requested(
     # The watch cache sends a bookmark 2 s before a watch's deadline (otherwise about once a minute), so
     # a 5 s watch gets one within seconds. It only sends one carrying progress the watch has not seen,
     # so keep writing in another namespace (filtered out of this watch) while it runs.
-    watched, busy = make_namespace(apiserver_cluster), make_namespace(apiserver_cluster)
-    rv = await current_rv(client, watched)
-    await client.create(CONFIG_MAPS, config_map("elsewhere"), busy)
+    watched, busy, rv = await watched_and_busy(client, apiserver_cluster, make_namespace)
 
     async def keep_writing() -> None:
         for i in itertools.count():
@@ -109,7 +121,9 @@ async def test_bookmarks_arrive_when_requested(
     writer = asyncio.create_task(keep_writing())
     try:
         for _ in range(3):  # a few server-side timeouts at most, in case one passes without a bookmark
-            async for event in client.watch(CONFIG_MAPS, watched, resource_version=rv, timeout_seconds=5):
+            async for event in client.watch(
+                CONFIG_MAPS, watched, ListOptions(resource_version=rv, timeout_seconds=5)
+            ):
                 if event["type"] == "BOOKMARK":
                     bookmarks.append(event["object"])
                     break
@@ -130,13 +144,11 @@ async def test_bookmarks_arrive_when_requested(
 async def test_bookmarks_are_not_sent_unless_asked_for(
     client: KubeClient, apiserver_cluster: LocalCluster, make_namespace: NamespaceFactory
 ) -> None:
-    watched, busy = make_namespace(apiserver_cluster), make_namespace(apiserver_cluster)
-    rv = await current_rv(client, watched)
-    await client.create(CONFIG_MAPS, config_map("elsewhere"), busy)
+    watched, _, rv = await watched_and_busy(client, apiserver_cluster, make_namespace)
     events = [
         e
         async for e in client.watch(
-            CONFIG_MAPS, watched, resource_version=rv, timeout_seconds=4, allow_bookmarks=False
+            CONFIG_MAPS, watched, ListOptions(resource_version=rv, timeout_seconds=4, allow_bookmarks=False)
         )
     ]
     # The server ended the stream at its timeout without sending anything.
@@ -152,10 +164,7 @@ async def test_a_silent_watch_raises_watch_inactive_after_the_inactivity_timeout
         async for event in client.watch(
             CONFIG_MAPS,
             ns,
-            resource_version=rv,
-            timeout_seconds=60,
-            allow_bookmarks=False,
-            inactivity_timeout=1,
+            ListOptions(resource_version=rv, timeout_seconds=60, allow_bookmarks=False, inactivity_timeout=1),
         ):
             raise AssertionError(f"unexpected event {event}")
 
@@ -178,7 +187,7 @@ async def test_closing_a_watch_early_closes_its_connection(client: KubeClient, n
     rv = await current_rv(client, ns)
     await client.create(CONFIG_MAPS, config_map("one"), ns)
 
-    events = client.watch(CONFIG_MAPS, ns, resource_version=rv, timeout_seconds=300)
+    events = client.watch(CONFIG_MAPS, ns, ListOptions(resource_version=rv, timeout_seconds=300))
     first = await anext(events)
     assert first["type"] == "ADDED"
     during = open_sockets()  # the watch's connection among them, new or taken from the pool
@@ -196,7 +205,7 @@ async def test_breaking_out_of_a_watch_loop_closes_its_connection(client: KubeCl
     rv = await current_rv(client, ns)
     await client.create(CONFIG_MAPS, config_map("one"), ns)
 
-    async for _ in client.watch(CONFIG_MAPS, ns, resource_version=rv, timeout_seconds=300):
+    async for _ in client.watch(CONFIG_MAPS, ns, ListOptions(resource_version=rv, timeout_seconds=300)):
         during = open_sockets()
         break
     # A bare break leaves closing to the loop's async-generator finaliser, which runs it as a task.
@@ -228,7 +237,9 @@ async def test_every_verb_but_watch_waits_for_a_token_from_the_qps_limiter(
         await kube.get(CONFIG_MAPS, "q", ns)
         await kube.list(CONFIG_MAPS, ns)
         async for _ in kube.watch(
-            CONFIG_MAPS, ns, resource_version=created["metadata"]["resourceVersion"], timeout_seconds=5
+            CONFIG_MAPS,
+            ns,
+            ListOptions(resource_version=created["metadata"]["resourceVersion"], timeout_seconds=5),
         ):
             break
         await kube.update(CONFIG_MAPS, created)

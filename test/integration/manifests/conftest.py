@@ -18,6 +18,17 @@ def stderr_of(result: subprocess.CompletedProcess[str]) -> str:
     return result.stderr + result.stdout
 
 
+def applied(cluster: LocalCluster, mode: str, *source: str) -> str:
+    """`kubectl apply` of `source` (`-f FILE`, `-k DIR`), client-side or server-side (taking the fields
+    over: `--force-conflicts`), asserted to succeed; what it printed."""
+    args = ["apply", *source]
+    if mode == "server-side":
+        args += ["--server-side", "--force-conflicts"]
+    result = cluster.kubectl(*args, check=False)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 @pytest.fixture(scope="module")
 def crd_cluster(apiserver_cluster: LocalCluster) -> LocalCluster:
     """The API server with the MPIJob CRD applied from the manifests and established."""

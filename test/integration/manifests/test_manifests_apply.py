@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mpioperator.testing.cluster import LocalCluster, wait_crd_established
-from test.integration.manifests.conftest import EXAMPLES, OVERLAYS, REPO
+from test.integration.manifests.conftest import EXAMPLES, OVERLAYS, REPO, applied
 
 
 def test_committed_crd_is_the_generators_output() -> None:
@@ -46,12 +46,8 @@ def test_overlay_applies_and_crd_becomes_established(
     if overlay == "kubeflow":
         # The kubeflow overlay installs into an existing Kubeflow, whose namespace already exists.
         apiserver_cluster.kubectl("create", "namespace", "kubeflow", check=False)
-    args = ["apply", "-k", str(REPO / "manifests" / "overlays" / overlay)]
-    if mode == "server-side":
-        args += ["--server-side", "--force-conflicts"]
-    result = apiserver_cluster.kubectl(*args, check=False)
-    assert result.returncode == 0, result.stderr
-    assert "customresourcedefinition.apiextensions.k8s.io/mpijobs.kubeflow.org" in result.stdout
+    printed = applied(apiserver_cluster, mode, "-k", str(REPO / "manifests" / "overlays" / overlay))
+    assert "customresourcedefinition.apiextensions.k8s.io/mpijobs.kubeflow.org" in printed
     wait_crd_established(apiserver_cluster, "mpijobs.kubeflow.org")
     names = apiserver_cluster.rest.get(
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/mpijobs.kubeflow.org"

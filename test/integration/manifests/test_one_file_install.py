@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from mpioperator.testing.cluster import LocalCluster, wait_crd_established
-from test.integration.manifests.conftest import REPO
+from test.integration.manifests.conftest import REPO, applied
 
 ONE_FILE = REPO / "deploy" / "v2beta1" / "mpi-operator.yaml"
 GENERATOR = REPO / "hack" / "gen_install.py"
@@ -60,12 +60,7 @@ def test_one_file_install_holds_the_namespace_crd_rbac_and_deployment_all_in_mpi
 
 @pytest.mark.parametrize("mode", ["client-side", "server-side"])
 def test_one_file_install_applies_as_it_is(apiserver_cluster: LocalCluster, mode: str) -> None:
-    args = ["apply", "-f", str(ONE_FILE)]
-    if mode == "server-side":
-        args += ["--server-side", "--force-conflicts"]
-    result = apiserver_cluster.kubectl(*args, check=False)
-    assert result.returncode == 0, result.stderr
-    assert "deployment.apps/mpi-operator" in result.stdout
+    assert "deployment.apps/mpi-operator" in applied(apiserver_cluster, mode, "-f", str(ONE_FILE))
     wait_crd_established(apiserver_cluster, "mpijobs.kubeflow.org")
     deployment = apiserver_cluster.rest.get("/apis/apps/v1/namespaces/mpi-operator/deployments/mpi-operator")
     assert (

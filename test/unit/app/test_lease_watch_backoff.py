@@ -13,6 +13,7 @@ from mpioperator.api.objects import Obj
 from mpioperator.app.leases import WATCH_SECONDS, KubeLeaseClient
 from mpioperator.cache.backoff import Backoff
 from mpioperator.clock import FakeClock, settle
+from mpioperator.kube.list_options import EVERYTHING, ListOptions
 from mpioperator.kube.resources import Resource
 
 
@@ -34,12 +35,12 @@ class EndingWatches:
         raise NotImplementedError
 
     def list_pages(
-        self, res: Resource, namespace: str | None = None, **options: Any
+        self, res: Resource, namespace: str | None = None, options: ListOptions = EVERYTHING
     ) -> AsyncGenerator[Obj, None]:
         raise NotImplementedError
 
     async def watch(
-        self, res: Resource, namespace: str | None = None, **options: Any
+        self, res: Resource, namespace: str | None, options: ListOptions
     ) -> AsyncGenerator[Obj, None]:
         self.opened += 1
         await asyncio.sleep(0)  # opening a real watch always waits for the server

@@ -10,14 +10,21 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import AsyncGenerator, Callable
+from dataclasses import fields
 from typing import Any
 
 from mpioperator.api.objects import Obj
 from mpioperator.clock import FakeClock
+from mpioperator.kube.list_options import EVERYTHING, ListOptions
 from mpioperator.kube.resources import Resource
 from mpioperator.testing.wait import async_wait_for
 
 _CLOSE = object()
+
+
+def as_kwargs(options: ListOptions) -> dict[str, Any]:
+    """The options a list or watch was given, by name, as the calls record them."""
+    return {f.name: getattr(options, f.name) for f in fields(options)}
 
 
 def sleep_driven_clock() -> FakeClock:
@@ -80,12 +87,12 @@ class FakeSource:
         self.streams: list[FakeStream] = []
 
     async def list_pages(
-        self, res: Resource, namespace: str | None = None, **kwargs: Any
+        self, res: Resource, namespace: str | None = None, options: ListOptions = EVERYTHING
     ) -> AsyncGenerator[dict[str, Any], None]:
         """Page after page, each asked for once the previous one is taken."""
         token = None
         while True:
-            page = await self._page(res, namespace, continue_token=token, **kwargs)
+            page = await self._page(res, namespace, **{**as_kwargs(options), "continue_token": token})
             yield page
             token = page["metadata"].get("continue")
             if not token:
@@ -107,9 +114,9 @@ class FakeSource:
         return {"kind": f"{res.kind}List", "metadata": meta, "items": [dict(o) for o in page]}
 
     def watch(
-        self, res: Resource, namespace: str | None = None, **kwargs: Any
+        self, res: Resource, namespace: str | None, options: ListOptions
     ) -> AsyncGenerator[dict[str, Any], None]:
-        call = {"namespace": namespace, **kwargs}
+        call = {"namespace": namespace, **as_kwargs(options)}
         self.watch_calls.append(call)
         stream = FakeStream(call)
         self.streams.append(stream)

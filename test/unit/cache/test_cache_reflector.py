@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from mpioperator.api.objects import Obj
-from mpioperator.cache.reflector import Reflector
+from mpioperator.cache.reflector import DEFAULT_OPTIONS, Reflector
 from mpioperator.clock import FakeClock
 from mpioperator.kube.errors import ApiError, Expired, TooManyRequests, WatchInactive
 from mpioperator.kube.resources import CONFIG_MAPS
@@ -40,8 +41,9 @@ Harness = tuple[Reflector, FakeSource, RecordingStore, FakeClock]
 async def harness() -> AsyncIterator[Harness]:
     source = FakeSource([cm(f"c{i}", str(i)) for i in range(5)], rv="10")
     store, clock = RecordingStore(), sleep_driven_clock()
+    paged = replace(DEFAULT_OPTIONS, limit=2)
     reflector = Reflector(
-        source, CONFIG_MAPS, store, namespace="ns", clock=clock, page_size=2, rand=lambda: 1.0
+        source, CONFIG_MAPS, store, namespace="ns", clock=clock, options=paged, rand=lambda: 1.0
     )
     reflector.start()
     yield reflector, source, store, clock
@@ -157,9 +159,8 @@ async def test_the_first_list_is_served_from_the_watch_cache_and_a_relist_asks_f
 async def test_a_reflector_given_page_bytes_pages_its_first_list_too_and_passes_them_on() -> None:
     source = FakeSource([cm(f"c{i}", str(i)) for i in range(5)], rv="10")
     store, clock = RecordingStore(), sleep_driven_clock()
-    reflector = Reflector(
-        source, CONFIG_MAPS, store, clock=clock, page_size=2, rand=lambda: 1.0, page_bytes=1 << 20
-    )
+    paged = replace(DEFAULT_OPTIONS, limit=2, page_bytes=1 << 20)
+    reflector = Reflector(source, CONFIG_MAPS, store, clock=clock, options=paged, rand=lambda: 1.0)
     reflector.start()
     try:
         await source.watch_number(1)

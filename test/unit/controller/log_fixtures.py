@@ -9,7 +9,8 @@ from typing import Any
 
 from mpioperator.clock import FakeClock
 from mpioperator.kube import errors
-from test.unit.controller.sync_fixtures import LogQuery, Scene, ServedLogs
+from mpioperator.kube.log_options import WHOLE_LOG, LogOptions
+from test.unit.controller.sync_fixtures import Scene
 
 
 def kubelet_stamp(when: dt.datetime) -> str:
@@ -18,7 +19,7 @@ def kubelet_stamp(when: dt.datetime) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if fraction else "") + "Z"
 
 
-class MemoryLogs(ServedLogs):
+class MemoryLogs:
     def __init__(self) -> None:
         self.clock = FakeClock()  # the test sets the Scene's
         self.lines: list[tuple[dt.datetime, str]] = []
@@ -29,9 +30,9 @@ class MemoryLogs(ServedLogs):
         """The launcher prints these lines now."""
         self.lines += [(self.clock.utcnow(), line) for line in lines]
 
-    def serve(self, name: str, query: LogQuery) -> str:
-        container, tail_lines, since_time = query.container, query.tail_lines, query.since_time
-        limit_bytes, timestamps = query.limit_bytes, query.timestamps
+    async def pod_log(self, name: str, namespace: str, options: LogOptions = WHOLE_LOG) -> str:
+        container, tail_lines, since_time = options.container, options.tail_lines, options.since_time
+        limit_bytes, timestamps = options.limit_bytes, options.timestamps
         self.calls.append(
             {"name": name, "container": container, "since_time": since_time, "tail_lines": tail_lines}
             | {"limit_bytes": limit_bytes, "timestamps": timestamps}

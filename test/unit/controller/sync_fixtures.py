@@ -35,6 +35,8 @@ from mpioperator.controller.secret_cache import SECRET_CACHE_PROJECTION
 from mpioperator.controller.sync import JobSyncer, SyncResult, SyncSettings
 from mpioperator.controller.tasks import AGGREGATE_KEYS
 from mpioperator.kube import errors
+from mpioperator.kube.delete_options import BACKGROUND, DeleteOptions
+from mpioperator.kube.log_options import WHOLE_LOG, LogOptions
 from mpioperator.kube.resources import Resource
 from test.unit.controller.jobs import reference_job
 
@@ -144,51 +146,22 @@ class RecordingWriter:
         self._record("patch", res, name, body if isinstance(body, dict) else {"patch": body})
         return {}
 
-    async def delete(self, res: Resource, name: str, namespace: str | None = None, **_: Any) -> Obj:
+    async def delete(
+        self, res: Resource, name: str, namespace: str | None = None, options: DeleteOptions = BACKGROUND
+    ) -> Obj:
         self._record("delete", res, name, None)
         return {}
 
 
-@dataclass(frozen=True)
-class LogQuery:
-    """What a read of pods/log asks for, as the PodLogs port takes it."""
-
-    container: str | None
-    tail_lines: int | None
-    since_time: str | None
-    limit_bytes: int | None
-    timestamps: bool
-
-
-class ServedLogs:
-    """The PodLogs port of the in-memory log fakes, its signature written once: each fake answers `serve`."""
-
-    async def pod_log(
-        self,
-        name: str,
-        namespace: str,
-        *,
-        container: str | None = None,
-        tail_lines: int | None = None,
-        since_time: str | None = None,
-        limit_bytes: int | None = None,
-        timestamps: bool = False,
-    ) -> str:
-        return self.serve(name, LogQuery(container, tail_lines, since_time, limit_bytes, timestamps))
-
-    def serve(self, name: str, query: LogQuery) -> str:
-        raise NotImplementedError
-
-
-class MemoryLogs(ServedLogs):
+class MemoryLogs:
     """Pods' logs by name, as the kubelet would serve them; records each read."""
 
     def __init__(self, logs: dict[str, str] | None = None) -> None:
         self.logs = dict(logs or {})
         self.reads: list[tuple[str, int | None, int | None]] = []
 
-    def serve(self, name: str, query: LogQuery) -> str:
-        tail_lines, limit_bytes = query.tail_lines, query.limit_bytes
+    async def pod_log(self, name: str, namespace: str, options: LogOptions = WHOLE_LOG) -> str:
+        tail_lines, limit_bytes = options.tail_lines, options.limit_bytes
         self.reads.append((name, tail_lines, limit_bytes))
         if name not in self.logs:
             raise errors.NotFound(404, "NotFound", f'pods "{name}" not found')

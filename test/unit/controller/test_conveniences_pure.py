@@ -43,8 +43,7 @@ def test_a_job_without_the_program_annotation_has_no_generated_command() -> None
 
 @pytest.mark.parametrize("name", ["My_Keys", "9" * 254, "a" * 200 + "." + "b" * 60])
 def test_an_ssh_secret_annotation_that_cannot_name_a_secret_is_invalid(name: str) -> None:
-    job = mpijob("s")
-    job["metadata"]["annotations"] = {SSH_SECRET: name}
+    job = mpijob("s", annotations={SSH_SECRET: name})
     assert [(e.field, e.detail) for e in validate_conveniences(job)] == [
         (f"metadata.annotations[{SSH_SECRET}]", "must be the name of a Secret")
     ]
@@ -93,8 +92,7 @@ def test_pods_mount_the_prototypes_keys_by_their_own_names_and_upstreams_when_bo
     assert key_names(_files(id_rsa=b"k", id_rsa_pub=b"p")) == SSHKeys("id_rsa", "id_rsa.pub", "id_rsa.pub")
     both = {"data": {**_files(id_rsa=b"k", id_rsa_pub=b"p")["data"], **_secret(ssh_privatekey=b"k")["data"]}}
     assert key_names(both) == UPSTREAM_KEYS
-    job = mpijob("p", workers=1)
-    job["metadata"]["annotations"] = {SSH_SECRET: "site"}
+    job = mpijob("p", workers=1, annotations={SSH_SECRET: "site"})
     volume = next(
         v
         for v in new_worker(job, 0, (), key_names(_files(id_rsa=b"k", id_rsa_pub=b"p")))["spec"]["volumes"]
@@ -168,11 +166,9 @@ def test_a_launcher_has_started_once_a_pod_left_pending_or_an_attempt_ended() ->
 
 
 def test_only_workers_of_another_template_are_rolled_and_only_with_the_annotation() -> None:
-    job = mpijob("r", workers=2)
-    job["metadata"]["annotations"] = {"mpioperator.io/roll-workers-on-template-change": "true"}
+    job = mpijob("r", workers=2, annotations={"mpioperator.io/roll-workers-on-template-change": "true"})
     current = new_worker(job, 0)
-    changed = mpijob("r", workers=2)
-    changed["metadata"]["annotations"] = dict(job["metadata"]["annotations"])
+    changed = mpijob("r", workers=2, annotations=dict(job["metadata"]["annotations"]))
     changed["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"] = "other"
     stale = new_worker(changed, 1)
     assert workers_to_roll(job, [current, stale], None, []) == [stale]
@@ -197,8 +193,7 @@ def test_only_workers_of_another_template_are_rolled_and_only_with_the_annotatio
     ],
 )
 def test_a_hostfile_path_that_is_not_a_file_of_its_own_directory_is_invalid(path: str, detail: str) -> None:
-    job = mpijob("h")
-    job["metadata"]["annotations"] = {HOSTFILE_PATH: path}
+    job = mpijob("h", annotations={HOSTFILE_PATH: path})
     assert [(e.field, e.detail) for e in validate_conveniences(job)] == [
         (f"metadata.annotations[{HOSTFILE_PATH}]", detail)
     ]
@@ -206,8 +201,7 @@ def test_a_hostfile_path_that_is_not_a_file_of_its_own_directory_is_invalid(path
 
 
 def test_the_prototypes_hostfile_path_is_a_good_one() -> None:
-    job = mpijob("h")
-    job["metadata"]["annotations"] = {HOSTFILE_PATH: "/kubeflow/openmpi/assets/hostfile"}
+    job = mpijob("h", annotations={HOSTFILE_PATH: "/kubeflow/openmpi/assets/hostfile"})
     assert validate_conveniences(job) == []
     assert hostfile_path(job) == "/kubeflow/openmpi/assets/hostfile"
 

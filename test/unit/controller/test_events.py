@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from mpioperator.api.defaults import set_defaults
+from mpioperator.api.extensions.parsed import parse
 from mpioperator.api.objects import Obj
 from mpioperator.controller.children import ChildReconciler
 from mpioperator.controller.errors import SyncError
@@ -17,6 +18,7 @@ from mpioperator.controller.events import MAX_QUEUED_EVENTS, EventRecorder
 from mpioperator.controller.ports import Listers
 from mpioperator.controller.rejections import ChildRejected
 from mpioperator.kube import errors
+from mpioperator.kube.delete_options import BACKGROUND, DeleteOptions
 from mpioperator.kube.resources import Resource
 from mpioperator.testing.mpijobs import mpijob
 
@@ -52,7 +54,9 @@ class Written:
     async def update_status(self, res: Resource, body: Obj, namespace: str | None = None) -> Obj:
         raise AssertionError("no status update expected")
 
-    async def delete(self, res: Resource, name: str, namespace: str | None = None, **_: Any) -> Obj:
+    async def delete(
+        self, res: Resource, name: str, namespace: str | None = None, options: DeleteOptions = BACKGROUND
+    ) -> Obj:
         raise AssertionError("no delete expected")
 
 
@@ -157,7 +161,7 @@ async def test_a_failed_worker_create_is_reported_in_the_api_servers_words() -> 
     )
 
     with pytest.raises(SyncError) as raised:
-        await reconciler.workers(set_defaults(_job()))
+        await reconciler.workers(job := set_defaults(_job()), parse(job))
 
     assert recorder.events == [("Warning", "MPIJobFailed", f"worker pod created failed: {failure}")]
     assert str(raised.value) == failure
@@ -174,7 +178,7 @@ async def test_a_worker_pod_refused_for_good_is_no_event_here_but_a_rejection_fo
     )
 
     with pytest.raises(ChildRejected) as raised:
-        await reconciler.workers(set_defaults(_job()))
+        await reconciler.workers(job := set_defaults(_job()), parse(job))
 
     assert recorder.events == []
     assert raised.value.message == f"Pod pi-worker-0 could not be created: {refusal}"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.objects import Obj
 from mpioperator.controller.builders.podspec import Decorator
 from mpioperator.controller.feature import Feature, FeaturePorts, Seen, Stop
@@ -28,53 +29,55 @@ class Recording(Feature):
         self._stop = stop
         self._refuse = refuse
 
-    async def guard(self, cached: Obj, job: Obj) -> Obj:
+    async def guard(self, cached: Obj, job: Obj, ext: Extensions) -> Obj:
         self.asked.append("guard")
         return cached
 
-    async def before_children(self, cached: Obj, job: Obj, now: dt.datetime, suspended: bool) -> Stop | None:
+    async def before_children(
+        self, cached: Obj, job: Obj, ext: Extensions, now: dt.datetime, suspended: bool
+    ) -> Stop | None:
         self.asked.append("before_children")
         return self._stop
 
-    async def with_launcher(self, job: Obj, launcher: Obj | None) -> bool:
+    async def with_launcher(self, job: Obj, ext: Extensions, launcher: Obj | None) -> bool:
         self.asked.append("with_launcher")
         return False
 
-    async def with_shared_children(self, job: Obj, now: dt.datetime) -> float | None:
+    async def with_shared_children(self, job: Obj, ext: Extensions, now: dt.datetime) -> float | None:
         self.asked.append("with_shared_children")
         return None
 
-    async def before_pods(self, job: Obj, now: dt.datetime) -> bool:
+    async def before_pods(self, job: Obj, ext: Extensions, now: dt.datetime) -> bool:
         self.asked.append("before_pods")
         return not self._refuse
 
-    async def before_workers(self, job: Obj, launcher: Obj | None) -> None:
+    async def before_workers(self, job: Obj, ext: Extensions, launcher: Obj | None) -> None:
         self.asked.append("before_workers")
 
     async def after_workers(
-        self, job: Obj, launcher: Obj | None, workers: list[Obj]
+        self, job: Obj, ext: Extensions, launcher: Obj | None, workers: list[Obj]
     ) -> tuple[bool, Obj | None]:
         self.asked.append("after_workers")
         return False, launcher
 
-    def decorate_launcher(self, job: Obj, decorate: Decorator | None) -> Decorator | None:
+    def decorate_launcher(self, job: Obj, ext: Extensions, decorate: Decorator | None) -> Decorator | None:
         self.asked.append("decorate_launcher")
         return decorate
 
-    def launcher_created(self, job: Obj, launcher: Obj) -> None:
+    def launcher_created(self, job: Obj, ext: Extensions, launcher: Obj) -> None:
         self.asked.append("launcher_created")
 
-    async def follow(self, job: Obj, workers: list[Obj]) -> None:
+    async def follow(self, job: Obj, ext: Extensions, workers: list[Obj]) -> None:
         self.asked.append("follow")
 
-    def failure_detail(self, job: Obj, detail: str) -> str:
+    def failure_detail(self, job: Obj, ext: Extensions, detail: str) -> str:
         self.asked.append("failure_detail")
         return detail
 
     def amend_status(self, status: Obj, now: dt.datetime) -> None:
         self.asked.append("amend_status")
 
-    def describe(self, job: Obj, status: Obj, seen: Seen) -> None:
+    def describe(self, job: Obj, ext: Extensions, status: Obj, seen: Seen) -> None:
         self.asked.append("describe")
         status["described"] = [p["metadata"]["name"] for p in seen.workers]
 

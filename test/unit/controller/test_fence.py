@@ -10,6 +10,7 @@ import pytest
 from mpioperator.api.objects import Obj
 from mpioperator.controller.errors import ControllerStopped
 from mpioperator.controller.fence import FencedWriter
+from mpioperator.kube.delete_options import BACKGROUND, DeleteOptions
 from mpioperator.kube.resources import CONFIG_MAPS, Resource
 
 
@@ -39,7 +40,9 @@ class Recording:
         self.calls.append("patch")
         return {}
 
-    async def delete(self, res: Resource, name: str, namespace: str | None = None, **_: Any) -> Obj:
+    async def delete(
+        self, res: Resource, name: str, namespace: str | None = None, options: DeleteOptions = BACKGROUND
+    ) -> Obj:
         self.calls.append("delete")
         return {}
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mpioperator.api import names
-from mpioperator.controller import children, hostfile_memo, listers, problems, report, status, tasks
+from mpioperator.controller import children, hostfile_memo, listers, pod_state, problems, report, status
 from mpioperator.controller.features import worker_loss
 from mpioperator.controller.sync import SyncSettings
 from test.unit.controller import sync_fixtures as fx
@@ -39,7 +39,7 @@ _PER_POD: list[tuple[Any, str]] = [
     (children, "is_controlled_by"),
     (hostfile_memo, "data_inputs"),
     (problems, "pod_problem"),  # per pod, looking for stuck ones
-    (tasks, "_phase"),  # per pod, counting them for the aggregate and tasks
+    (pod_state, "describe"),  # per pod, its phase, readiness and restarts for the counts and tasks
     (worker_loss, "disruption"),  # per pod, looking for workers lost with their node
     (status, "worker_tally"),  # one walk over the workers for upstream's replica statuses
     (report, "worker_tally"),

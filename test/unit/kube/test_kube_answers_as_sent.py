@@ -15,6 +15,7 @@ import pytest
 from mpioperator.client.aio import AsyncMPIJobClient
 from mpioperator.client.errors import MPIJobError
 from mpioperator.kube import errors, transport
+from mpioperator.kube.list_options import ListOptions
 from mpioperator.kube.resources import CONFIG_MAPS
 from test.unit.kube.test_kube_unary_limits import TEST_CAP, Misbehaving, client_of, misbehaving, refused_get
 
@@ -125,7 +126,7 @@ def gzip_watch(server: Misbehaving, conn: socket.socket) -> None:
 async def test_a_watch_answered_in_gzip_is_refused_too() -> None:
     with misbehaving(gzip_watch) as server:
         async with client_of(server, request_timeout=10.0) as client:
-            events = client.watch(CONFIG_MAPS, "ns", resource_version="1", timeout_seconds=5)
+            events = client.watch(CONFIG_MAPS, "ns", ListOptions(resource_version="1", timeout_seconds=5))
             with pytest.raises(errors.ApiError) as failed:
                 await anext(events)
             await events.aclose()

@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from mpioperator.kube.client import KubeClient
+from mpioperator.kube.list_options import ListOptions
 from mpioperator.kube.resources import NAMESPACES
 
 
@@ -144,6 +145,12 @@ class Setup:
         self.cert_file.write_bytes(issued.cert_pem)
         self.key_file.write_bytes(issued.key_pem)
 
+    def old_and_new(self) -> tuple[Issued, Issued]:
+        """The operator's certificate, installed, and the one it is rotated to later (the longer name)."""
+        old, new = self.ca.issue("operator"), self.ca.issue("operator-rotated")
+        self.install(old)
+        return old, new
+
 
 @pytest.fixture
 def setup(tmp_path: Path) -> Iterator[Setup]:
@@ -204,7 +211,7 @@ async def client_of(setup: Setup) -> AsyncIterator[KubeClient]:
 
 
 async def first_event(client: KubeClient) -> None:
-    events = client.watch(NAMESPACES, resource_version="1", timeout_seconds=30)
+    events = client.watch(NAMESPACES, None, ListOptions(resource_version="1", timeout_seconds=30))
     try:
         await anext(events)
     finally:
@@ -214,8 +221,7 @@ async def first_event(client: KubeClient) -> None:
 async def test_calls_after_the_certificate_files_are_rotated_present_the_new_certificate(
     setup: Setup,
 ) -> None:
-    old, new = setup.ca.issue("operator"), setup.ca.issue("operator-rotated")
-    setup.install(old)
+    old, new = setup.old_and_new()
     async with client_of(setup) as client:
         await client.get(NAMESPACES, "seen")
         await first_event(client)
@@ -231,8 +237,7 @@ async def test_calls_after_the_certificate_files_are_rotated_present_the_new_cer
 async def test_a_half_written_pair_keeps_the_previous_certificate_until_the_new_pair_is_whole(
     setup: Setup,
 ) -> None:
-    old, new = setup.ca.issue("operator"), setup.ca.issue("operator-rotated")
-    setup.install(old)
+    old, new = setup.old_and_new()
     async with client_of(setup) as client:
         await client.get(NAMESPACES, "seen")
 
@@ -253,8 +258,7 @@ async def test_calls_share_one_kept_alive_connection_until_the_files_are_rotated
     setup: Setup,
 ) -> None:
     setup.server.keep_alive = True
-    old, new = setup.ca.issue("operator"), setup.ca.issue("operator-rotated")
-    setup.install(old)
+    old, new = setup.old_and_new()
     async with client_of(setup) as client:
         for _ in range(3):
             await client.get(NAMESPACES, "seen")

@@ -9,6 +9,7 @@ import pytest
 
 from mpioperator.clock import FakeClock
 from mpioperator.kube.client import KubeClient
+from mpioperator.kube.list_options import ListOptions
 from mpioperator.kube.ratelimit import ClientLimiters
 from mpioperator.kube.resources import (
     CONFIG_MAPS,
@@ -75,7 +76,7 @@ def client(limiters: ClientLimiters) -> tuple[KubeClient, AnsweringTransport]:
 
 
 async def watch_once(kube: KubeClient, res: Resource) -> None:
-    async for _ in kube.watch(res, "ns", resource_version="1", timeout_seconds=60):
+    async for _ in kube.watch(res, "ns", ListOptions(resource_version="1", timeout_seconds=60)):
         pass
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient
+from mpioperator.kube.list_options import ListOptions
 from mpioperator.kube.pages import MAX_PAGE_LIMIT, peek_continue
 from mpioperator.kube.protoapi import MAGIC
 from mpioperator.kube.resources import CONFIG_MAPS
@@ -105,7 +106,7 @@ async def test_the_next_page_is_on_the_wire_before_this_one_is_decoded() -> None
         return parsed
 
     projection = SimpleNamespace(list=decode_first_page, protobuf=None)
-    pages = client.list_pages(CONFIG_MAPS, "ns", limit=2, projection=projection)  # type: ignore[arg-type]
+    pages = client.list_pages(CONFIG_MAPS, "ns", ListOptions(limit=2, projection=projection))  # type: ignore[arg-type]
     first = await anext(pages)
     assert asked_before_decoding == [True]
     rest = [page async for page in pages]
@@ -122,7 +123,7 @@ async def test_an_error_answer_for_a_later_page_is_raised_in_order() -> None:
     seen: list[list[str]] = []
 
     async def take_all() -> None:
-        async for page in client.list_pages(CONFIG_MAPS, "ns", limit=2):
+        async for page in client.list_pages(CONFIG_MAPS, "ns", ListOptions(limit=2)):
             seen.append(names(page))
 
     with pytest.raises(errors.ApiError) as raised:
@@ -135,7 +136,7 @@ async def test_an_error_answer_for_a_later_page_is_raised_in_order() -> None:
 async def test_a_caller_that_stops_early_leaves_no_request_behind() -> None:
     transport = PagedTransport()
     client = KubeClient(transport, qps=1000, burst=1000)  # type: ignore[arg-type]
-    pages = client.list_pages(CONFIG_MAPS, "ns", limit=2)
+    pages = client.list_pages(CONFIG_MAPS, "ns", ListOptions(limit=2))
     await anext(pages)
     assert await asyncio.to_thread(transport.asked_for_second.wait, 10)
     await pages.aclose()
@@ -150,7 +151,10 @@ async def test_a_resource_version_goes_with_the_first_page_only() -> None:
     transport = PagedTransport()
     transport.release_second.set()
     client = KubeClient(transport, qps=1000, burst=1000)  # type: ignore[arg-type]
-    pages = [names(p) async for p in client.list_pages(CONFIG_MAPS, "ns", limit=2, resource_version="0")]
+    pages = [
+        names(p)
+        async for p in client.list_pages(CONFIG_MAPS, "ns", ListOptions(limit=2, resource_version="0"))
+    ]
     assert pages == [["a", "b"], ["c", "d"], ["e"]]
     assert transport.versions == ["0", None, None]
     await client.close()
@@ -181,14 +185,14 @@ class SizedTransport:
 async def test_pages_sized_by_bytes_ask_for_fewer_large_objects_and_more_small_ones() -> None:
     large = SizedTransport(total=40, item_bytes=100_000)
     client = KubeClient(large, qps=1000, burst=1000)  # type: ignore[arg-type]
-    pages = [p async for p in client.list_pages(CONFIG_MAPS, "ns", limit=8, page_bytes=400_000)]
+    pages = [p async for p in client.list_pages(CONFIG_MAPS, "ns", ListOptions(limit=8, page_bytes=400_000))]
     await client.close()
     assert sum(len(p["items"]) for p in pages) == 40
     assert large.limits[0] == 8 and all(limit == 3 for limit in large.limits[1:]), large.limits
 
     small = SizedTransport(total=12_000, item_bytes=10)
     client = KubeClient(small, qps=1000, burst=1000)  # type: ignore[arg-type]
-    pages = [p async for p in client.list_pages(CONFIG_MAPS, "ns", limit=8, page_bytes=400_000)]
+    pages = [p async for p in client.list_pages(CONFIG_MAPS, "ns", ListOptions(limit=8, page_bytes=400_000))]
     await client.close()
     assert sum(len(p["items"]) for p in pages) == 12_000
     assert small.limits[:3] == [8, MAX_PAGE_LIMIT, MAX_PAGE_LIMIT], "pages of small objects grow, to a cap"

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from mpioperator.kube.client import KubeClient
+from mpioperator.kube.list_options import ListOptions
 from mpioperator.kube.resources import CONFIG_MAPS
 
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
@@ -102,7 +103,7 @@ async def test_a_name_that_would_write_its_own_header_is_refused_and_nothing_rea
             ):
                 with pytest.raises(ValueError, match="cannot hold a control character"):
                     await call
-            watch = client.watch(CONFIG_MAPS, name, resource_version="1", timeout_seconds=5)
+            watch = client.watch(CONFIG_MAPS, name, ListOptions(resource_version="1", timeout_seconds=5))
             with pytest.raises(ValueError, match="cannot hold a control character"):
                 await anext(watch)
             await client.get(CONFIG_MAPS, "after", "ns")

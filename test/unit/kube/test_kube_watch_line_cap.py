@@ -14,6 +14,7 @@ import pytest
 from mpioperator.kube import errors, framing
 from mpioperator.kube.client import KubeClient
 from mpioperator.kube.framing import Lines, StreamBroken
+from mpioperator.kube.list_options import ListOptions
 from mpioperator.kube.resources import CONFIG_MAPS
 
 CAP = 64 * 1024
@@ -85,7 +86,7 @@ async def test_a_watch_line_over_the_cap_ends_the_watch_as_a_broken_stream(
     with endless_watch(chunked=chunked) as host:
         client = KubeClient.explicit(host)
         try:
-            stream = client.watch(CONFIG_MAPS, "ns", resource_version="1", timeout_seconds=60)
+            stream = client.watch(CONFIG_MAPS, "ns", ListOptions(resource_version="1", timeout_seconds=60))
 
             async def first_event() -> object:
                 async with contextlib.aclosing(stream) as events:

@@ -16,6 +16,7 @@ import pytest
 
 from mpioperator.kube import errors
 from mpioperator.kube.client import KubeClient
+from mpioperator.kube.list_options import ListOptions
 from mpioperator.kube.resources import CONFIG_MAPS, stamp_kind
 from mpioperator.kube.watch import parse_event
 from mpioperator.testing.wait import async_wait_for
@@ -78,7 +79,9 @@ async def watching(
     server: OneAnswer = OneAnswer(lambda conn: answer(server, conn))
     client = KubeClient.explicit(server.host)
     stream = client.watch(
-        CONFIG_MAPS, "ns", resource_version="1", timeout_seconds=60, inactivity_timeout=inactivity
+        CONFIG_MAPS,
+        "ns",
+        ListOptions(resource_version="1", timeout_seconds=60, inactivity_timeout=inactivity),
     )
     try:
         async with contextlib.aclosing(stream) as events:
