@@ -108,14 +108,26 @@ def replicas_order(replica_specs: Obj, priority_of: PriorityLookup | None) -> li
     return sorted(entries, key=lambda entry: -entry.priority)
 
 
-def computed_min_resources(
+def gang_minimum(
+    job: Obj,
+    priority_of: PriorityLookup | None,
+    pod_requests: PodRequests | None = None,
+    launcher_in_gang: bool = True,
+) -> tuple[int, ResourceMap | None]:
+    """The PodGroup's minMember and minResources, as every backend with a PodGroup object sets them."""
+    members = min_member(job, launcher_in_gang)
+    return members, pod_group_min_resources(job, members, priority_of, pod_requests, launcher_in_gang)
+
+
+def pod_group_min_resources(
     job: Obj,
     members: int | None,
     priority_of: PriorityLookup | None,
     pod_requests: PodRequests | None = None,
     launcher_in_gang: bool = True,
 ) -> ResourceMap | None:
-    """The gang's resources when only `members` pods must start, lowest priority cut first.
+    """The PodGroup's minResources: the policy's verbatim, none for an empty gang, else the resources the
+    gang needs when only `members` pods must start, lowest priority cut first.
 
     With equal priorities the workers are cut; otherwise the second entry is, whichever type it
     is (so a worker class above the launcher's cuts the launcher, as upstream does). Every map
@@ -123,6 +135,11 @@ def computed_min_resources(
     e.g. with `effective_pod_requests`; the default is upstream's rule. A launcher left out of
     the gang (`launcher_in_gang`) adds nothing.
     """
+    explicit = scheduling_policy(job).get("minResources")
+    if explicit is not None:
+        return parse_resource_list(explicit)
+    if members is not None and members == 0:
+        return None
     specs = _replica_specs(job)
     if not launcher_in_gang:
         specs = {kind: replica for kind, replica in specs.items() if kind != api.LAUNCHER}
@@ -152,22 +169,6 @@ def computed_min_resources(
         for container in spec.get("containers") or ():
             result = add_resources(result, container.get("resources"), count) or {}
     return result
-
-
-def pod_group_min_resources(
-    job: Obj,
-    members: int | None,
-    priority_of: PriorityLookup | None,
-    pod_requests: PodRequests | None = None,
-    launcher_in_gang: bool = True,
-) -> ResourceMap | None:
-    """The PodGroup's minResources: the policy's verbatim, none for an empty gang, else computed."""
-    explicit = scheduling_policy(job).get("minResources")
-    if explicit is not None:
-        return parse_resource_list(explicit)
-    if members is not None and members == 0:
-        return None
-    return computed_min_resources(job, members, priority_of, pod_requests, launcher_in_gang)
 
 
 def specs_equal(

@@ -48,7 +48,7 @@ class VolcanoBackend(WithTraits):
     def new_pod_group(
         self, job: Obj, priority_of: PriorityLookup | None, *, launcher_in_gang: bool = True
     ) -> Obj:
-        members = maths.min_member(job, launcher_in_gang)
+        members, resources = maths.gang_minimum(job, priority_of, self._pod_requests, launcher_in_gang)
         # Field order and omissions follow the Go type's JSON (omitempty on every field).
         spec: Obj = {}
         if members:
@@ -59,9 +59,6 @@ class VolcanoBackend(WithTraits):
         priority_class = maths.priority_class_name(job)
         if priority_class:
             spec["priorityClassName"] = priority_class
-        resources = maths.pod_group_min_resources(
-            job, members, priority_of, self._pod_requests, launcher_in_gang
-        )
         if resources is not None:
             # A pointer in Go: an empty list is still sent, as {}.
             spec["minResources"] = resource_strings(resources)

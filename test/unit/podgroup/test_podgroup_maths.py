@@ -8,7 +8,6 @@ import pytest
 import structlog
 
 from mpioperator.podgroup.maths import (
-    computed_min_resources,
     launcher_in_gang,
     min_member,
     pod_group_min_resources,
@@ -194,14 +193,14 @@ def test_truncation_edits_a_copy_and_leaves_the_job_alone() -> None:
 def test_tie_without_a_worker_spec_gives_no_min_resources() -> None:
     job = mpijob(replica(2, container({"cpu": "1"})))
     with structlog.testing.capture_logs() as logs:
-        assert computed_min_resources(job, 1, priorities()) is None
+        assert pod_group_min_resources(job, 1, priorities()) is None
     assert any(entry["log_level"] == "warning" for entry in logs)
 
 
 def test_negative_min_available_subtracts_the_truncated_entry() -> None:
     job = mpijob(replica(1, container({"cpu": "2"})), replica(2, container({"cpu": "1"})))
     # Workers become minMember-1 = -2 copies: 2 - 2.
-    assert strings(computed_min_resources(job, -1, priorities())) == {"cpu": "0"}
+    assert strings(pod_group_min_resources(job, -1, priorities())) == {"cpu": "0"}
 
 
 def test_extra_replica_keys_add_resources_but_not_to_the_truncation_total() -> None:
@@ -211,10 +210,10 @@ def test_extra_replica_keys_add_resources_but_not_to_the_truncation_total() -> N
         Extra=replica(5, container({"cpu": "100"})),
     )
     # Launcher + Worker = 3, not above minMember 3, so nothing is cut; Extra still counts in full.
-    assert strings(computed_min_resources(job, 3, priorities())) == {"cpu": "521"}
+    assert strings(pod_group_min_resources(job, 3, priorities())) == {"cpu": "521"}
     extra_without_count: Any = replica(None, container({"cpu": "100"}))
     job["spec"]["mpiReplicaSpecs"]["Extra"] = extra_without_count
-    assert strings(computed_min_resources(job, 3, priorities())) == {"cpu": "21"}
+    assert strings(pod_group_min_resources(job, 3, priorities())) == {"cpu": "21"}
 
 
 def test_upstream_rule_ignores_init_containers_and_sidecars() -> None:
@@ -222,7 +221,7 @@ def test_upstream_rule_ignores_init_containers_and_sidecars() -> None:
     worker = replica(2, container({"cpu": "1"}))
     worker["template"]["spec"]["initContainers"] = [container({"cpu": "8"}, name="init")]
     job = mpijob(launcher, worker)
-    assert strings(computed_min_resources(job, 3, priorities())) == {"cpu": "3"}
+    assert strings(pod_group_min_resources(job, 3, priorities())) == {"cpu": "3"}
 
 
 def test_effective_requests_rule_counts_init_containers_per_replica() -> None:
@@ -232,7 +231,7 @@ def test_effective_requests_rule_counts_init_containers_per_replica() -> None:
     worker["template"]["spec"]["overhead"] = {"cpu": "100m"}
     job = mpijob(launcher, worker, policy={"minAvailable": 2})
     # Workers truncated to one copy of max(1, 8) + 0.1, plus the launcher's 1.
-    got = computed_min_resources(job, 2, priorities(), effective_pod_requests)
+    got = pod_group_min_resources(job, 2, priorities(), effective_pod_requests)
     assert strings(got) == {"cpu": "9100m"}
 
 
