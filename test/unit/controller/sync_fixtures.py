@@ -335,6 +335,16 @@ def labelled_launcher_pod(job: Obj, job_obj: Obj, phase: str = "Running") -> Obj
     return pod
 
 
+def foreign_service(name: str = "pi") -> Obj:
+    """A headless Service in the job's namespace that no MPIJob controls, under the job's Service name."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": "default", "uid": "theirs", "resourceVersion": "3"},
+        "spec": {"clusterIP": "None", "selector": {"app": "theirs"}},
+    }
+
+
 def shared_children(job: Obj, running_workers: list[Obj] | None = None) -> list[Obj]:
     """The Service, ConfigMap (for these running workers) and SSH Secret, as the first sync made them."""
     return [

@@ -20,6 +20,7 @@ from test.unit.controller.sync_fixtures import (
     NOW,
     RecordingWriter,
     Scene,
+    foreign_service,
     job,
     job_children,
     launcher,
@@ -100,13 +101,7 @@ async def test_the_sync_after_a_conflict_computes_from_the_newer_object_and_says
 def _blocked_scene() -> Scene:
     """A new job whose Service name is taken by an object that is not the job's: every sync fails."""
     pi = job(workers=1)
-    theirs: Obj = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": "pi", "namespace": "default", "uid": "theirs", "resourceVersion": "3"},
-        "spec": {"clusterIP": "None", "selector": {"app": "theirs"}},
-    }
-    return Scene(pi, theirs)
+    return Scene(pi, foreign_service())
 
 
 async def test_a_failing_sync_writes_no_status_and_its_retries_announce_the_job_once() -> None:

@@ -23,6 +23,7 @@ from test.unit.controller.sync_fixtures import (
     SHARED_CREATES,
     RecordingWriter,
     Scene,
+    foreign_service,
     job,
     job_children,
     launcher,
@@ -297,13 +298,7 @@ async def test_scale_up_creates_only_the_missing_workers_and_rewrites_the_hostfi
 
 async def test_service_not_controlled_by_the_job_fails_the_sync_with_an_event_and_no_status_write() -> None:
     pi = job(workers=1)
-    theirs: Obj = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": "pi", "namespace": "default", "uid": "theirs", "resourceVersion": "3"},
-        "spec": {"clusterIP": "None", "selector": {"app": "theirs"}},
-    }
-    scene = Scene(pi, theirs)
+    scene = Scene(pi, foreign_service())
 
     with pytest.raises(SyncError) as failed:
         await scene.sync()
