@@ -113,10 +113,12 @@ def gang_minimum(
     priority_of: PriorityLookup | None,
     pod_requests: PodRequests | None = None,
     launcher_in_gang: bool = True,
-) -> tuple[int, ResourceMap | None]:
-    """The PodGroup's minMember and minResources, as every backend with a PodGroup object sets them."""
+) -> tuple[Obj, ResourceMap | None]:
+    """A PodGroup spec holding its minMember (left out when 0, as the Go types' omitempty does), and the
+    minResources for it: what every backend with a PodGroup object starts its spec from."""
     members = min_member(job, launcher_in_gang)
-    return members, pod_group_min_resources(job, members, priority_of, pod_requests, launcher_in_gang)
+    spec: Obj = {"minMember": members} if members else {}
+    return spec, pod_group_min_resources(job, members, priority_of, pod_requests, launcher_in_gang)
 
 
 def pod_group_min_resources(

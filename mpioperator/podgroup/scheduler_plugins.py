@@ -38,10 +38,7 @@ class SchedulerPluginsBackend(WithTraits):
     def new_pod_group(
         self, job: Obj, priority_of: PriorityLookup | None, *, launcher_in_gang: bool = True
     ) -> Obj:
-        members, resources = maths.gang_minimum(job, priority_of, self._pod_requests, launcher_in_gang)
-        spec: Obj = {}
-        if members:
-            spec["minMember"] = members
+        spec, resources = maths.gang_minimum(job, priority_of, self._pod_requests, launcher_in_gang)
         if resources:
             spec["minResources"] = resource_strings(resources)
         # A pointer in Go, set even when 0, so the field is always sent.

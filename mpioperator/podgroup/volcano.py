@@ -48,11 +48,8 @@ class VolcanoBackend(WithTraits):
     def new_pod_group(
         self, job: Obj, priority_of: PriorityLookup | None, *, launcher_in_gang: bool = True
     ) -> Obj:
-        members, resources = maths.gang_minimum(job, priority_of, self._pod_requests, launcher_in_gang)
         # Field order and omissions follow the Go type's JSON (omitempty on every field).
-        spec: Obj = {}
-        if members:
-            spec["minMember"] = members
+        spec, resources = maths.gang_minimum(job, priority_of, self._pod_requests, launcher_in_gang)
         queue = queue_name(job)
         if queue:
             spec["queue"] = queue

@@ -100,13 +100,22 @@ def run_example_on_two_workers(
     job = apply_example(cluster, namespace, relative, flag=flag)
     with ProgressColumn(cluster, namespace, job.name) as column:
         train_to_success(job)
-    print("\n".join(column.shown))  # the PROGRESS column as it moved, for a person reading the run
+    return job, one_rank_on_each_worker(cluster, namespace, job, column, progress)
+
+
+def one_rank_on_each_worker(
+    cluster: LocalCluster, namespace: str, job: Job, column: ProgressColumn, progress: list[str] | None
+) -> str:
+    """Checks that the finished two-worker job ran one rank on each worker; its launcher's log. Shows the
+    PROGRESS column as it moved and the log, for a person reading the run (pytest -rP), and adds the
+    column's values to `progress`."""
+    print("\n".join(column.shown))
     if progress is not None:
         progress += column.values
     log = launcher_log(cluster, namespace, job.name)
-    print(log)  # the launcher's log, for a person reading the run (pytest -rP)
+    print(log)
     assert ranks_by_host(log) == {f"{job.name}-worker-0": [0], f"{job.name}-worker-1": [1]}, log
-    return job, log
+    return log
 
 
 def test_horovod_keras_example_trains_with_one_rank_on_each_worker_and_its_loss_falls(

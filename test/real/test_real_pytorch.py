@@ -12,11 +12,10 @@ import pytest
 from mpioperator.testing.cluster import LocalCluster
 from mpioperator.testing.jobs import Job
 from mpioperator.testing.operator import OperatorProcess
-from mpioperator.testing.ranks import ranks_by_host
 from mpioperator.testing.wait import WaitTimeout, wait_for
 from test.real.progress_column import ProgressColumn
-from test.real.test_real_horovod import apply_example
-from test.real.test_real_mpijobs import diagnosis, launcher_log, run_to_success
+from test.real.test_real_horovod import apply_example, one_rank_on_each_worker
+from test.real.test_real_mpijobs import diagnosis, run_to_success
 
 # The first pull of the images (below) and the training itself, with room on a loaded machine.
 pytestmark = pytest.mark.timeout(1500)
@@ -51,14 +50,8 @@ def run_example_on_two_workers(
         raise AssertionError(f"{timeout}\n{diagnosis(job)}") from None
     with ProgressColumn(cluster, namespace, job.name) as column:
         run_to_success(job)
-    print("\n".join(column.shown))  # the PROGRESS column as it moved, for a person reading the run
     assert_launcher_ran_once(cluster, namespace, job)
-    if progress is not None:
-        progress += column.values
-    log = launcher_log(cluster, namespace, job.name)
-    print(log)  # the launcher's log, for a person reading the run (pytest -rP)
-    assert ranks_by_host(log) == {f"{job.name}-worker-0": [0], f"{job.name}-worker-1": [1]}, log
-    return job, log
+    return job, one_rank_on_each_worker(cluster, namespace, job, column, progress)
 
 
 def assert_launcher_ran_once(cluster: LocalCluster, namespace: str, job: Job) -> None:

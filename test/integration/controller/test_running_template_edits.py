@@ -11,7 +11,7 @@ from typing import Any
 from mpioperator.api.extensions import conveniences, restarts
 from mpioperator.api.objects import Obj
 from mpioperator.testing.mpijobs import mpijob
-from test.integration.controller.actors import Actors, submitted
+from test.integration.controller.actors import Actors, LauncherJobController, submitted
 from test.integration.controller.conftest import Harness
 
 JOB = "edited"
@@ -71,6 +71,22 @@ async def _running(a: Actors, attempt: str | None) -> list[Obj]:
     return a.worker_pods(JOB)
 
 
+async def _launcher_started(a: Actors, job_controller: LauncherJobController) -> tuple[list[Obj], Obj]:
+    """Runs the first attempt's workers and waits for the launcher's pod; the workers and the launcher Job."""
+    workers = await _running(a, None)
+    await a.until_true(lambda: bool(job_controller.active_pods()), "the launcher pod")
+    launcher = a.launcher_job(JOB)
+    assert launcher is not None
+    return workers, launcher
+
+
+async def _launcher_job_made_again(a: Actors, old: Obj) -> None:
+    await a.until_true(
+        lambda: (a.launcher_job(JOB) or old)["metadata"]["uid"] != old["metadata"]["uid"],
+        "the launcher Job made again",
+    )
+
+
 async def test_editing_a_running_jobs_worker_image_then_launcher_args_restarts_it_on_each(
     harness: Harness,
 ) -> None:
@@ -108,10 +124,7 @@ async def test_editing_a_running_job_that_does_not_restart_is_refused_and_its_po
 ) -> None:
     a = Actors(harness.cluster, harness.namespace)
     async with submitted(a, _rolling(restart=False)) as job_controller:
-        workers = await _running(a, None)
-        await a.until_true(lambda: bool(job_controller.active_pods()), "the launcher pod")
-        launcher = a.launcher_job(JOB)
-        assert launcher is not None
+        workers, launcher = await _launcher_started(a, job_controller)
 
         _edit_worker_image(a, "fixed:v2")
 
@@ -150,10 +163,7 @@ async def test_editing_the_launcher_before_it_starts_makes_its_job_again_from_th
 
         _edit_launcher_args(a, ["-n", "2", "/home/mpiuser/pi", "--digits", "30"])
 
-        await a.until_true(
-            lambda: (a.launcher_job(JOB) or old)["metadata"]["uid"] != old["metadata"]["uid"],
-            "a launcher Job made again",
-        )
+        await _launcher_job_made_again(a, old)
         assert _launcher_args(a) == ["-n", "2", "/home/mpiuser/pi", "--digits", "30"]
     await harness.controller.recorder.flush()
     assert a.event_reasons(JOB).count("LauncherRecreated") == 1
@@ -165,10 +175,7 @@ async def test_a_refused_launcher_edit_reaches_the_launcher_after_a_suspend_and_
 ) -> None:
     a = Actors(harness.cluster, harness.namespace)
     async with submitted(a, _rolling(restart=False)) as job_controller:
-        await _running(a, None)
-        await a.until_true(lambda: bool(job_controller.active_pods()), "the launcher pod")
-        old = a.launcher_job(JOB)
-        assert old is not None
+        _, old = await _launcher_started(a, job_controller)
         _edit_launcher_args(a, ["-n", "2", "/home/mpiuser/pi", "--digits", "30"])
         await a.until_true(
             lambda: (
@@ -185,10 +192,7 @@ async def test_a_refused_launcher_edit_reaches_the_launcher_after_a_suspend_and_
         )
         a.patch_spec(JOB, {"spec": {"runPolicy": {"suspend": False}}})
 
-        await a.until_true(
-            lambda: (a.launcher_job(JOB) or old)["metadata"]["uid"] != old["metadata"]["uid"],
-            "the launcher Job made again",
-        )
+        await _launcher_job_made_again(a, old)
         assert _launcher_args(a) == ["-n", "2", "/home/mpiuser/pi", "--digits", "30"]
         await _running(a, None)
         await a.until_true(lambda: a.condition(JOB, "TemplateChangeRefused") is None, "the refusal gone")
