@@ -20,7 +20,7 @@ from mpioperator.controller.metrics import JobMetrics
 from mpioperator.kube.client import KubeClient
 from mpioperator.testing.cluster import LocalCluster, wait_crd_established
 from mpioperator.testing.podgroup_crds import scheduler_plugins_crd, volcano_crd
-from mpioperator.testing.wait import wait_for
+from mpioperator.testing.wait import async_wait_for, wait_for
 
 CRD_FILE = Path(
     os.environ.get(
@@ -83,6 +83,23 @@ class Harness:
     # What stops the controller, and its run: a test may stop it before the block ends.
     stop: asyncio.Event
     run: asyncio.Future[None]
+
+    async def synced_again(self, job: str, times: int = 1) -> None:
+        """`job` synced `times` more times by the running controller, one after another, as further events
+        would cause. A test calling the syncer itself would race the controller's own sync of the same
+        job, which its queue never runs twice at once (a status write then fails with a 409)."""
+        queue = self.controller.queue
+
+        async def nothing_to_do() -> bool:
+            # A held job's timed re-check may still be waiting, minutes away: only ready keys count.
+            return len(queue) == 0 and queue.processing == 0
+
+        key = f"{self.namespace}/{job}"
+        for _ in range(times):
+            queue.add(key)
+            await async_wait_for(nothing_to_do, timeout=30, what=f"the controller to sync {job} again")
+            # A failed sync goes back through the rate limiter; a successful one forgets the key.
+            assert queue.num_requeues(key) == 0, f"the sync of {job} failed: the operator's log says why"
 
 
 @contextlib.asynccontextmanager

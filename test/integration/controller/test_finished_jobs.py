@@ -62,7 +62,7 @@ async def _running(a: Actors, harness: Harness, policy: str) -> LauncherJobContr
 async def _further_sync_writes_nothing(harness: Harness, job: str) -> None:
     await harness.controller.recorder.flush()
     harness.writer.writes.clear()
-    await harness.controller.syncer.sync(f"{harness.namespace}/{job}")
+    await harness.synced_again(job)
     await harness.controller.recorder.flush()
     assert harness.writer.writes == [], "a sync of the finished job wrote to the API"
 

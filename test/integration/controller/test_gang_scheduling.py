@@ -196,7 +196,7 @@ async def test_completion_deletes_the_pod_group_unless_clean_pod_policy_is_none(
         # as finished, which runs once the status write's echo reaches the cache. An idle queue may come
         # before that echo, so the PodGroup is looked at only after a sync of the finished job has ended.
         await a.until_true(lambda: finished_in_cache(volcano, "fin"), "the finished job in the cache")
-        await volcano.controller.syncer.sync(f"{volcano.namespace}/fin")
+        await volcano.synced_again("fin")
         await a.until_true(volcano.controller.queue_idle, "the work queue to drain")
         left = a.pod_group("fin")
         assert left is not None, "the PodGroup of a finished job under cleanPodPolicy None was deleted"
@@ -348,7 +348,7 @@ async def assert_running_job_resyncs_without_writes(h: Harness, a: Actors, name:
     await h.controller.recorder.flush()
 
     h.writer.writes.clear()
-    await h.controller.syncer.sync(f"{h.namespace}/{name}")
+    await h.synced_again(name)
     await h.controller.recorder.flush()
     assert h.writer.writes == []
 

@@ -78,7 +78,7 @@ async def test_converged_job_sync_makes_no_api_write(harness: Harness) -> None:
     await harness.controller.recorder.flush()
 
     harness.writer.writes.clear()
-    await harness.controller.syncer.sync(f"{harness.namespace}/quiet")
+    await harness.synced_again("quiet")
     await harness.controller.recorder.flush()
     assert harness.writer.writes == []
 
@@ -152,8 +152,7 @@ async def test_finished_job_sync_makes_no_api_write(harness: Harness) -> None:
     await harness.controller.recorder.flush()
 
     harness.writer.writes.clear()
-    for _ in range(3):
-        await harness.controller.syncer.sync(f"{harness.namespace}/done")
+    await harness.synced_again("done", times=3)
     await harness.controller.recorder.flush()
     assert harness.writer.writes == []
     assert a.event_reasons("done").count("MPIJobSucceeded") == 1

@@ -60,15 +60,6 @@ def _nothing_to_do(h: Harness) -> bool:
     return len(h.controller.queue) == 0 and h.controller.queue.processing == 0
 
 
-async def _synced_again(h: Harness, a: Actors, job: str, times: int = 3) -> None:
-    """`job` synced `times` more times by the controller itself, one after another, as further events
-    would cause. The test calling the syncer itself would race the controller's own sync of the same job,
-    which its queue never runs twice at once (one status write then fails with a 409)."""
-    for _ in range(times):
-        h.controller.queue.add(f"{h.namespace}/{job}")
-        await a.until_true(lambda: _nothing_to_do(h), f"the controller to sync {job} again")
-
-
 def _warnings(a: Actors, job: str) -> list[Obj]:
     return [e for e in a.events(job) if e["type"] == "Warning"]
 
@@ -103,7 +94,7 @@ async def test_refused_template_is_named_in_a_condition_within_5s_with_one_warni
     # More syncs of the held job, as further events or a restarted worker would cause: nothing is tried
     # again and nothing is recorded again.
     refused_creates = len(_creates(harness, "bad"))
-    await _synced_again(harness, a, "bad")
+    await harness.synced_again("bad", times=3)
     await harness.controller.recorder.flush()
     assert len(_creates(harness, "bad")) == refused_creates
     warnings = _warnings(a, "bad")
@@ -179,7 +170,7 @@ async def test_a_worker_forbidden_by_a_validating_admission_policy_is_reported_t
         assert condition["message"].startswith("Pod vap-worker-0 could not be created: "), condition
         assert policy in condition["message"] and message in condition["message"], condition
 
-        await _synced_again(harness, a, "vap")
+        await harness.synced_again("vap", times=3)
         await harness.controller.recorder.flush()
         warnings = _warnings(a, "vap")
         assert [(w["reason"], w.get("count", 1)) for w in warnings] == [("ChildForbidden", 1)]

@@ -94,7 +94,7 @@ async def test_workers_ready_within_the_deadline_keep_the_job_running(harness: H
     _set_deadline(a, "quick", seconds)
 
     await _past_the_deadline(a, "quick", seconds)
-    await harness.controller.syncer.sync(f"{harness.namespace}/quick")
+    await harness.synced_again("quick")
     assert a.condition("quick", "Failed") is None
 
 
@@ -114,7 +114,7 @@ async def test_the_operator_flag_sets_a_deadline_for_every_job_and_the_annotatio
         assert failed["reason"] == "WorkerStartupDeadlineExceeded"
         assert "flagged-worker-0" in failed["message"]
         await _after_the_deadline(a, since, 2)
-        await harness.controller.syncer.sync(f"{harness.namespace}/exempt")
+        await harness.synced_again("exempt")
         assert a.condition("exempt", "Failed") is None
 
 
@@ -124,7 +124,7 @@ async def test_a_suspended_job_starts_its_deadline_again_when_resumed(harness: H
     await condition_appears(a, "paused", "Suspended", "the job suspended")
     since = time.monotonic()
     await _after_the_deadline(a, since, 2)
-    await harness.controller.syncer.sync(f"{harness.namespace}/paused")
+    await harness.synced_again("paused")
     assert a.condition("paused", "Failed") is None
 
     a.patch_spec("paused", {"spec": {"runPolicy": {"suspend": False}}})
