@@ -287,7 +287,16 @@ class LauncherJobController:
             suffix = f"{len(self.created):05d}"
             # The Job as read above: it may be gone by now (a whole-job restart deletes it), and the
             # pod is then made for it all the same, as an informer-driven Job controller could.
-            name = self.a.create_launcher_pod(self.job, suffix=suffix, phase=self.phase, launcher=launcher)
+            try:
+                name = self.a.create_launcher_pod(
+                    self.job, suffix=suffix, phase=self.phase, launcher=launcher
+                )
+            except RestError as error:
+                if error.status != 404:
+                    raise
+                # Made, then deleted (the restart's, or the garbage collector's, as its Job was gone)
+                # before its status was written: made all the same.
+                name = f"{self.job}-launcher-{suffix}"
             self.created.append((time.monotonic(), name))
 
     async def _run(self) -> None:
