@@ -127,13 +127,14 @@ if [ -n "$images_pid" ] && [ -z "$interrupted" ] && [ ! -s "$MPIOPERATOR_IMAGES_
 fi
 if [ -z "$interrupted" ]; then
   # The real tier in two lanes side by side, as its tests mostly wait on pods and MPI rather than on the
-  # CPU: the two-node fault and gang tests, PyTorch and DeepSpeed (the largest images), the failed-rank
-  # and stalled-job tests in lane B, on a bridge and subnets of their own so that neither lane waits for
-  # the other's node; everything else in lane A, whose run of the tier directory keeps the tier's floor
-  # check. The split keeps the lanes within a few minutes of each other (about 24 and 22 warm).
+  # CPU: the two-node fault and gang tests, PyTorch and DeepSpeed (the largest images), the reachability
+  # tests (minutes of waiting on late or lost hosts), the failed-rank and stalled-job tests in lane B, on a
+  # bridge and subnets of their own so that neither lane waits for the other's node; everything else in
+  # lane A, whose run of the tier directory keeps the tier's floor check. On a cold machine lane A is the
+  # last thing to end: it had 36 minutes and lane B 15 before the reachability tests (7) moved to B.
   real_b_out=$(mktemp "${TMPDIR:-/tmp}/mpioperator-real-b.XXXXXX")
   lane_b=(test/real/test_real_nodes.py test/real/test_real_gang.py test/real/test_real_pytorch.py
-    test/real/test_real_failed_rank.py test/real/test_real_stalled.py)
+    test/real/test_real_reachability.py test/real/test_real_failed_rank.py test/real/test_real_stalled.py)
   (trap - INT; export MPIOPERATOR_NODE_BRIDGE=mpiop1 MPIOPERATOR_NODE_SUBNET=10.78.0.0/16
     exec .venv/bin/pytest "${ci_args[@]}" --durations=10 "${lane_b[@]}" >"$real_b_out" 2>&1) &
   real_b_pid=$!
