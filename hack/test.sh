@@ -73,7 +73,7 @@ if [ -n "$real_node" ]; then
 fi
 
 # The control plane before the real node: every tier but the unit tier needs it, and so does the image
-# build (the exec agent's image carries its kubectl), which otherwise waits for it.
+# build (the exec agent's image, built last, carries its kubectl), which otherwise waits for it.
 echo "== control plane"
 bin_dir=$(bash hack/build-control-plane.sh)
 echo "binaries: $bin_dir"

@@ -96,21 +96,13 @@ CATALOG: tuple[Image, ...] = (
     # The tag kubelet and containerd ask for as the sandbox image.
     Image("registry.k8s.io/pause:3.10", "images/pause/Dockerfile", "images/pause", BASE),
     Image(OPERATOR, "Dockerfile", ".", PYTHON_BASE, {"PYTHON_BASE": PYTHON_BASE}),
-    # The exec launch agent: a static kubectl (the control plane's) and kubexec.sh, for an init container.
-    Image(
-        KUBECTL_DELIVERY,
-        "images/kubectl-delivery/Dockerfile",
-        "images/kubectl-delivery",
-        BASE,
-        staged={"kubectl": "kubectl"},
-    ),
-    # Horovod and TensorFlow for the Horovod examples; its cold build compiles Horovod (12-15 minutes here).
     Image(
         "mpioperator/random-walk",
         "images/random-walk/Dockerfile",
         "images/random-walk",
         "mpioperator/openmpi",
     ),
+    # Horovod and TensorFlow for the Horovod examples; its cold build compiles Horovod (12-15 minutes here).
     Image(
         "mpioperator/horovod:0.28.1-tf2.15",
         "images/horovod/Dockerfile",
@@ -132,6 +124,15 @@ CATALOG: tuple[Image, ...] = (
         "images/deepspeed",
         PYTORCH,
         wheels="images/deepspeed/requirements.txt",
+    ),
+    # The exec launch agent: a static kubectl and kubexec.sh, for an init container. Last, because its
+    # kubectl is the control plane's: on a cold machine hack/test.sh builds that while the images above build.
+    Image(
+        KUBECTL_DELIVERY,
+        "images/kubectl-delivery/Dockerfile",
+        "images/kubectl-delivery",
+        BASE,
+        staged={"kubectl": "kubectl"},
     ),
 )
 
