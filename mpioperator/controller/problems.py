@@ -84,12 +84,19 @@ def _ended_badly(terminated: Obj | None) -> bool:
     return terminated.get("reason") == "OOMKilled" or int(terminated.get("exitCode") or 0) != 0
 
 
-def _recent_crash(container: Obj, now: dt.datetime) -> tuple[str, float] | None:
-    """A container running again after a bad end, for less than the crash-loop window: its message and the
-    seconds until the window closes."""
-    running = (container.get("state") or {}).get("running")
+def _recent_crash(container: Obj, now: dt.datetime) -> tuple[str, float | None] | None:
+    """A container running again after a bad end, for less than the crash-loop window, or one restarted
+    before that has ended badly again and waits for the kubelet to restart it: its message and the seconds
+    until the window closes (None while it waits: its next state is a change of the pod)."""
+    state = container.get("state") or {}
+    restarted = int(container.get("restartCount") or 0) > 0
+    ended = state.get("terminated")
+    if restarted and _ended_badly(ended):
+        assert ended is not None
+        return f"ended again with {_ending(ended)}", None
+    running = state.get("running")
     last = (container.get("lastState") or {}).get("terminated")
-    if running is None or not _ended_badly(last) or not int(container.get("restartCount") or 0):
+    if running is None or not _ended_badly(last) or not restarted:
         return None
     started = _time(running.get("startedAt"))
     if started is None:
@@ -122,7 +129,8 @@ def pod_problem(
         crash = _recent_crash(container, now)
         if crash is not None:
             found.append(("CrashLoopBackOff", crash[0]))
-            recheck = crash[1] if recheck is None else min(recheck, crash[1])
+            if crash[1] is not None:
+                recheck = crash[1] if recheck is None else min(recheck, crash[1])
     if not found:
         return None, None
     reason, message = min(found, key=lambda f: _PRIORITY[f[0]])

@@ -79,6 +79,22 @@ def test_a_container_running_long_after_its_last_crash_is_well() -> None:
     assert pod_problem(pod, NOW) == (None, None)
 
 
+def test_a_restarted_container_that_ended_badly_again_stays_crash_looping_until_the_kubelet_restarts_it() -> (
+    None
+):
+    # Between a crash and the kubelet's restart the container is terminated, neither waiting nor running:
+    # without this the condition would clear and come back with every restart of a crash loop.
+    again = terminated("Error", 1)
+    again["restartCount"] = 1
+    problem, recheck = pod_problem(job_pod("j-launcher-x", containers=[again], role="launcher"), NOW)
+    assert problem is not None and problem.reason == "CrashLoopBackOff"
+    assert problem.message == "ended again with exit code 1" and recheck is None
+
+
+def test_a_container_that_ended_badly_once_and_was_never_restarted_is_not_stuck() -> None:
+    assert pod_problem(job_pod("w0", containers=[terminated("Error", 1)]), NOW) == (None, None)
+
+
 def test_stuck_pods_come_launcher_first_then_workers_by_index() -> None:
     crash = [waiting("CrashLoopBackOff")]
     workers = [
