@@ -404,6 +404,13 @@ class ChildReconciler:
             raise SyncError(exc.server_message) from exc
         return launcher
 
+    def forget(self, uid: str) -> None:
+        """The job finished or was deleted: what was kept of its workers goes."""
+        self._views.forget(uid)
+
+    def holds_workers_of(self, uid: str) -> bool:
+        return self._views.holds(uid)
+
     async def clean_up_workers(self, job: Obj, ext: Extensions, status: Obj) -> None:
         """Delete worker pods per cleanPodPolicy and zero the Worker counts."""
         keep_finished = accessors.clean_pod_policy(job) == api.CLEAN_POD_POLICY_RUNNING

@@ -245,6 +245,7 @@ class MPIJobController:
         # The store has dropped the job before its handlers run, so an empty namespace reads empty.
         empty = not self._mpijobs.select(namespace, {})
         self._metrics.forget_deleted(namespace, meta.get("name", ""), namespace_empty=empty)
+        self.syncer.forget(meta.get("uid", ""))
 
     def _on_child(self, obj: dict[str, Any] | DeletedFinalStateUnknown) -> None:
         child = deleted_object(obj)

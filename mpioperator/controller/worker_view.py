@@ -95,6 +95,15 @@ class WorkerViews:
             self._remember(uid, key, view)
         return view
 
+    def forget(self, uid: str) -> None:
+        """The job finished or went: its view would only hold its old pods in memory."""
+        old = self._views.pop(uid, None)
+        if old is not None:
+            self._held -= len(old[1].listed)
+
+    def holds(self, uid: str) -> bool:
+        return uid in self._views
+
     def _remember(self, uid: str, key: Hashable, view: WorkerView) -> None:
         old = self._views.pop(uid, None)
         if old is not None:

@@ -8,9 +8,12 @@ import pytest
 from test.unit.controller.sync_fixtures import (
     Scene,
     finished_status,
+    index_listers,
     job,
     launcher,
     launcher_pod,
+    running_job,
+    running_scene,
     shared_children,
     worker,
 )
@@ -111,3 +114,23 @@ async def test_finished_job_within_its_ttl_asks_to_be_revisited_when_it_expires(
 
     assert scene.writer.calls == []
     assert result.requeue_after == pytest.approx(3600)
+
+
+async def test_a_job_that_finishes_lets_go_of_the_workers_the_sync_kept_of_it() -> None:
+    # The children step keeps each running job's worker list while its pods are unchanged; a finished job
+    # never reads it again, so kept it would hold the job's last pods in memory until other jobs pushed it
+    # out (200 finished jobs of 8 workers: 26 MB more peak memory in the benchmark's burst).
+    pi = running_job(workers=2)
+    scene = running_scene(pi)
+    index_listers(scene)  # the pod store's change numbers, by which a kept worker list is known unchanged
+    uid = pi["metadata"]["uid"]
+    children = scene.syncer._children
+
+    await scene.sync()
+    assert children.holds_workers_of(uid)
+
+    finished = finished_status("Succeeded", "MPIJobSucceeded")
+    scene.job["status"].clear()
+    scene.job["status"].update(finished)
+    await scene.sync()
+    assert not children.holds_workers_of(uid)
