@@ -105,9 +105,7 @@ class WorkerViews:
         return uid in self._views
 
     def _remember(self, uid: str, key: Hashable, view: WorkerView) -> None:
-        old = self._views.pop(uid, None)
-        if old is not None:
-            self._held -= len(old[1].listed)
+        self.forget(uid)
         self._views[uid] = (key, view)
         self._held += len(view.listed)
         while self._held > self._capacity and len(self._views) > 1:
