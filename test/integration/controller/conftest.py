@@ -91,8 +91,7 @@ class Harness:
         queue = self.controller.queue
 
         async def nothing_to_do() -> bool:
-            # A held job's timed re-check may still be waiting, minutes away: only ready keys count.
-            return len(queue) == 0 and queue.processing == 0
+            return self.nothing_ready()
 
         key = f"{self.namespace}/{job}"
         for _ in range(times):
@@ -100,6 +99,11 @@ class Harness:
             await async_wait_for(nothing_to_do, timeout=30, what=f"the controller to sync {job} again")
             # A failed sync goes back through the rate limiter; a successful one forgets the key.
             assert queue.num_requeues(key) == 0, f"the sync of {job} failed: the operator's log says why"
+
+    def nothing_ready(self) -> bool:
+        """No key ready or in process; a held job's timed re-check may still be waiting, minutes away."""
+        queue = self.controller.queue
+        return len(queue) == 0 and queue.processing == 0
 
 
 @contextlib.asynccontextmanager

@@ -55,11 +55,6 @@ REFUSED = {
 }
 
 
-def _nothing_to_do(h: Harness) -> bool:
-    """No key ready or in process; a held job's timed re-check may still be waiting, minutes away."""
-    return len(h.controller.queue) == 0 and h.controller.queue.processing == 0
-
-
 def _warnings(a: Actors, job: str) -> list[Obj]:
     return [e for e in a.events(job) if e["type"] == "Warning"]
 
@@ -239,7 +234,7 @@ async def test_a_new_leader_records_nothing_again_for_a_held_job(
         await a.until_true(
             lambda: ("create", "pods", "again-worker-0") in second.writer.writes, "the new leader's sync"
         )
-        await a.until_true(lambda: _nothing_to_do(second), "the new leader's queue drained")
+        await a.until_true(second.nothing_ready, "the new leader's queue drained")
         await second.controller.recorder.flush()
         assert [w for w in second.writer.writes if w[0] != "create"] == []
 
