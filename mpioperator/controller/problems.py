@@ -10,6 +10,7 @@ Three questions, each answered from pod status only (the slim pod cache keeps wh
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,9 @@ _SAME_PROBLEM = {"ImagePullBackOff": "ErrImagePull"}
 CRASH_LOOP_WINDOW = 60.0
 MAX_NAMED = 3
 _DETAIL_BYTES = 400
+# A program's output may color itself (ANSI escapes) or hold stray NULs and other control characters: in a
+# condition, an event or a status they show as noise or break a terminal, so they are dropped.
+_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,10 +164,16 @@ def stuck_pods(
     return sorted(problems, key=_order), recheck
 
 
+def readable(text: str) -> str:
+    """`text` without terminal escapes and control characters other than newline and tab."""
+    return _ESCAPE.sub("", text)
+
+
 def _bounded(text: str, limit: int = _DETAIL_BYTES, *, keep_end: bool = False) -> str:
-    raw = text.strip().encode()
+    text = readable(text).strip()
+    raw = text.encode()
     if len(raw) <= limit:
-        return text.strip()
+        return text
     if keep_end:
         return "..." + raw[-(limit - 3) :].decode(errors="ignore")
     return raw[: limit - 3].decode(errors="ignore") + "..."
@@ -245,5 +255,5 @@ def last_words(launcher_pods: list[Obj]) -> str:
     terminated = _last_bad_end(newest) or {}
     name = (newest.get("metadata") or {}).get("name", "")
     words = f"launcher {name} ended with {_ending(terminated)}"
-    message = str(terminated.get("message") or "").strip()
+    message = readable(str(terminated.get("message") or "")).strip()
     return f"{words}: {_bounded(message, keep_end=True)}" if message else words

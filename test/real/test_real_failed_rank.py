@@ -24,13 +24,16 @@ from test.real.test_real_mpi4py import check_job
 from test.real.test_real_mpijobs import diagnosis
 
 # One line: every MPI hands it to its ranks unchanged. Rank 3 leaves without MPI_Finalize, as a crashing
-# rank does. The others leave a few seconds later unless mpirun ends them first (Open MPI does): MPICH's
-# mpiexec never ends ranks blocked in a collective on another host, so they must not block.
+# rank does, once every other rank has handed it its part of a gather and has had two seconds to leave MPI:
+# under Open MPI 5 a rank still inside a collective when rank 3's socket closes aborts, and prterun then
+# names that abort instead of rank 3 (seen once on a loaded node). The others leave later unless mpirun ends
+# them first (Open MPI does): MPICH's mpiexec never ends ranks blocked in a collective on another host, so
+# they must not block.
 PROGRAM = (
     "import os,socket,time;from mpi4py import MPI;w=MPI.COMM_WORLD;"
-    "print('rank',w.rank,'of',w.size,'on',socket.gethostname(),flush=True);w.Barrier();"
-    "w.rank==3 and (print('rank 3 gives up with exit code 7',flush=True),os._exit(7));"
-    "time.sleep(5);os._exit(0)"
+    "print('rank',w.rank,'of',w.size,'on',socket.gethostname(),flush=True);w.gather(w.rank,root=3);"
+    "w.rank==3 and (time.sleep(2),print('rank 3 gives up with exit code 7',flush=True),os._exit(7));"
+    "time.sleep(10);os._exit(0)"
 )
 # Hydra (MPICH, Intel MPI) names a rank that exits non-zero only in the table this flag prints.
 HYDRA_FLAGS = {"mpich": ["-print-all-exitcodes"], "intel": ["-print-all-exitcodes"]}

@@ -26,7 +26,7 @@ from mpioperator.api.extensions.parsed import Extensions
 from mpioperator.api.objects import Obj
 from mpioperator.controller import conditions, failed_rank
 from mpioperator.controller.feature import Feature, FeaturePorts, Seen
-from mpioperator.controller.problems import last_bad_end
+from mpioperator.controller.problems import last_bad_end, readable
 from mpioperator.kube import errors
 from mpioperator.kube.log_options import LogOptions
 from mpioperator.kube.resources import PODS
@@ -41,8 +41,9 @@ CAPACITY = 2_000
 
 
 def bounded_lines(text: str, lines: int = MAX_LINES, line_bytes: int = MAX_LINE_BYTES) -> list[str]:
-    """The last `lines` non-empty lines of `text`, each cut to its last `line_bytes` bytes."""
-    kept = [line for line in text[-lines * (line_bytes + 1) :].splitlines() if line.strip()][-lines:]
+    """The last `lines` non-empty lines of `text`, readable, each cut to its last `line_bytes` bytes."""
+    tail = readable(text[-lines * (line_bytes + 1) :])
+    kept = [line for line in tail.splitlines() if line.strip()][-lines:]
     return [line.encode()[-line_bytes:].decode(errors="ignore") for line in kept]
 
 

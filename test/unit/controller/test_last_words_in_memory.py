@@ -17,7 +17,7 @@ from test.unit.controller.sync_fixtures import (
     shared_children,
     worker,
 )
-from test.unit.controller.test_failed_rank import OPEN_MPI_4_EXIT
+from test.unit.controller.test_failed_rank import OPEN_MPI_4_EXIT, OPEN_MPI_5_VICTIM_ABORTS
 
 WORKER_LOG = "".join(f"sshd line {i}\n" for i in range(50)) + "x" * 5000 + "\n"
 
@@ -29,7 +29,7 @@ def failed_launcher_pod(pi: Obj, the_launcher: Obj, message: str, code: int = 7)
     return pod
 
 
-def failed_scene(message: str = OPEN_MPI_4_EXIT, **run_policy: object) -> Scene:
+def failed_scene(message: str = OPEN_MPI_4_EXIT, code: int = 7, **run_policy: object) -> Scene:
     pi = job(workers=2, status=running_status(2), **run_policy)
     pi["spec"]["slotsPerWorker"] = 2
     pods = [worker(pi, 0), worker(pi, 1)]
@@ -40,7 +40,7 @@ def failed_scene(message: str = OPEN_MPI_4_EXIT, **run_policy: object) -> Scene:
         *shared_children(pi, pods),
         *pods,
         the_launcher,
-        failed_launcher_pod(pi, the_launcher, message),
+        failed_launcher_pod(pi, the_launcher, message, code),
         logs=MemoryLogs({"pi-worker-1": WORKER_LOG}),
     )
     served = worker(pi, 1)
@@ -116,4 +116,20 @@ async def test_a_launcher_failure_that_names_no_rank_keeps_the_launchers_lines_a
     assert status["lastWords"] == {
         "launcher": {"pod": "pi-launcher-x1", "lines": ["mpirun: could not resolve a host"]}
     }
+    assert scene.logs.reads == []
+
+
+async def test_open_mpi_5s_report_of_a_victim_that_aborted_names_nobody_and_is_kept_without_its_nul() -> None:
+    """What Open MPI 5 printed once on a loaded node when rank 3 exited 7: rank 1, still in a collective,
+    saw rank 3's socket close and aborted first, and prterun reported that abort, ending with a NUL."""
+    scene = failed_scene(OPEN_MPI_5_VICTIM_ABORTS + "\ufffd\x00\n", code=14)
+
+    await scene.sync()
+
+    status = scene.written_status()
+    failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+    assert "rank 1 on" not in failed["message"] and "rank 3" not in failed["message"], failed
+    assert "\x00" not in failed["message"] and failed["message"].endswith("\ufffd"), failed
+    lines = status["lastWords"]["launcher"]["lines"]
+    assert lines[-1] == "\ufffd" and "rank" not in status["lastWords"], status["lastWords"]
     assert scene.logs.reads == []

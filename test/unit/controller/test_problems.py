@@ -166,6 +166,21 @@ def test_last_words_of_a_launcher_restarted_in_place_come_from_its_last_state() 
     assert last_words([pod]) == "launcher l-a ended with exit code 2: bye"
 
 
+def test_last_words_drop_terminal_colors_nuls_and_other_control_characters_but_keep_lines() -> None:
+    said = "\x1b[31mERROR\x1b[0m: rank 1\r\nprterun has exited\n\ufffd\x00\x07"
+    pod = job_pod("l-a", role="launcher", containers=[restarted("Error", 14, seconds_ago=1, message=said)])
+    assert (
+        last_words([pod]) == "launcher l-a ended with exit code 14: ERROR: rank 1\nprterun has exited\n\ufffd"
+    )
+
+
+def test_a_message_of_control_characters_only_is_no_message() -> None:
+    pod = job_pod(
+        "l-a", role="launcher", containers=[restarted("Error", 2, seconds_ago=1, message="\x00\x1b[0m")]
+    )
+    assert last_words([pod]) == "launcher l-a ended with exit code 2"
+
+
 def test_a_launcher_that_never_failed_has_no_last_words() -> None:
     assert last_words([job_pod("l-a", role="launcher", containers=[waiting("ContainerCreating")])]) == ""
 
