@@ -22,6 +22,7 @@ from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING
 from mpioperator.controller.fields import get_path, same, set_path
 from mpioperator.controller.hostfile_memo import VerifiedConfigMaps
+from mpioperator.controller.pod_cache import slim_pod
 from mpioperator.controller.ports import Listers, Recorder, Writer
 from mpioperator.controller.rejections import ChildRejected, is_permanent, not_managed_message, refused
 from mpioperator.controller.user_ssh_secret import key_names
@@ -290,12 +291,15 @@ class ChildReconciler:
         keys = self._ssh_keys(job, ext)
 
         async def create(i: int) -> Obj:
+            # The API server answers with the whole pod; the rest of the sync, and what it keeps of the job's
+            # workers until their next change, reads only what the pod cache keeps of a pod (whole, the
+            # answers of a burst of 1,600 workers were 21 MiB of the operator's peak).
             async with gate:
                 desired = compose.new_worker(job, i, gang, keys, ext=ext)
                 try:
-                    return await self._w.create(PODS, desired, ns)
+                    return slim_pod(await self._w.create(PODS, desired, ns))
                 except errors.AlreadyExists:
-                    return await self._w.get(PODS, desired["metadata"]["name"], ns)
+                    return slim_pod(await self._w.get(PODS, desired["metadata"]["name"], ns))
 
         created = await asyncio.gather(*(create(i) for i in indices), return_exceptions=True)
         for i, made in zip(indices, created, strict=True):

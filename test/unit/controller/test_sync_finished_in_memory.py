@@ -119,7 +119,7 @@ async def test_finished_job_within_its_ttl_asks_to_be_revisited_when_it_expires(
 async def test_a_job_that_finishes_lets_go_of_the_workers_the_sync_kept_of_it() -> None:
     # The children step keeps each running job's worker list while its pods are unchanged; a finished job
     # never reads it again, so kept it would hold the job's last pods in memory until other jobs pushed it
-    # out (200 finished jobs of 8 workers: 26 MB more peak memory in the benchmark's burst).
+    # out (up to 50,000 pods).
     pi = running_job(workers=2)
     scene = running_scene(pi)
     index_listers(scene)  # the pod store's change numbers, by which a kept worker list is known unchanged

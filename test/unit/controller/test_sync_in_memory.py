@@ -12,8 +12,10 @@ import copy
 
 import pytest
 
+from mpioperator.api.extensions.parsed import parse
 from mpioperator.api.objects import Obj
 from mpioperator.controller.errors import SyncError
+from mpioperator.controller.pod_cache import slim_pod
 from mpioperator.kube import errors
 from mpioperator.kube.resources import Resource
 from mpioperator.testing.wait import async_wait_for
@@ -35,6 +37,23 @@ from test.unit.controller.sync_fixtures import (
 )
 
 # --- a new job ---------------------------------------------------------------------------------------
+
+
+async def test_created_workers_are_handed_on_as_the_pod_cache_keeps_pods_not_whole() -> None:
+    """The API server answers a create with the whole pod, spec and managed fields included; what the sync
+    keeps of a job's workers (until their next change) holds only what the pod cache would."""
+    pi = job(workers=2)
+    scene = Scene(pi, *shared_children(pi))
+    ext = parse(pi)
+
+    made = await scene.syncer._children.workers(pi, ext)
+
+    created = [c.body for c in scene.writer.log if c.verb == "create" and c.resource == "pods"]
+    assert [p["metadata"]["name"] for p in made] == ["pi-worker-0", "pi-worker-1"]
+    assert all(body is not None and body["spec"]["containers"] for body in created)
+    assert all("containers" not in p.get("spec", {}) for p in made), made
+    assert [p["metadata"]["uid"] for p in made] == ["created-1", "created-2"]
+    assert made == [slim_pod(p) for p in made]  # nothing left to drop
 
 
 async def test_new_job_creates_service_configmap_secret_workers_launcher_then_writes_status() -> None:
