@@ -70,3 +70,6 @@ class PodWalks:
 
     def forget(self, uid: str) -> None:
         self._jobs.pop(uid, None)
+
+    def holds(self, uid: str) -> bool:
+        return uid in self._jobs

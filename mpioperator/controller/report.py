@@ -94,9 +94,13 @@ class Reporter:
         return self._last_words.get(uid, "")
 
     def forget(self, uid: str) -> None:
-        """A new attempt of the job begins: the last one's launcher said its last words."""
+        """A new attempt of the job begins (the last one's launcher said its last words), or the job
+        finished or went: nothing kept of it is read again."""
         self._last_words.pop(uid, None)
         self._walks.forget(uid)
+
+    def holds_pods_of(self, uid: str) -> bool:
+        return self._walks.holds(uid)
 
     def observe(
         self,

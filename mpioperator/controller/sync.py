@@ -281,15 +281,16 @@ class JobSyncer:
         if policy == api.CLEAN_POD_POLICY_ALL or finished.launcher_gave_up(self._l, job):
             await self._children.stop_launcher(job)
         await self._features.follow(job, ext, [])
-        # A finished job never reads its workers again: its kept view would hold its last pods until
-        # other jobs pushed it out.
-        self._children.forget(job["metadata"].get("uid", ""))
+        # A finished job never reads its workers again: kept, its worker view and the report's walks would
+        # hold its last pods until other jobs pushed them out.
+        self.forget(job["metadata"].get("uid", ""))
         await self._write_status(cached, status, [])
         return SyncResult(requeue_after=await finished.expire(self._w, job, self._utcnow()))
 
     def forget(self, uid: str) -> None:
-        """The job was deleted: what the sync kept of it goes."""
+        """The job finished or was deleted: what the sync kept of it goes."""
         self._children.forget(uid)
+        self._reporter.forget(uid)
 
     async def _clean_up(self, job: Obj, ext: Extensions, status: Obj) -> None:
         """upstream's cleanUpWorkerPods: worker pods per cleanPodPolicy, then the gang's PodGroup."""

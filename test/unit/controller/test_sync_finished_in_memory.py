@@ -116,7 +116,7 @@ async def test_finished_job_within_its_ttl_asks_to_be_revisited_when_it_expires(
     assert result.requeue_after == pytest.approx(3600)
 
 
-async def test_a_job_that_finishes_lets_go_of_the_workers_the_sync_kept_of_it() -> None:
+async def test_a_job_that_finishes_lets_go_of_the_workers_and_pod_walks_the_sync_kept_of_it() -> None:
     # The children step keeps each running job's worker list while its pods are unchanged; a finished job
     # never reads it again, so kept it would hold the job's last pods in memory until other jobs pushed it
     # out (up to 50,000 pods).
@@ -128,9 +128,11 @@ async def test_a_job_that_finishes_lets_go_of_the_workers_the_sync_kept_of_it() 
 
     await scene.sync()
     assert children.holds_workers_of(uid)
+    assert scene.syncer._reporter.holds_pods_of(uid)
 
     finished = finished_status("Succeeded", "MPIJobSucceeded")
     scene.job["status"].clear()
     scene.job["status"].update(finished)
     await scene.sync()
     assert not children.holds_workers_of(uid)
+    assert not scene.syncer._reporter.holds_pods_of(uid)
