@@ -29,7 +29,7 @@ from mpioperator.leaderelection.elector import LeaderElector, LeadershipLost
 from mpioperator.testing.audit import apiserver_audit_args
 from mpioperator.testing.cluster import LocalCluster, wait_crd_established
 from mpioperator.testing.mpijobs import mpijob
-from mpioperator.testing.wait import async_wait_for
+from mpioperator.testing.wait import ProbeAborted, async_wait_for
 from test.integration.controller.conftest import CRD_FILE
 
 # Tells the controller's requests apart from the test's own (same user) in the audit log.
@@ -173,7 +173,8 @@ async def test_a_lease_lost_mid_burst_stops_every_write_before_the_elector_gives
         identity="deposed",
         clock=RealClock(),
         lease_duration=4.0,
-        renew_deadline=1.0,
+        # Two seconds of slack for a loaded machine; stepping down still comes long before the burst ends.
+        renew_deadline=2.0,
         retry_period=0.2,
     )
     before = asyncio.all_tasks()
@@ -186,27 +187,39 @@ async def test_a_lease_lost_mid_burst_stops_every_write_before_the_elector_gives
             return controller.ready_check() is None
 
         await async_wait_for(ready, timeout=60, what="leading with synced caches")
-        for i in range(JOBS):
-            rest.create(
-                f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs", mpijob(f"burst-{i}", workers=4)
-            )
+
+        def submit_burst() -> None:
+            for i in range(JOBS):
+                rest.create(
+                    f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs", mpijob(f"burst-{i}", workers=4)
+                )
+
+        # The test's REST client blocks: on the event loop, fifty creates on a loaded machine held the
+        # elector's renewals past their one-second deadline, and it stepped down before the usurper came.
+        await asyncio.to_thread(submit_burst)
+
+        async def launchers() -> int:
+            jobs = await asyncio.to_thread(rest.get, f"/apis/batch/v1/namespaces/{ns}/jobs")
+            return len(jobs["items"])
 
         async def some_launchers() -> int:
-            return len(rest.get(f"/apis/batch/v1/namespaces/{ns}/jobs")["items"])
+            if election.done():
+                raise ProbeAborted(f"the elector stopped before the usurper came: {election.exception()!r}")
+            return await launchers()
 
         await async_wait_for(some_launchers, timeout=60, what="the burst under way", interval=0.02)
 
         lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/mpi-operator"
-        lease = rest.get(lease_path)
+        lease = await asyncio.to_thread(rest.get, lease_path)
         now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         lease["spec"].update({"holderIdentity": "usurper", "renewTime": now, "leaseDurationSeconds": 3600})
-        rest.request("PUT", lease_path, lease)
+        await asyncio.to_thread(rest.request, "PUT", lease_path, lease)
 
         with pytest.raises(LeadershipLost):
             await asyncio.wait_for(election, 30)
         stepped_down = dt.datetime.now(dt.UTC)
         left_running = _started_since(before)
-        launchers_when_deposed = await some_launchers()
+        launchers_when_deposed = await launchers()
 
         async def nothing_left_to_do() -> bool:
             # A deposed controller that kept its workers would now work off its queue: let it show.
