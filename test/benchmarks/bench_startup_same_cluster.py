@@ -21,11 +21,13 @@ from test.benchmarks.scale import SCALE_WORKERS, grow, pod_count, time_to_ready
 from test.benchmarks.scenarios import Bench, wait_quiet
 
 
-def _restart(bench: Bench, contender: Contender, workdir: Path) -> tuple[float, float]:
-    """Seconds from start to ready, and the CPU seconds spent by then; the contender is stopped after."""
+def _restart(bench: Bench, contender: Contender, workdir: Path) -> tuple[float, float, float]:
+    """Seconds from start to ready, the CPU seconds spent by then and the peak RSS in MiB by then; the
+    contender is stopped after."""
     try:
         _, ready = time_to_ready(bench, contender, Path(tempfile.mkdtemp(dir=workdir)))
-        return ready, contender.stats().cpu_seconds
+        stats = contender.stats()
+        return ready, stats.cpu_seconds, stats.peak_rss_bytes / 2**20
     finally:
         contender.stop()
 
@@ -43,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     contenders: list[Contender] = [ours, Upstream(Settings(), build_upstream(), queue=RAISED_QUEUE)]
     ready: dict[str, list[float]] = {c.name: [] for c in contenders}
     cpu: dict[str, list[float]] = {c.name: [] for c in contenders}
+    rss: dict[str, list[float]] = {c.name: [] for c in contenders}
     try:
         ours.start(bench.cluster, Path(tempfile.mkdtemp(dir=workdir)))
         ours.wait_ready(timeout=600)
@@ -52,11 +55,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.jobs} MPIJobs, {pod_count(bench)} pods", flush=True)
         for n in range(args.rounds):
             for contender in contenders if n % 2 == 0 else contenders[::-1]:
-                seconds, cpu_s = _restart(bench, contender, workdir)
+                seconds, cpu_s, rss_mib = _restart(bench, contender, workdir)
                 ready[contender.name].append(seconds)
                 cpu[contender.name].append(cpu_s)
+                rss[contender.name].append(rss_mib)
                 print(
-                    f"round {n + 1} {contender.name:<16} ready {seconds:6.2f}s  CPU {cpu_s:5.2f}s", flush=True
+                    f"round {n + 1} {contender.name:<16} ready {seconds:6.2f}s  CPU {cpu_s:5.2f}s"
+                    f"  peak RSS {rss_mib:6.1f} MiB",
+                    flush=True,
                 )
     finally:
         for contender in contenders:
@@ -66,12 +72,15 @@ def main(argv: list[str] | None = None) -> int:
     first, second = (c.name for c in contenders)
     for name in (first, second):
         print(
-            f"{name:<16} ready median {statistics.median(ready[name]):.2f}s, CPU {statistics.median(cpu[name]):.2f}s"
+            f"{name:<16} ready median {statistics.median(ready[name]):.2f}s, CPU {statistics.median(cpu[name]):.2f}s,"
+            f" peak RSS {statistics.median(rss[name]):.1f} MiB"
         )
     ratios = [a / b for a, b in zip(ready[first], ready[second], strict=True)]
     cpu_ratios = [a / b for a, b in zip(cpu[first], cpu[second], strict=True)]
     print(f"{first}/{second} time to ready per round: {[round(r, 2) for r in ratios]}")
+    rss_ratios = [a / b for a, b in zip(rss[first], rss[second], strict=True)]
     print(f"  median {statistics.median(ratios):.2f}; CPU to ready {statistics.median(cpu_ratios):.2f}")
+    print(f"  peak RSS by ready per round: {[round(r, 2) for r in rss_ratios]}")
     return 0
 
 
