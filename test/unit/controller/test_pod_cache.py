@@ -201,3 +201,22 @@ def test_slim_pod_keeps_the_node_it_is_bound_to_and_why_it_is_disrupted() -> Non
     # And through the informer's projection, as the pods arrive in JSON.
     projected = Projection(POD_FIELDS, "Pod").list(orjson.dumps({"items": [pod]}))["items"][0]
     assert slim_pod(projected) == slim
+
+
+def test_pods_share_one_copy_of_each_kubelet_condition_but_not_of_custom_or_explained_ones() -> None:
+    def pod_with(*conditions: dict[str, str]) -> dict[str, object]:
+        pod = full_pod()
+        status: dict[str, object] = pod["status"]  # type: ignore[assignment]
+        status["conditions"] = [{**c, "lastTransitionTime": "2026-11-23T10:01:00Z"} for c in conditions]
+        return pod
+
+    ready = {"type": "Ready", "status": "True"}
+    gate = {"type": "example.com/warmed-up", "status": "True"}
+    unplaced = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3 nodes"}
+    first = slim_pod(pod_with(ready, gate, unplaced))["status"]["conditions"]
+    second = slim_pod(pod_with(ready, gate, unplaced))["status"]["conditions"]
+
+    assert first == second == [ready, gate, unplaced]
+    assert first[0] is second[0]
+    assert first[1] is not second[1]  # a readiness gate's type is the user's, so it is not kept forever
+    assert first[2] is not second[2]  # its reason and message are this pod's own

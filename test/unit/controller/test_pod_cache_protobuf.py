@@ -177,3 +177,17 @@ def test_a_pod_from_protobuf_keeps_the_node_it_is_bound_to() -> None:
     assert slim.get("spec") == {"nodeName": "node-c"}, slim
     body = MAGIC + field(1, field(2, b"PodList")) + field(2, field(2, data))
     assert CACHED.list(body)["items"] == [slim]
+
+
+def test_pods_from_protobuf_share_the_kubelet_conditions_those_from_json_do() -> None:
+    pod = PodMessage()
+    pod.metadata.name = "pi-worker-1"
+    condition = pod.status.conditions.add()
+    condition.type, condition.status = "ContainersReady", "True"
+    data = pod.SerializeToString()
+
+    from_protobuf = slim_pod_message(PodMessage.FromString(data))["status"]["conditions"][0]
+    from_json = slim_pod(as_json(PodMessage.FromString(data), POD))["status"]["conditions"][0]
+
+    assert from_protobuf == {"type": "ContainersReady", "status": "True"}
+    assert from_protobuf is from_json
