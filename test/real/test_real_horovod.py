@@ -198,8 +198,11 @@ class ElasticRun:
         return [(int(e), int(s), int(n), float(loss)) for e, s, n, loss in ELASTIC_EPOCH.findall(self.log())]
 
     def waits(self) -> list[tuple[int, int]]:
-        """Rank 0's waits for a world size: (size, before epoch)."""
-        return [(int(size), int(epoch)) for size, epoch in ELASTIC_WAITING.findall(self.log())]
+        """Rank 0's waits for a world size: (size, before epoch). A reset in the middle of a wait (a host
+        still in discover_hosts.sh tried again and failing while its pod is away) makes the run wait
+        again, and print the same line again: that is one wait, so repeats in a row count once."""
+        printed = [(int(size), int(epoch)) for size, epoch in ELASTIC_WAITING.findall(self.log())]
+        return [wait for wait, _ in itertools.groupby(printed)]
 
     def same_launcher(self) -> None:
         """Raises ProbeAborted once the launcher is not the pod it started with: waiting longer cannot help."""
