@@ -10,6 +10,7 @@ ServiceAccount with tokens of their own are told apart without giving either dif
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -60,6 +61,9 @@ def audit_policy(
     }
 
 
+AUDIT_LOG_MAX_MB = 1_000_000
+
+
 def apiserver_audit_args(
     workdir: Path,
     user: str,
@@ -72,7 +76,15 @@ def apiserver_audit_args(
     policy = workdir / "audit-policy.yaml"
     policy.write_text(yaml.safe_dump(audit_policy(user, bodies_of=bodies_of, deletes_of=deletes_of)))
     log = workdir / "audit.log"
-    return [f"--audit-policy-file={policy}", f"--audit-log-path={log}", "--audit-log-format=json"], log
+    # The API server rotates its audit log at 100 MB unless told otherwise, and the readers here follow
+    # one file by its offset: at 10,000 MPIJobs the log passed 100 MB and the tail read mid-line from the
+    # new file. A bound in megabytes no local run reaches keeps it one file.
+    return [
+        f"--audit-policy-file={policy}",
+        f"--audit-log-path={log}",
+        "--audit-log-format=json",
+        f"--audit-log-maxsize={AUDIT_LOG_MAX_MB}",
+    ], log
 
 
 @dataclass
@@ -135,6 +147,8 @@ class WritesTail:
     def read(self) -> Writes:
         if self.log.exists():
             with self.log.open("rb") as f:
+                if os.fstat(f.fileno()).st_size < self._offset:
+                    raise RuntimeError(f"{self.log} is shorter than what was read of it: rotated?")
                 f.seek(self._offset)
                 chunk = f.read()
             self._offset += len(chunk)

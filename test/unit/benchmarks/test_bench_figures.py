@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from mpioperator.testing.audit import WritesTail, count_writes, minimum_writes_per_job, read_writes
+from mpioperator.testing.audit import (
+    AUDIT_LOG_MAX_MB,
+    WritesTail,
+    apiserver_audit_args,
+    count_writes,
+    minimum_writes_per_job,
+    read_writes,
+)
 from test.benchmarks import contenders
 from test.benchmarks.report import KIB, MIB, Figures, Metric, Row, format_table, rows, scale_metrics, spread
 from test.benchmarks.scenarios import percentile
@@ -171,6 +178,24 @@ def test_audit_tail_counts_only_lines_appended_since_its_last_read_and_waits_for
     assert dict(writes.by_kind) == {("create", "pods"): 1, ("create", "services"): 1, ("delete", "pods"): 1}
     assert dict(writes.failed) == {("delete", "pods"): 1}
     assert writes == read_writes(log, OPERATOR)
+
+
+def test_a_tail_whose_log_was_rotated_under_it_says_so_instead_of_parsing_half_a_line(tmp_path: Path) -> None:
+    log = tmp_path / "audit.log"
+    tail = WritesTail(log, OPERATOR)
+    log.write_text(audit_line("create", "pods") + "\n" + audit_line("create", "services") + "\n")
+    tail.read()
+    log.write_text(audit_line("create", "jobs") + "\n")  # the API server began a new file
+
+    with pytest.raises(RuntimeError, match="rotated"):
+        tail.read()
+
+
+def test_the_api_servers_audit_log_is_kept_as_one_file_at_any_size_a_run_reaches(tmp_path: Path) -> None:
+    args, log = apiserver_audit_args(tmp_path, OPERATOR)
+    # Its default bound is 100 MB, which 10,000 MPIJobs' writes passed.
+    assert f"--audit-log-maxsize={AUDIT_LOG_MAX_MB}" in args and AUDIT_LOG_MAX_MB >= 100_000
+    assert f"--audit-log-path={log}" in args
 
 
 def test_paced_cpu_spread_is_each_rounds_ratio_around_their_median() -> None:
