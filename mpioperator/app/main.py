@@ -12,7 +12,7 @@ import structlog
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from mpioperator import __version__
-from mpioperator.app import logsetup
+from mpioperator.app import event_loop, logsetup
 from mpioperator.app import options as opts
 from mpioperator.app.gc_tuning import (
     pause_collection,
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     tune_gc()
     limit_arenas()
     try:
-        return asyncio.run(run(options))
+        return event_loop.run(run(options))
     except StartupError as exc:
         print(f"mpi-operator: {exc}", file=sys.stderr)
         return 1
@@ -100,7 +100,13 @@ async def run(
     """The operator until `stop` (by default: the first SIGTERM or SIGINT). A test starting it in-process
     passes its own `client` (closed here at the end), `stop` and `registry`."""
     scope = "cluster" if options.cluster_scoped else ",".join(options.namespaces)
-    log.info("starting", version=__version__, scope=scope, options=options.describe())
+    log.info(
+        "starting",
+        version=__version__,
+        scope=scope,
+        event_loop=event_loop.loop_name(asyncio.get_running_loop()),
+        options=options.describe(),
+    )
     if stop is None:
         stop = asyncio.Event()
         _install_signal_handlers(stop)

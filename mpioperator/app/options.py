@@ -42,8 +42,10 @@ class Options:
     lease_duration: float = 15.0
     renew_deadline: float = 5.0
     retry_period: float = 3.0
-    kube_api_qps: float = 5.0
-    kube_api_burst: int = 10
+    # The kubelet's defaults since Kubernetes 1.27 (upstream's operator: client-go's 5 and 10, under which
+    # the creates of one 16-worker job alone wait 1.8 s for tokens); docs/decisions-local.md L53.
+    kube_api_qps: float = 50.0
+    kube_api_burst: int = 100
     kube_api_content_type: str = PROTOBUF
     controller_queue_rate_limit: int = 10
     controller_queue_burst: int = 100
@@ -126,8 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(parser, "leader-elect-lease-duration", type=float, default=15.0, help="seconds")
     _flag(parser, "leader-elect-renew-deadline", type=float, default=5.0, help="seconds")
     _flag(parser, "leader-elect-retry-period", type=float, default=3.0, help="seconds")
-    _flag(parser, "kube-api-qps", type=float, default=5.0, help="client-side QPS limit for API calls")
-    _flag(parser, "kube-api-burst", type=int, default=10, help="client-side burst for API calls")
+    _flag(parser, "kube-api-qps", type=float, default=50.0, help="client-side QPS limit for API calls")
+    _flag(parser, "kube-api-burst", type=int, default=100, help="client-side burst for API calls")
     _flag(
         parser,
         "kube-api-content-type",

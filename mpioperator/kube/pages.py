@@ -32,8 +32,9 @@ def _json_continue(body: bytes) -> str | None:
     return str(token) if token else None
 
 
-# The most objects a page sized by its bytes asks for. Each page costs a client token (--kube-api-qps 5
-# by default), so small objects come many to a page: 5,000 Secrets of 16 KiB list in 6 pages.
+# The most objects a page sized by its bytes asks for. Each page costs a client token (of --kube-api-qps,
+# 5 a second for a user who kept upstream's), so small objects come many to a page: 5,000 Secrets of
+# 16 KiB list in 6 pages.
 MAX_PAGE_LIMIT = 5000
 
 

@@ -207,7 +207,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--operator-flags",
         default="",
-        help="more flags for the operator, e.g. '--kube-api-qps=50 --kube-api-burst=100' (default: upstream's)",
+        help="more flags for the operator, e.g. '--kube-api-qps=50 --kube-api-burst=100' (default: the operator's own defaults)",
     )
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
     return parser.parse_args(argv)

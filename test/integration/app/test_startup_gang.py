@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,3 +50,11 @@ def test_kubernetes_gang_scheduling_without_the_workload_api_exits_naming_the_fe
     assert "GenericWorkload=true,GangScheduling=true" in line
     assert "--runtime-config=scheduling.k8s.io/v1alpha2=true" in line
     assert "Traceback" not in result.stderr
+
+
+def test_the_operator_process_runs_on_uvloop(mpijobs_only: LocalCluster) -> None:
+    """The command users run starts its event loop from uvloop (its start-up line says which), whatever
+    then stops it: here the missing PodGroup CRD, after that line."""
+    result = run_operator(f"--kubeConfig={mpijobs_only.kubeconfig}", "--gang-scheduling=volcano")
+    starting = [json.loads(line) for line in result.stderr.splitlines() if '"starting"' in line]
+    assert [record["event_loop"] for record in starting] == ["uvloop"], result.stderr[-2000:]

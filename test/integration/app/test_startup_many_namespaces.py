@@ -1,6 +1,6 @@
 """An operator serving 30 namespaces with --exec-agent, whose start-up checks send a list per watched
 resource and an access review per right in each: liveness answers before the checks run, they spend no
-token of the controller's buckets (which would pace them to minutes at the default --kube-api-qps), and
+token of the controller's buckets (which would pace them to minutes at upstream's --kube-api-qps of 5), and
 the operator becomes ready. The times to liveness and to ready are printed (run with -s to see them)."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ def test_defaults_match_upstream() -> None:
     assert options.threadiness == 2
     assert options.monitoring_port == 0
     assert options.lock_namespace == "mpi-operator"
-    assert (options.kube_api_qps, options.kube_api_burst) == (5.0, 10)
+    assert (options.kube_api_qps, options.kube_api_burst) == (50.0, 100)  # ours (upstream: 5, 10)
     assert (options.controller_queue_rate_limit, options.controller_queue_burst) == (10, 100)
     assert options.gang_scheduling == ""
     assert options.cluster_domain == ""
