@@ -7,7 +7,8 @@ Three states of one job, each synced once to settle and then timed over several 
 
 * suspended: it ran, then was suspended (its launcher Job suspended, its workers gone);
 * held: created suspended and never started, as Kueue holds a job until it is admitted;
-* running, unchanged: every worker and the launcher Running, every child as the sync wants it.
+* running, unchanged: every worker and the launcher Running, every child as the sync wants it;
+* running, a pod changed: the same, with one worker's pod updated in the cache before each timed sync.
 
 Each line gives the median CPU time of the timed syncs (what the loop spent, less sensitive to a busy
 machine than the wall clock), their median and slowest wall time, and the API requests a timed sync made
@@ -24,6 +25,7 @@ import copy
 import statistics
 import time
 
+from mpioperator.cache.store import Store
 from mpioperator.controller.sync import SyncSettings
 from test.unit.controller import sync_fixtures as fx
 
@@ -55,8 +57,8 @@ def _running(workers: int) -> fx.Scene:
     return fx.running_scene(job, *(fx.worker(job, i) for i in range(workers)), settings=_allowing(workers))
 
 
-async def _measure(name: str, scene: fx.Scene, syncs: int) -> None:
-    fx.index_listers(scene)
+async def _measure(name: str, scene: fx.Scene, syncs: int, *, touch_a_worker: bool = False) -> None:
+    stores = fx.index_listers(scene)
     await scene.sync()
     # The cache now holds the status the first sync wrote, as the MPIJob informer would.
     written = [c.body for c in scene.writer.log if c.verb == "update_status" and c.body is not None]
@@ -64,7 +66,9 @@ async def _measure(name: str, scene: fx.Scene, syncs: int) -> None:
         scene.job["status"] = copy.deepcopy(written[-1]["status"])
     before = len(scene.writer.log)
     wall, cpu = [], []
-    for _ in range(syncs):
+    for n in range(syncs):
+        if touch_a_worker:
+            _touch_a_worker(stores["pods"].store, n)
         start, start_cpu = time.perf_counter(), time.process_time()
         await scene.sync()
         wall.append(time.perf_counter() - start)
@@ -77,10 +81,19 @@ async def _measure(name: str, scene: fx.Scene, syncs: int) -> None:
     )
 
 
+def _touch_a_worker(pods: Store, n: int) -> None:
+    """A new version of one worker pod in the cache, as a watch event brings (a new resourceVersion, its
+    status as before): the sync after it sees the job's pods changed."""
+    pod = copy.deepcopy(next(p for p in pods.list() if p["metadata"]["name"].endswith(f"-worker-{n}")))
+    pod["metadata"]["resourceVersion"] = str(1000 + n)
+    pods.update(pod)
+
+
 async def _main(workers: int, syncs: int) -> None:
     print(f"one sync of a {workers}-worker MPIJob, {syncs} timed syncs each")
     for name, build in (("suspended", _suspended), ("held (Kueue)", _held), ("running, unchanged", _running)):
         await _measure(name, build(workers), syncs)
+    await _measure("running, a pod changed", _running(workers), syncs, touch_a_worker=True)
 
 
 def main() -> None:
