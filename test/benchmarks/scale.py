@@ -17,7 +17,8 @@ start-up on the other's jobs is not counted), adds the stage's jobs and is measu
    (A, B, B, A, A, B, ...) so neither always goes first, then each one's probe (an MPIJob submitted
    while it was down): time to ready and to the probe's launcher Job;
 3. 3,000 more each (10,000 MPIJobs on the cluster), the same figures as 1;
-4. MPIJobs arriving at a steady rate among them, each contender in turn: create to launcher Job;
+4. MPIJobs arriving at a steady rate among them, each contender in turn: create to launcher Job (each
+   kept running until its arrivals have Succeeded, so the next does not finish them);
 5. the restarts of 2 again with all of them.
 
 Resident memory right after a contender's own growth is read at a different cluster size for each (the
@@ -41,8 +42,16 @@ from typing import TypeVar
 from mpioperator.testing.audit import LEASES
 from mpioperator.testing.wait import WaitTimeout, wait_for
 from test.benchmarks.contenders import Contender
-from test.benchmarks.scenarios import Bench, Figures, bench_job, latency, wait_alive, wait_quiet
-from test.benchmarks.timeline import Timeline
+from test.benchmarks.scenarios import (
+    LATENCY_GIVE_UP_S,
+    Bench,
+    Figures,
+    bench_job,
+    latency,
+    wait_alive,
+    wait_quiet,
+)
+from test.benchmarks.timeline import Timeline, condition_true
 
 SCALE_WORKERS = 4
 # What the stages are called in the figures, and the jobs each adds by default.
@@ -297,6 +306,25 @@ def _started_rss(
     return figures
 
 
+def _finish_arrivals(bench: Bench, contender: Contender, ns: str, log: Callable[[str], None]) -> None:
+    """Keep the contender running until the MPIJobs that arrived in `ns` have Succeeded (their launchers
+    run 10 s), so the next contender does not meet their ends as work of its own."""
+    path = f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs"
+
+    def unfinished() -> int:
+        return sum(1 for job in bench.cluster.rest.get(path)["items"] if not condition_true(job, "Succeeded"))
+
+    try:
+        wait_alive(
+            f"arrivals in {ns} Succeeded", lambda: unfinished() == 0, contender, timeout=LATENCY_GIVE_UP_S
+        )
+    except WaitTimeout:
+        log(
+            f"{contender.name}: {unfinished()} arrivals in {ns} not Succeeded; the next contender finishes them"
+        )
+    wait_quiet(bench, timeout=QUIET_TIMEOUT_S)
+
+
 def _merge(figures: dict[str, Figures], more: dict[str, Figures]) -> None:
     for name, values in more.items():
         figures[name] |= values
@@ -354,14 +382,11 @@ def scale(
             log(f"scale: {contender.name}, arrivals at {arrival_rate}/s among them")
             turns.run(contender)
             wait_quiet(bench, timeout=QUIET_TIMEOUT_S)
+            ns = f"bench-scale-latency-{short_name(contender.name)}"
             arrivals = latency(
-                bench,
-                contender,
-                rate=arrival_rate,
-                seconds=arrival_seconds,
-                workers=workers,
-                namespace=f"bench-scale-latency-{short_name(contender.name)}",
+                bench, contender, rate=arrival_rate, seconds=arrival_seconds, workers=workers, namespace=ns
             )
+            _finish_arrivals(bench, contender, ns, log)
             figures[contender.name] |= {f"scale_{key}": value for key, value in arrivals.items()}
         log("scale: restarts with all of them")
         _merge(figures, restarts(bench, turns, prefix="scale_startup", first_turn=1, log=log))
