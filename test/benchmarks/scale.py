@@ -57,6 +57,10 @@ SCALE_WORKERS = 4
 # What the stages are called in the figures, and the jobs each adds by default.
 STAGE_NAMES = ("first", "restart", "rest")
 STAGE_JOBS = (1000, 1000, 3000)
+# Which contender grows first in each stage (in_turn's turn): the first grows on the smaller cluster. The
+# growth rows the report shows are stage one's and stage three's children rate (CPU and writes: stage one,
+# stages two and three), so the first contender leads stage one and the second the two after it.
+STAGE_TURNS = (0, 1, 1)
 RSS_SAMPLES = 10
 # Restarts per start-up figure: one restart's time to ready varied by half on this 2-core machine.
 READY_SAMPLES = 5
@@ -355,7 +359,7 @@ def scale(
             turns.run(contender)
             wait_quiet(bench, timeout=QUIET_TIMEOUT_S)
             figures[contender.name]["scale_base_rss_b"] = _rss(contender)
-        for turn, (stage, jobs) in enumerate(zip(STAGE_NAMES, stage_jobs, strict=True)):
+        for turn, stage, jobs in zip(STAGE_TURNS, STAGE_NAMES, stage_jobs, strict=True):
             for contender in in_turn(contenders, turn):
                 log(f"scale, stage {stage}: {contender.name}, {jobs} MPIJobs x {workers}")
                 turns.run(contender)
@@ -378,7 +382,7 @@ def scale(
                 for name, values in figures.items():
                     log(f"{name}: so far {json.dumps({k: round(v, 3) for k, v in values.items()})}")
         # The reverse of stage 3's order: the contender left running goes first.
-        for contender in in_turn(contenders, len(STAGE_NAMES)):
+        for contender in in_turn(contenders, STAGE_TURNS[-1] + 1):
             log(f"scale: {contender.name}, arrivals at {arrival_rate}/s among them")
             turns.run(contender)
             wait_quiet(bench, timeout=QUIET_TIMEOUT_S)
