@@ -4,8 +4,9 @@ Two comparisons, each in alternating rounds: both operators with their work-queu
 they do not bind (the fair fight of their work per event), and both with the defaults users get. Each
 round starts a fresh full-tier cluster per contender (so neither inherits the other's objects or caches)
 and runs the same scenarios with the same QPS, burst and worker settings; the bare-client limit runs once
-per round of the first comparison, on a cluster of its own. Then each contender runs the scale scenario
-(test/benchmarks/scale.py) on a cluster of its own.
+per round of the first comparison, on a cluster of its own. Then the scale scenario
+(test/benchmarks/scale.py) runs both on ONE cluster, in turn: one operator at a time, each holding both
+operators' jobs in its caches, so neither meets a cluster less busy than the other's.
 
     .venv/bin/python -m test.benchmarks.bench_operators --out bench-results
     (or hack/bench-operators.sh, which also installs the chart's dependency and builds upstream)
@@ -92,24 +93,24 @@ def run_contender(contender: Contender, args: argparse.Namespace, root: Path) ->
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def run_scale(contender: Contender, args: argparse.Namespace, root: Path) -> Figures:
+def run_scale(contenders: list[Contender], args: argparse.Namespace, root: Path) -> dict[str, Figures]:
     workdir = Path(tempfile.mkdtemp(prefix="scale-", dir=root))
     bench = Bench.start(workdir)
     try:
-        contender.start(bench.cluster, workdir / "operator")
-        contender.wait_ready(timeout=120)
         figures = scale.scale(
             bench,
-            contender,
-            dir_factory(workdir, "restart-"),
+            contenders,
+            dir_factory(workdir, "operator-"),
             stage_jobs=args.scale_stages,
             arrival_rate=args.scale_arrival_rate,
             log=log,
         )
-        log(f"{contender.name}: {json.dumps({k: round(v, 3) for k, v in figures.items()})}")
+        for name, values in figures.items():
+            log(f"{name}: {json.dumps({k: round(v, 3) for k, v in values.items()})}")
         return figures
     finally:
-        contender.stop()
+        for contender in contenders:
+            contender.stop()
         bench.stop()
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -249,9 +250,8 @@ def main(argv: list[str] | None = None) -> None:
                 bare.append(run_bare(args, root))
     if not args.no_scale:
         # Upstream's default limits would take hours to work through this many jobs' events.
-        for contender in make_contenders(args, settings, RAISED_QUEUE, binary):
-            log(f"scale: {contender.name}")
-            scaled[contender.name] = run_scale(contender, args, root)
+        log("scale: every contender on one cluster, in turn")
+        scaled = run_scale(make_contenders(args, settings, RAISED_QUEUE, binary), args, root)
     if args.keep:
         log(f"cluster work directories kept in {root}")
     else:
@@ -350,17 +350,29 @@ def summarize(
         parts += ["", f"== {COMPARISON_TITLES[comparison]}", ""]
         parts += _comparison(args, names, comparison, result, bare)
     if scaled:
-        parts += ["", "== scale: " + _scale_title(args), ""]
+        parts += ["", "== scale: " + _scale_title(args, _sharing(scaled)), ""]
         parts += _scale(args, names, scaled)
     return "\n".join(parts)
 
 
-def _scale_title(args: argparse.Namespace) -> str:
+def _scale_title(args: argparse.Namespace, sharing: int = 1) -> str:
     first, second, third = args.scale_stages
-    return (
+    title = (
         f"long-running MPIJobs x {scale.SCALE_WORKERS} workers, {first:,}, then {second:,} more and a restart, "
         f"then {third:,} more; queue limits raised"
     )
+    if sharing == 1:
+        return title
+    total = sharing * (first + second + third)
+    return (
+        f"{title}; each of {sharing} operators adds these on ONE cluster, in turn, and holds all "
+        f"{total:,} MPIJobs / {total * (scale.SCALE_WORKERS + 1):,} pods in its caches at the end"
+    )
+
+
+def _sharing(scaled: dict[str, Figures]) -> int:
+    """How many contenders took turns on the scale scenario's cluster (1 in runs from before it had one)."""
+    return max((int(figures.get("scale_contenders", 1)) for figures in scaled.values()), default=1)
 
 
 def _comparison(
@@ -426,7 +438,8 @@ def _comparison(
 def _scale(args: argparse.Namespace, names: list[str], scaled: dict[str, Figures]) -> list[str]:
     if len(names) != 2 or not all(n in scaled for n in names):
         return [f"{name}: {json.dumps(figures, indent=1)}" for name, figures in scaled.items()]
-    chosen = report.scale_metrics(args.scale_stages, scale.SCALE_WORKERS)
+    sharing = _sharing(scaled)
+    chosen = report.scale_metrics(args.scale_stages, scale.SCALE_WORKERS, sharing)
     table = report.rows_of(chosen, [scaled[names[0]]], [scaled[names[1]]])
     parts = [report.format_table(table, names=(names[0], names[1]))]
     for name in names:
@@ -436,14 +449,27 @@ def _scale(args: argparse.Namespace, names: list[str], scaled: dict[str, Figures
                 parts.append(
                     f"{name}: {prefix.replace('_', ' ')} to ready over {scale.READY_SAMPLES} restarts: "
                     f"{run[f'{prefix}_ready_min_s']:.2f} to {run[f'{prefix}_ready_max_s']:.2f} s"
+                    + (
+                        f"; {run[f'{prefix}_probe_ready_s']:.2f} s in the probe's"
+                        if f"{prefix}_probe_ready_s" in run
+                        else ""
+                    )
                 )
+        if sharing > 1:
+            grown = [
+                f"{run[f'scale_{stage}_rss_b'] / report.MIB:,.0f} MiB with "
+                f"{run[f'scale_{stage}_cluster_jobs']:,.0f} MPIJobs on the cluster"
+                for stage in scale.STAGE_NAMES
+                if f"scale_{stage}_cluster_jobs" in run
+            ]
+            parts.append(f"{name}: RSS right after its own growth, quiet: {'; '.join(grown)}")
         if run.get("scale_latency_missing"):
             parts.append(
                 f"never: {name}, had not created the launcher Job of {run['scale_latency_missing']:.0f} of "
                 f"{run['scale_latency_samples']:.0f} MPIJobs arriving at scale "
                 f"{scenarios.LATENCY_GIVE_UP_S:.0f}s after the last arrived"
             )
-    parts += _chart(table, args.out / "bench-scale.png", "scale: " + _scale_title(args))
+    parts += _chart(table, args.out / "bench-scale.png", "scale: " + _scale_title(args, sharing))
     return parts
 
 

@@ -1,8 +1,9 @@
-"""Start-up to ready at scale, both operators on one cluster, in turn: the scale scenario starts each on a
-cluster of its own, whose load at restart time differs (kube-scheduler retrying thousands of pods that do
-not fit, for one), and on 2 cores that load decides most of the figure. Here one cluster gets the MPIJobs
-(made by our operator, all children running or pending), then the two restart one after the other, the
-order alternating per round, so each pair of figures saw the same cluster.
+"""Start-up to ready at scale, both operators on one cluster, in turn: on clusters of their own, whose load
+at restart time differs (kube-scheduler retrying thousands of pods that do not fit, for one), that load
+decides most of the figure on 2 cores. Here one cluster gets the MPIJobs (made by our operator, all
+children running or pending), then the two restart one after the other, the order alternating per round
+(scale.restart_rounds, which the scale scenario's restarts use too), so each pair of figures saw the same
+cluster. Unlike the scale scenario, nothing else is measured, and only one operator's jobs are there.
 
     KUBEBUILDER_ASSETS=$(bash hack/build-control-plane.sh) \\
         .venv/bin/python -m test.benchmarks.bench_startup_same_cluster --jobs 5000 --rounds 4
@@ -17,19 +18,8 @@ import tempfile
 from pathlib import Path
 
 from test.benchmarks.contenders import RAISED_QUEUE, Contender, Ours, Settings, Upstream, build_upstream
-from test.benchmarks.scale import SCALE_WORKERS, grow, pod_count, time_to_ready
+from test.benchmarks.scale import SCALE_WORKERS, RestartSample, grow, pod_count, restart_rounds
 from test.benchmarks.scenarios import Bench, wait_quiet
-
-
-def _restart(bench: Bench, contender: Contender, workdir: Path) -> tuple[float, float, float]:
-    """Seconds from start to ready, the CPU seconds spent by then and the peak RSS in MiB by then; the
-    contender is stopped after."""
-    try:
-        _, ready = time_to_ready(bench, contender, Path(tempfile.mkdtemp(dir=workdir)))
-        stats = contender.stats()
-        return ready, stats.cpu_seconds, stats.peak_rss_bytes / 2**20
-    finally:
-        contender.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,17 +43,21 @@ def main(argv: list[str] | None = None) -> int:
         grow(bench, ours, stage="all", jobs=args.jobs, workers=SCALE_WORKERS)
         ours.stop()
         print(f"{args.jobs} MPIJobs, {pod_count(bench)} pods", flush=True)
-        for n in range(args.rounds):
-            for contender in contenders if n % 2 == 0 else contenders[::-1]:
-                seconds, cpu_s, rss_mib = _restart(bench, contender, workdir)
-                ready[contender.name].append(seconds)
-                cpu[contender.name].append(cpu_s)
-                rss[contender.name].append(rss_mib)
-                print(
-                    f"round {n + 1} {contender.name:<16} ready {seconds:6.2f}s  CPU {cpu_s:5.2f}s"
-                    f"  peak RSS {rss_mib:6.1f} MiB",
-                    flush=True,
-                )
+
+        def record(sample: RestartSample) -> None:
+            rss_mib = sample.peak_rss_b / 2**20
+            ready[sample.contender].append(sample.ready_s)
+            cpu[sample.contender].append(sample.cpu_s)
+            rss[sample.contender].append(rss_mib)
+            print(
+                f"round {sample.round} {sample.contender:<16} ready {sample.ready_s:6.2f}s  CPU {sample.cpu_s:5.2f}s"
+                f"  peak RSS {rss_mib:6.1f} MiB",
+                flush=True,
+            )
+
+        restart_rounds(
+            bench, contenders, lambda: Path(tempfile.mkdtemp(dir=workdir)), args.rounds, on_sample=record
+        )
     finally:
         for contender in contenders:
             contender.stop()

@@ -158,8 +158,14 @@ def _restart_metrics(prefix: str, size: str, jobs: int) -> list[Metric]:
     ]
 
 
-def scale_metrics(stage_jobs: Sequence[int], workers: int) -> list[Metric]:
-    """The scale scenario's figures; `stage_jobs` are the jobs each stage added, for the labels."""
+def scale_metrics(stage_jobs: Sequence[int], workers: int, sharing: int = 1) -> list[Metric]:
+    """The scale scenario's figures; `stage_jobs` are the jobs each stage added, for the labels.
+
+    `sharing`: how many contenders took turns on the one cluster, each adding `stage_jobs` (1: each had a
+    cluster of its own, as in runs before 2026-11-29, or only one ran).
+    """
+    if sharing > 1:
+        return _shared_scale_metrics(stage_jobs, workers, sharing)
     first, second, third = stage_jobs
     at_first, at_restart, total = first, first + second, first + second + third
     pods = workers + 1
@@ -181,19 +187,7 @@ def scale_metrics(stage_jobs: Sequence[int], workers: int) -> list[Metric]:
         Metric(f"RSS with {jobs(total)}", "MiB", lambda f: f["scale_rest_rss_b"] / MIB, False, 0.5),
         *_restart_metrics("startup", jobs(at_restart), at_restart),
         *_restart_metrics("scale_startup", jobs(total), total),
-        Metric(
-            f"launcher Job p50, arrivals among {total:,}",
-            "ms",
-            lambda f: 1000 * f["scale_latency_p50_s"],
-            False,
-        ),
-        Metric(
-            f"launcher Job p99, arrivals among {total:,}",
-            "ms",
-            lambda f: 1000 * f["scale_latency_p99_s"],
-            False,
-            1.0,
-        ),
+        *_arrival_metrics(total),
         Metric(f"CPU per job, first {at_first:,}", "ms", _per_job_added("cpu_s", ("first",), 1000), False),
         Metric(
             f"CPU per job, {at_first:,} to {total:,}",
@@ -212,6 +206,103 @@ def scale_metrics(stage_jobs: Sequence[int], workers: int) -> list[Metric]:
         ),
         Metric(f"RSS per job, 0 to {at_first:,}", "KiB", _rss_per_job(None, "first"), False),
         Metric(f"RSS per job, {at_first:,} to {total:,}", "KiB", _rss_per_job("first", "rest"), False),
+    ]
+
+
+def _arrival_metrics(among: int) -> list[Metric]:
+    return [
+        Metric(
+            f"launcher Job p50, arrivals among {among:,}",
+            "ms",
+            lambda f: 1000 * f["scale_latency_p50_s"],
+            False,
+        ),
+        Metric(
+            f"launcher Job p99, arrivals among {among:,}",
+            "ms",
+            lambda f: 1000 * f["scale_latency_p99_s"],
+            False,
+            1.0,
+        ),
+    ]
+
+
+def _started_rss_per_job(low: str | None, high: str, jobs: float) -> Callable[[Figures], float]:
+    """Resident memory per job on the cluster between two readings of a contender started on it."""
+
+    def per_job(f: Figures) -> float:
+        base = f["scale_base_rss_b"] if low is None else f[f"scale_{low}_started_rss_b"]
+        return (f[f"scale_{high}_started_rss_b"] - base) / jobs / KIB
+
+    return per_job
+
+
+def _shared_scale_metrics(stage_jobs: Sequence[int], workers: int, sharing: int) -> list[Metric]:
+    """The figures of contenders in turn on one cluster: a stage's growth is each contender's own jobs,
+    while the cluster (and so every cache, memory and start-up) holds all contenders' jobs."""
+    first, second, third = stage_jobs
+    pods = workers + 1
+    at_first, at_restart, total = (sharing * n for n in (first, first + second, first + second + third))
+
+    def jobs(n: int) -> str:
+        return f"{n:,} jobs / {n * pods:,} pods"
+
+    return [
+        Metric(f"children of {first:,} MPIJobs, stage 1", "jobs/s", _stage_rate("first"), True, 1.0),
+        Metric(
+            f"children of {third:,} MPIJobs, stage 3 ({at_restart:,}+ on the cluster)",
+            "jobs/s",
+            _stage_rate("rest"),
+            True,
+            1.0,
+        ),
+        Metric("RSS, ready, no jobs", "MiB", lambda f: f["scale_base_rss_b"] / MIB, False),
+        Metric(
+            f"RSS started on {jobs(at_first)}", "MiB", lambda f: f["scale_first_started_rss_b"] / MIB, False
+        ),
+        Metric(
+            f"RSS started on {jobs(total)}",
+            "MiB",
+            lambda f: f["scale_rest_started_rss_b"] / MIB,
+            False,
+            0.5,
+        ),
+        *_restart_metrics("startup", jobs(at_restart), at_restart),
+        *_restart_metrics("scale_startup", jobs(total), total),
+        *_arrival_metrics(total),
+        Metric(
+            f"CPU per job added, stage 1 ({first:,})", "ms", _per_job_added("cpu_s", ("first",), 1000), False
+        ),
+        Metric(
+            f"CPU per job added, stages 2-3 ({second + third:,})",
+            "ms",
+            _per_job_added("cpu_s", ("restart", "rest"), 1000),
+            False,
+        ),
+        Metric(
+            f"writes per job added, stage 1 ({first:,})",
+            "requests",
+            _per_job_added("writes", ("first",), 1),
+            False,
+        ),
+        Metric(
+            f"writes per job added, stages 2-3 ({second + third:,})",
+            "requests",
+            _per_job_added("writes", ("restart", "rest"), 1),
+            False,
+        ),
+        Metric(
+            f"RSS per job on the cluster, 0 to {at_first:,}",
+            "KiB",
+            _started_rss_per_job(None, "first", at_first),
+            False,
+        ),
+        Metric(
+            f"RSS per job on the cluster, {at_first:,} to {total:,}",
+            "KiB",
+            _started_rss_per_job("first", "rest", total - at_first),
+            False,
+        ),
     ]
 
 

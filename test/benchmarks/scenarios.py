@@ -1,4 +1,4 @@
-"""The benchmark's scenarios, each run against one contender on its own fresh cluster.
+"""The benchmark's scenarios, each run against one contender (on a fresh cluster of its own but for scale.py's).
 
 Every scenario returns plain figures (seconds, bytes, counts) keyed by a short metric name; the runner
 alternates contenders and the report turns the figures into a table and a chart.
@@ -197,12 +197,20 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[int(rank) - 1]
 
 
-def latency(bench: Bench, contender: Contender, *, rate: float, seconds: float, workers: int) -> Figures:
+def latency(
+    bench: Bench,
+    contender: Contender,
+    *,
+    rate: float,
+    seconds: float,
+    workers: int,
+    namespace: str = "bench-latency",
+) -> Figures:
     """MPIJobs arriving at `rate` per second, each timed from its create to its launcher Job appearing.
 
     The arrivals themselves, their workers starting and earlier jobs finishing are the background load.
     """
-    ns = bench.namespace("bench-latency")
+    ns = bench.namespace(namespace)
     timeline = Timeline(bench.cluster.rest, ns, kinds=("jobs",)).start(expected_children=1)
     count = int(rate * seconds)
     sent: dict[str, float] = {}

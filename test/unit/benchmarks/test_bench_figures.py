@@ -265,3 +265,35 @@ def test_ready_is_timed_by_the_ready_lines_own_timestamp_in_either_log() -> None
     )
     with pytest.raises(ValueError, match="no ready line"):
         contenders.ours_ready_at(ours_log.splitlines()[0])
+
+
+def test_two_contenders_on_one_cluster_are_compared_at_the_clusters_size_from_readings_started_on_it() -> (
+    None
+):
+    figures = scale_figures(
+        base=100 * MIB,
+        rss={"first": 999 * MIB, "rest": 999 * MIB},
+        cpu={"first": 20.0, "restart": 30.0, "rest": 90.0},
+        writes={"first": 13_000.0, "restart": 13_500.0, "rest": 40_500.0},
+    )
+    # Both contenders' jobs are on the cluster: 2,000 after stage 1, 10,000 at the end.
+    figures["scale_first_started_rss_b"] = 100 * MIB + 2000 * 50 * KIB
+    figures["scale_rest_started_rss_b"] = 100 * MIB + 2000 * 50 * KIB + 8000 * 40 * KIB
+    chosen = {m.label: m for m in scale_metrics((1000, 1000, 3000), 4, sharing=2)}
+    values = {label: m.value(figures) for label, m in chosen.items() if "per job" in label}
+
+    assert values["RSS per job on the cluster, 0 to 2,000"] == 50.0
+    assert values["RSS per job on the cluster, 2,000 to 10,000"] == 40.0
+    assert chosen["RSS started on 10,000 jobs / 50,000 pods"].target == 0.5
+    assert chosen["start-up to ready, 4,000 jobs / 20,000 pods (median)"].target == 1.0
+    assert "start-up to a new job's launcher, 10,000 jobs" in chosen
+    # Growth costs stay per job the contender added itself.
+    assert values["CPU per job added, stages 2-3 (4,000)"] == 30.0
+    assert values["writes per job added, stage 1 (1,000)"] == 13.0
+
+
+def test_results_from_clusters_of_their_own_keep_their_labels() -> None:
+    labels = [m.label for m in scale_metrics((1000, 1000, 3000), 4)]
+    assert "RSS with 5,000 jobs / 25,000 pods" in labels
+    assert "start-up to ready, 2,000 jobs / 10,000 pods (median)" in labels
+    assert not any("started on" in label for label in labels)
