@@ -8,8 +8,8 @@ busy, and on 2 cores that load decided most of the start-up figure.
 
 Each contender adds its jobs in namespaces of its own, and each one's caches hold every job on the
 cluster, the other's too: the cluster holds twice the stage totals, 10,000 MPIJobs and 50,000 pods at the
-default stages. In each stage the contenders take turns (ours first, then upstream first, then ours
-first); each is started, or already running, waits until it is ready and its writes have settled (its
+default stages. In each stage the contenders take turns (ours first, then upstream first twice:
+STAGE_TURNS); each is started, or already running, waits until it is ready and its writes have settled (its
 start-up on the other's jobs is not counted), adds the stage's jobs and is measured:
 
 1. 1,000 MPIJobs each: time until every child exists, CPU, writes, resident memory once quiet;
