@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import shlex
 import statistics
 import tempfile
 import threading
@@ -225,7 +226,11 @@ def main(argv: list[str] | None = None) -> None:
         work = Path(tempfile.mkdtemp(prefix="mpioperator-breakdown-"))
         operator = OperatorProcess(
             cluster,
-            args=(f"--lock-namespace={OPERATOR_NAMESPACE}", "--exec-agent"),
+            args=(
+                f"--lock-namespace={OPERATOR_NAMESPACE}",
+                "--exec-agent",
+                *shlex.split(args.operator_flags),
+            ),
             workdir=work / "operator",
         )
         try:
