@@ -188,24 +188,20 @@ def scale_metrics(stage_jobs: Sequence[int], workers: int, sharing: int = 1) -> 
         *_restart_metrics("startup", jobs(at_restart), at_restart),
         *_restart_metrics("scale_startup", jobs(total), total),
         *_arrival_metrics(total),
-        Metric(f"CPU per job, first {at_first:,}", "ms", _per_job_added("cpu_s", ("first",), 1000), False),
-        Metric(
-            f"CPU per job, {at_first:,} to {total:,}",
-            "ms",
-            _per_job_added("cpu_s", ("restart", "rest"), 1000),
-            False,
-        ),
-        Metric(
-            f"writes per job, first {at_first:,}", "requests", _per_job_added("writes", ("first",), 1), False
-        ),
-        Metric(
-            f"writes per job, {at_first:,} to {total:,}",
-            "requests",
-            _per_job_added("writes", ("restart", "rest"), 1),
-            False,
-        ),
+        *_growth_cost_metrics("per job", f"first {at_first:,}", f"{at_first:,} to {total:,}"),
         Metric(f"RSS per job, 0 to {at_first:,}", "KiB", _rss_per_job(None, "first"), False),
         Metric(f"RSS per job, {at_first:,} to {total:,}", "KiB", _rss_per_job("first", "rest"), False),
+    ]
+
+
+def _growth_cost_metrics(per: str, first: str, rest: str) -> list[Metric]:
+    """CPU and writes per job a contender added: in stage one (`first`), and in stages two and three."""
+    later = ("restart", "rest")
+    return [
+        Metric(f"CPU {per}, {first}", "ms", _per_job_added("cpu_s", ("first",), 1000), False),
+        Metric(f"CPU {per}, {rest}", "ms", _per_job_added("cpu_s", later, 1000), False),
+        Metric(f"writes {per}, {first}", "requests", _per_job_added("writes", ("first",), 1), False),
+        Metric(f"writes {per}, {rest}", "requests", _per_job_added("writes", later, 1), False),
     ]
 
 
@@ -270,27 +266,7 @@ def _shared_scale_metrics(stage_jobs: Sequence[int], workers: int, sharing: int)
         *_restart_metrics("startup", jobs(at_restart), at_restart),
         *_restart_metrics("scale_startup", jobs(total), total),
         *_arrival_metrics(total),
-        Metric(
-            f"CPU per job added, stage 1 ({first:,})", "ms", _per_job_added("cpu_s", ("first",), 1000), False
-        ),
-        Metric(
-            f"CPU per job added, stages 2-3 ({second + third:,})",
-            "ms",
-            _per_job_added("cpu_s", ("restart", "rest"), 1000),
-            False,
-        ),
-        Metric(
-            f"writes per job added, stage 1 ({first:,})",
-            "requests",
-            _per_job_added("writes", ("first",), 1),
-            False,
-        ),
-        Metric(
-            f"writes per job added, stages 2-3 ({second + third:,})",
-            "requests",
-            _per_job_added("writes", ("restart", "rest"), 1),
-            False,
-        ),
+        *_growth_cost_metrics("per job added", f"stage 1 ({first:,})", f"stages 2-3 ({second + third:,})"),
         Metric(
             f"RSS per job on the cluster, 0 to {at_first:,}",
             "KiB",
