@@ -178,20 +178,28 @@ def cgroup_dirs(name: str) -> list[Path]:
 def cgroup_pids(name: str) -> set[int]:
     pids: set[int] = set()
     for root in cgroup_dirs(name):
-        for procs in root.rglob("cgroup.procs"):
+        for directory in _cgroup_tree_deepest_first(root):
             with contextlib.suppress(OSError, ValueError):
-                pids.update(int(p) for p in procs.read_text().split())
+                pids.update(int(p) for p in (directory / "cgroup.procs").read_text().split())
     return pids
+
+
+def _cgroup_tree_deepest_first(root: Path) -> list[Path]:
+    """The cgroup directories under `root` and `root` itself, children before parents. The kernel removes a
+    container's cgroup while we walk when its shim exits: os.walk skips a directory gone before it was
+    listed (pathlib's rglob raises), so the walk sees what is there."""
+    found: list[Path] = []
+    for directory, _subdirs, _files in os.walk(root, topdown=False):
+        found.append(Path(directory))
+    return found
 
 
 def remove_cgroup_root(name: str) -> None:
     """Deepest first: a cgroup directory can only be removed once it has no children and no processes."""
     for root in cgroup_dirs(name):
-        for directory in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+        for directory in _cgroup_tree_deepest_first(root):
             with contextlib.suppress(OSError):
                 directory.rmdir()
-        with contextlib.suppress(OSError):
-            root.rmdir()
 
 
 # -- processes --------------------------------------------------------------------------------------------
