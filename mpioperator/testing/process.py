@@ -118,7 +118,12 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+    try:
+        stats = list(Path(f"/proc/{pid}/task").glob("*/stat"))
+    except FileNotFoundError:
+        # Reaped between kill(0) and the look at its threads: gone, which is an answer, not an error.
+        return False
+    for stat in stats:
         try:
             state = stat.read_text().rsplit(")", 1)[-1].split()[0]
         except (OSError, IndexError):

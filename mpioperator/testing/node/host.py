@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from mpioperator.testing.node.settings import NodeNetwork
-from mpioperator.testing.process import pid_alive, wait_pids_gone
+from mpioperator.testing.process import wait_pids_gone
 
 IPTABLES_TABLES = ("filter", "nat", "mangle", "raw")
 
@@ -211,16 +211,7 @@ def kill_pids(pids: Iterable[int], *, timeout: float = 15.0) -> list[int]:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
-    return wait_pids_gone(pids, timeout, is_alive=_still_alive)
-
-
-def _still_alive(pid: int) -> bool:
-    """pid_alive, for a process we just killed: its /proc directory can go between pid_alive's kill(0) and
-    its look at the threads, and that is the answer we wait for, not an error."""
-    try:
-        return pid_alive(pid)
-    except FileNotFoundError:
-        return False
+    return wait_pids_gone(pids, timeout)
 
 
 def pids_with_argument(fragment: str) -> list[int]:
