@@ -38,7 +38,7 @@ from mpioperator.controller.events import NORMAL
 from mpioperator.controller.feature import FeatureFactory, FeaturePorts, FeatureSet, Seen
 from mpioperator.controller.log_follower import FollowSettings
 from mpioperator.controller.metrics import JobMetrics
-from mpioperator.controller.pod_state import PodStates
+from mpioperator.controller.pod_state import PodStateMemory
 from mpioperator.controller.ports import Listers, PodLogs, Recorder, Writer
 from mpioperator.controller.said_before import SaidBefore
 from mpioperator.controller.status import StatusEvent, compute_status
@@ -103,6 +103,7 @@ class JobSyncer:
         self._said = SaidBefore()
         self._reporter = report.Reporter(self._settings.worker_startup_deadline_seconds)
         self._counts_settle = report.CountsSettle()
+        self._pod_states = PodStateMemory()
         backend = backend or NullBackend()
         waiter = HostWaiter(self._settings.host_waiter_image, self._settings.worker_startup_deadline_seconds)
         self._features = FeatureSet()  # filled below: the features need the child reconciler as a port
@@ -206,7 +207,8 @@ class JobSyncer:
                 self._reporter.forget(uid)
             return SyncResult(requeue_after=stop.requeue_after)
 
-        pods = PodStates()  # each pod this sync reads described once (pod_state.py)
+        # Each pod this sync reads described once, those unchanged since the job's last sync not again.
+        pods = self._pod_states.begin(uid)
         step = await self._step.run(job, ext, suspended=suspended, now=now, states=pods)
         launcher = step.launcher
         if suspended:
@@ -245,6 +247,8 @@ class JobSyncer:
             # job's series, and those just observed would otherwise stay for good.
             empty = not self._l.mpijobs.select(ns, {})
             self._metrics.forget_deleted(ns, name, namespace_empty=empty)
+        else:
+            self._pod_states.keep(uid, pods)  # not for a deleted job: its delete handler forgot it
         revisit = self._features.recheck_after(job, ext, now)
         waits = [
             w
@@ -291,6 +295,7 @@ class JobSyncer:
         """The job finished or was deleted: what the sync kept of it goes."""
         self._children.forget(uid)
         self._reporter.forget(uid)
+        self._pod_states.forget(uid)
 
     async def _clean_up(self, job: Obj, ext: Extensions, status: Obj) -> None:
         """upstream's cleanUpWorkerPods: worker pods per cleanPodPolicy, then the gang's PodGroup."""
