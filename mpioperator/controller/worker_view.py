@@ -28,6 +28,10 @@ def worker_selector(job: Obj) -> dict[str, str]:
     }
 
 
+# Per pod object (by id): the pod, the index its name says for the job, whether the job controls it.
+_Facts = dict[int, tuple[Obj, int | None, bool]]
+
+
 @dataclass(slots=True)
 class WorkerView:
     """One reading of a job's worker pods. Its lists are shared: callers must not change them."""
@@ -40,6 +44,8 @@ class WorkerView:
     complete: bool  # every index has a listed pod and the job controls each
     # What the ConfigMap step derived from this view (its hostfile inputs), by what else it depends on.
     derived: dict[Hashable, Hashable] = field(default_factory=dict)
+    # What each listed pod's name and owners said, for the next reading of the same job.
+    facts: _Facts = field(default_factory=dict)
 
 
 def hostfile_key(job: Obj) -> Hashable:
@@ -58,17 +64,31 @@ def hostfile_key(job: Obj) -> Hashable:
     )
 
 
-def _read(job: Obj, listed: list[Obj]) -> WorkerView:
+def _read(job: Obj, listed: list[Obj], before: _Facts) -> WorkerView:
+    """The view of `listed`; a pod that is the very same object as in the job's last reading (`before`)
+    keeps what its name and owners said then: a big job whose one pod changed reads that pod anew."""
     by_index: list[Obj | None] = [None] * accessors.worker_replicas(job)
+    facts: _Facts = {}
+    controlled: list[Obj] = []
+    running: list[Obj] = []
+    all_present_controlled = True
     for pod in listed:
-        index = names.worker_index(job, pod["metadata"]["name"])
+        known = before.get(id(pod))
+        if known is None or known[0] is not pod:
+            known = (pod, names.worker_index(job, pod["metadata"]["name"]), is_controlled_by(pod, job))
+        facts[id(pod)] = known
+        _, index, ours = known
         if index is not None and index < len(by_index):
             by_index[index] = pod
-    controlled = [p for p in listed if is_controlled_by(p, job)]
-    running = [p for p in controlled if p.get("status", {}).get("phase") == "Running"]
+        if ours:
+            controlled.append(pod)
+            if pod.get("status", {}).get("phase") == "Running":
+                running.append(pod)
     present = [p for p in by_index if p is not None]
-    complete = len(present) == len(by_index) and all(is_controlled_by(p, job) for p in present)
-    return WorkerView(listed, by_index, controlled, running, present, complete)
+    if len(present) == len(by_index):
+        all_present_controlled = all(facts[id(p)][2] for p in present)
+    complete = len(present) == len(by_index) and all_present_controlled
+    return WorkerView(listed, by_index, controlled, running, present, complete, facts=facts)
 
 
 class WorkerViews:
@@ -90,7 +110,8 @@ class WorkerViews:
         if kept is not None and kept[0] == key:
             self._views.move_to_end(uid)
             return kept[1]
-        view = _read(job, pods.select(ns, selector))
+        # The last reading's per-pod answers hold for the same job: the uid names it, and its name with it.
+        view = _read(job, pods.select(ns, selector), kept[1].facts if kept is not None else {})
         if uid and version is not None:
             self._remember(uid, key, view)
         return view
