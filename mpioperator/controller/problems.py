@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mpioperator.api import constants as api
+from mpioperator.controller.pod_state import PodStates
 
 Obj = dict[str, Any]
 
@@ -148,19 +149,38 @@ def _order(problem: PodProblem) -> tuple[int, int, str]:
     return (0 if problem.replica_type == api.LAUNCHER else 1, problem.index, problem.pod)
 
 
+def calm(pod: Obj) -> bool:
+    """Whether `pod_problem` finds nothing in the pod whatever the time: it is placed or waits for no
+    reason, no container waits for a reason of STUCK_REASONS and none ever restarted (a crash counts for a
+    while after a restart only). A pure function of the pod, so its answer can be kept with it."""
+    status = pod.get("status") or {}
+    for cond in status.get("conditions") or ():
+        if cond.get("type") == "PodScheduled" and cond.get("reason") == "Unschedulable":
+            return False
+    for container in _containers(pod):
+        if int(container.get("restartCount") or 0) > 0:
+            return False
+        if ((container.get("state") or {}).get("waiting") or {}).get("reason") in _PRIORITY:
+            return False
+    return True
+
+
 def stuck_pods(
-    launcher_pods: list[Obj], workers: list[Obj], now: dt.datetime
+    launcher_pods: list[Obj], workers: list[Obj], now: dt.datetime, states: PodStates | None = None
 ) -> tuple[list[PodProblem], float | None]:
-    """Every stuck pod, launcher first then workers by index; and the soonest re-check, if one is due."""
+    """Every stuck pod, launcher first then workers by index; and the soonest re-check, if one is due.
+    `states`: the sync's pod descriptions (pod_state.py), which keep whether a pod is `calm`."""
     problems: list[PodProblem] = []
     recheck: float | None = None
-    typed = [*((p, api.LAUNCHER) for p in launcher_pods), *((p, api.WORKER) for p in workers)]
-    for pod, kind in typed:
-        problem, again = pod_problem(pod, now, kind)
-        if problem is not None:
-            problems.append(problem)
-        if again is not None:
-            recheck = again if recheck is None else min(recheck, again)
+    for kind, pods in ((api.LAUNCHER, launcher_pods), (api.WORKER, workers)):
+        for pod in pods:
+            if states is not None and states.fact(pod, "calm", calm):
+                continue
+            problem, again = pod_problem(pod, now, kind)
+            if problem is not None:
+                problems.append(problem)
+            if again is not None:
+                recheck = again if recheck is None else min(recheck, again)
     return sorted(problems, key=_order), recheck
 
 
@@ -231,13 +251,15 @@ def last_bad_end(pod: Obj) -> Obj | None:
     return _last_bad_end(pod)
 
 
-def worker_endings(workers: list[Obj]) -> str:
-    """`worker a was OOMKilled (exit code 137), worker b ended with exit code 3`, at most MAX_NAMED."""
+def worker_endings(workers: list[Obj], states: PodStates | None = None) -> str:
+    """`worker a was OOMKilled (exit code 137), worker b ended with exit code 3`, at most MAX_NAMED.
+    `states`: the sync's pod descriptions (pod_state.py), which keep each pod's bad end."""
+    bad_end = _last_bad_end if states is None else (lambda p: states.fact(p, "last bad end", _last_bad_end))
+    bad = [(pod, terminated) for pod in workers if (terminated := bad_end(pod)) is not None]
     ended = []
-    for pod in sorted(workers, key=lambda p: (replica_index(p), (p.get("metadata") or {}).get("name", ""))):
-        terminated = _last_bad_end(pod)
-        if terminated is None:
-            continue
+    for pod, terminated in sorted(
+        bad, key=lambda ended: (replica_index(ended[0]), (ended[0].get("metadata") or {}).get("name", ""))
+    ):
         name = (pod.get("metadata") or {}).get("name", "")
         verb = "was" if terminated.get("reason") == "OOMKilled" else "ended with"
         ended.append(f"worker {name} {verb} {_ending(terminated)}")

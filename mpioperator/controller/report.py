@@ -118,7 +118,7 @@ class Reporter:
 
         def stuck() -> tuple[tuple[list[PodProblem], float | None], float | None]:
             # Kept until the soonest a recent crash stops counting (when the answer can change).
-            found, recheck = stuck_pods(launcher_pods, workers, now)
+            found, recheck = stuck_pods(launcher_pods, workers, now, states)
             until = None if recheck is None else clock + recheck
             return (found, until), until
 
@@ -152,7 +152,7 @@ class Reporter:
         words = self._remember(job["metadata"].get("uid", ""), last_words(launcher_pods))
         # A waiter that gave up: its last words are the verdict's message already.
         endings = self._walks.walk(
-            uid, launcher_pods, workers, "endings", lambda: (worker_endings(workers), None), clock
+            uid, launcher_pods, workers, "endings", lambda: (worker_endings(workers, states), None), clock
         )
         detail = "; ".join(part for part in (endings, words) if part and not unreachable)
         waits = [w for w in (crash_recheck, verdict.recheck_after) if w is not None]

@@ -99,4 +99,5 @@ def tasks(launcher_pods: list[Obj], workers: list[Obj], states: PodStates | None
     newest_first = sorted(
         launcher_pods, key=lambda p: (p.get("metadata") or {}).get("creationTimestamp") or "", reverse=True
     )
-    return [_task(api.LAUNCHER, newest_first, states), _task(api.WORKER, sorted(workers, key=_index), states)]
+    by_index = sorted(workers, key=lambda p: states.fact(p, "index from name", _index))
+    return [_task(api.LAUNCHER, newest_first, states), _task(api.WORKER, by_index, states)]

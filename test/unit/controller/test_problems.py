@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
+from mpioperator.api.objects import Obj
+from mpioperator.controller.pod_state import PodStates
 from mpioperator.controller.problems import (
     CRASH_LOOP_WINDOW,
+    calm,
     describe,
     last_words,
     pod_problem,
@@ -203,3 +208,44 @@ def test_a_launcher_pod_being_deleted_speaks_of_its_end_before_the_deletion() ->
     assert last_words([pod]) == "launcher l-a ended with exit code 139: segfault"
     pod["metadata"]["deletionTimestamp"] = "2026-03-04T05:06:00Z"
     assert last_words([pod]) == "launcher l-a ended with exit code 3: rank 0 exited 3"
+
+
+# Pods of every kind the tests above use: placed or not, waiting, crash-looping, restarted long ago or
+# just now, ended well or badly, being deleted.
+_VARIED = [
+    job_pod("j-worker-0", index=0),
+    job_pod("j-worker-1", "Pending", index=1, conditions=unschedulable(SCHEDULER)),
+    job_pod("j-worker-2", "Pending", index=2, containers=[waiting("ContainerCreating")]),
+    job_pod("j-worker-3", index=3, containers=[waiting("ErrImagePull", "not found")]),
+    job_pod("j-worker-4", index=4, containers=[restarted("Error", 3, seconds_ago=10)]),
+    job_pod("j-worker-5", index=5, containers=[restarted("OOMKilled", 137, seconds_ago=500)]),
+    job_pod("j-worker-6", "Failed", index=6, containers=[terminated("Error", 1)]),
+    job_pod("j-worker-7", "Succeeded", index=7, containers=[terminated("Completed", 0)]),
+    job_pod("j-worker-8", index=8, containers=[{"name": "c", "state": {"running": {}}, "restartCount": 0}]),
+]
+
+
+@pytest.mark.parametrize("pod", _VARIED, ids=lambda p: p["metadata"]["name"])
+@pytest.mark.parametrize("later", [0.0, 30.0, CRASH_LOOP_WINDOW + 1, 3600.0])
+def test_a_calm_pod_has_no_problem_at_any_time(pod: Obj, later: float) -> None:
+    if calm(pod):
+        assert pod_problem(pod, NOW + dt.timedelta(seconds=later)) == (None, None)
+
+
+def test_pods_that_can_be_stuck_are_not_calm() -> None:
+    assert [p["metadata"]["name"] for p in _VARIED if not calm(p)] == [
+        "j-worker-1",
+        "j-worker-3",
+        "j-worker-4",
+        "j-worker-5",
+    ]
+
+
+def test_the_walks_answer_the_same_with_kept_pod_facts_and_without() -> None:
+    launcher = job_pod("j-launcher-x", role="launcher", containers=[waiting("CrashLoopBackOff")])
+    first = PodStates()
+    for now in (NOW, NOW + dt.timedelta(seconds=CRASH_LOOP_WINDOW + 1)):
+        kept = PodStates(first)  # a later sync, starting from the first one's answers
+        assert stuck_pods([launcher], _VARIED, now, first) == stuck_pods([launcher], _VARIED, now)
+        assert stuck_pods([launcher], _VARIED, now, kept) == stuck_pods([launcher], _VARIED, now)
+        assert worker_endings(_VARIED, kept) == worker_endings(_VARIED)
