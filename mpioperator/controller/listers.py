@@ -45,10 +45,14 @@ class StoreLister:
             if informer.namespace not in (None, namespace):
                 continue
             if job is not None and JOB_NAME_INDEX in informer.store.index_names():
+                # Indexed by `<namespace>/<job-name label>`: a namespace has no "/", so every pod the
+                # index gives has the job's label; the others are left to look at, a big job's pods each.
                 candidates = informer.by_index(JOB_NAME_INDEX, f"{namespace}/{job}")
+                rest = {k: v for k, v in labels.items() if k != api.LABEL_JOB_NAME}
+                found.extend(obj for obj in candidates if matches(obj, rest))
             else:
                 candidates = informer.by_index(NAMESPACE_INDEX, namespace)
-            found.extend(obj for obj in candidates if matches(obj, labels))
+                found.extend(obj for obj in candidates if matches(obj, labels))
         return found
 
     def select_version(self, namespace: str, labels: Mapping[str, str]) -> Hashable | None:

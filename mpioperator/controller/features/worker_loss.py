@@ -129,12 +129,10 @@ class WorkerLossFeature(Feature):
         kept = self._losses.get(uid)
         if kept is not None and kept[0] is workers and kept[1] == attempt:
             return list(kept[2])
+        # The rare condition first: of a big job's workers, only the disrupted ones are asked the rest.
+        disrupted = [pod for pod in workers if pod is not None and disruption(pod) is not None]
         lost = losses(
-            [
-                pod
-                for pod in workers
-                if pod is not None and is_controlled_by(pod, job) and policy.attempt_of(pod) == attempt
-            ]
+            [pod for pod in disrupted if is_controlled_by(pod, job) and policy.attempt_of(pod) == attempt]
         )
         if uid:
             self._losses[uid] = (workers, attempt, lost)

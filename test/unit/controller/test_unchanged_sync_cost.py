@@ -12,7 +12,18 @@ from typing import Any
 import pytest
 
 from mpioperator.api import names
-from mpioperator.controller import children, hostfile_memo, listers, pod_state, problems, report, status
+from mpioperator.api.objects import Obj
+from mpioperator.controller import (
+    children,
+    hostfile_memo,
+    listers,
+    pod_state,
+    problems,
+    report,
+    status,
+    tasks,
+    worker_view,
+)
 from mpioperator.controller.features import worker_loss
 from mpioperator.controller.sync import SyncSettings
 from test.unit.controller import sync_fixtures as fx
@@ -99,3 +110,74 @@ async def test_a_worker_that_starts_running_after_a_memoized_sync_joins_the_host
     ]
     assert updates, "the ConfigMap is rewritten"
     assert "pi-worker-1" in updates[-1]["data"]["hostfile"]
+
+
+_PER_CHANGED_POD: list[tuple[Any, str]] = [
+    (pod_state, "describe"),  # its phase, readiness and restarts
+    (names, "worker_index"),  # the index its name says
+    (worker_view, "is_controlled_by"),  # whether the job made it
+    (problems, "calm"),  # whether it can be stuck
+    (problems, "_last_bad_end"),  # how it ended
+    (tasks, "_index"),  # its place among the tasks
+]
+
+
+@pytest.fixture
+def per_changed_pod_calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    calls: Counter[str] = Counter()
+
+    def counted(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return func(*args, **kwargs)
+
+        return wrapper
+
+    for module, name in _PER_CHANGED_POD:
+        monkeypatch.setattr(module, name, counted(name, getattr(module, name)))
+    return calls
+
+
+async def _calls_after_one_pod_changed(workers: int, calls: Counter[str]) -> tuple[Counter[str], Obj]:
+    scene, stores = _indexed_scene(workers)
+    await _settled(scene)
+    pod = copy.deepcopy(stores["pods"].store.get(scene.job["metadata"]["namespace"], "pi-worker-1"))
+    assert pod is not None
+    pod["metadata"]["resourceVersion"] = "999"
+    pod["status"]["containerStatuses"] = [{"name": "worker", "restartCount": 1, "state": {"running": {}}}]
+    stores["pods"].store.update(pod)
+    calls.clear()
+    await scene.sync()
+    return Counter(calls), scene.job
+
+
+async def test_a_running_jobs_sync_after_one_pod_changed_looks_again_at_that_pod_only(
+    per_changed_pod_calls: Counter[str],
+) -> None:
+    small, _ = await _calls_after_one_pod_changed(100, per_changed_pod_calls)
+    big, _ = await _calls_after_one_pod_changed(1000, per_changed_pod_calls)
+    assert big == small
+    # The changed worker once each; how the launcher ended is asked of its pod as well, as at any sync.
+    assert big["describe"] == big["worker_index"] == big["is_controlled_by"] == big["calm"] == 1, big
+
+
+async def test_the_one_changed_pod_shows_in_the_status_of_a_sync_that_looked_only_at_it(
+    per_changed_pod_calls: Counter[str],
+) -> None:
+    scene, stores = _indexed_scene(50)
+    await _settled(scene)
+    pod = copy.deepcopy(stores["pods"].store.get(scene.job["metadata"]["namespace"], "pi-worker-7"))
+    assert pod is not None
+    pod["metadata"]["resourceVersion"] = "999"
+    pod["status"]["containerStatuses"] = [{"name": "worker", "restartCount": 2, "state": {"running": {}}}]
+    stores["pods"].store.update(pod)
+    await scene.sync()
+    # A change of the counts alone is written once it settled (report.CountsSettle).
+    await scene.clock.advance(report.COUNTS_SETTLE)
+    await scene.sync()
+    written = [c.body for c in scene.writer.log if c.verb == "update_status" and c.body is not None]
+    status = written[-1]["status"]
+    assert status["podCounts"]["Worker"]["restarts"] == 2
+    worker_task = next(t for t in status["tasks"] if t["type"] == "Worker")
+    assert worker_task["restartCount"] == 2
+    assert [p["restartCount"] for p in worker_task["pods"] if p["name"] == "pi-worker-7"] == [2]
