@@ -153,3 +153,6 @@ class PodStateMemory:
 
     def holds(self, uid: str) -> bool:
         return uid in self._jobs
+
+    def pods_held(self) -> int:
+        return self._held

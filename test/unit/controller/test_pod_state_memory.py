@@ -52,31 +52,30 @@ def test_the_next_sync_describes_only_the_pod_the_cache_replaced(described: Coun
     assert sum(s.restarts for s in states) == 3
 
 
+def synced(memory: PodStateMemory, uid: str, pods: list[Obj]) -> None:
+    """A sync of job `uid` that reads `pods`."""
+    states = memory.begin(uid)
+    for p in pods:
+        states.of(p)
+    memory.keep(uid, states)
+
+
 def test_pods_no_sync_reads_any_more_are_let_go() -> None:
     memory = PodStateMemory()
     pods = [pod(f"w-{i}") for i in range(10)]
-    first = memory.begin("job")
-    for p in pods:
-        first.of(p)
-    memory.keep("job", first)
+    synced(memory, "job", pods)
+    assert memory.pods_held() == 10
 
-    second = memory.begin("job")
-    for p in pods[:4]:  # scaled down to four workers
-        second.of(p)
-    memory.keep("job", second)
-
-    assert memory.begin("job").count() == 0  # a new sync has described nothing of its own yet
-    assert second.count() == 4
+    synced(memory, "job", pods[:4])  # scaled down to four workers
+    assert memory.pods_held() == 4
 
 
 def test_a_sync_that_asked_about_no_pod_leaves_the_last_descriptions(described: Counter[str]) -> None:
     memory = PodStateMemory()
     pods = [pod(f"w-{i}") for i in range(10)]
-    first = memory.begin("job")
-    for p in pods:
-        first.of(p)
-    memory.keep("job", first)
-    memory.keep("job", memory.begin("job"))  # nothing changed: the report kept its walks
+    synced(memory, "job", pods)
+    synced(memory, "job", [])  # nothing changed: the report kept its walks
+    assert memory.pods_held() == 10
     described.clear()
 
     third = memory.begin("job")
@@ -105,10 +104,8 @@ def test_facts_are_derived_once_per_pod_object_across_syncs() -> None:
 def test_the_least_recently_synced_jobs_are_forgotten_past_the_capacity() -> None:
     memory = PodStateMemory(capacity=10)
     for job in ("a", "b", "c"):
-        states = memory.begin(job)
-        for i in range(4):
-            states.of(pod(f"{job}-{i}"))
-        memory.keep(job, states)
+        synced(memory, job, [pod(f"{job}-{i}") for i in range(4)])
+    assert memory.pods_held() == 8
     assert not memory.holds("a")
     assert memory.holds("b") and memory.holds("c")
 
@@ -116,10 +113,9 @@ def test_the_least_recently_synced_jobs_are_forgotten_past_the_capacity() -> Non
 def test_a_forgotten_job_starts_from_nothing(described: Counter[str]) -> None:
     memory = PodStateMemory()
     p = pod("w-0")
-    states = memory.begin("job")
-    states.of(p)
-    memory.keep("job", states)
+    synced(memory, "job", [p])
     memory.forget("job")
+    assert memory.pods_held() == 0
     described.clear()
 
     memory.begin("job").of(p)
@@ -129,9 +125,7 @@ def test_a_forgotten_job_starts_from_nothing(described: Counter[str]) -> None:
 def test_a_job_without_a_uid_is_never_kept(described: Counter[str]) -> None:
     memory = PodStateMemory()
     p = pod("w-0")
-    states = memory.begin("")
-    states.of(p)
-    memory.keep("", states)
+    synced(memory, "", [p])
     described.clear()
     memory.begin("").of(p)
     assert described == Counter({"w-0": 1})

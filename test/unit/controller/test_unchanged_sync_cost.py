@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from mpioperator.api import names
-from mpioperator.api.objects import Obj
 from mpioperator.controller import (
     children,
     hostfile_memo,
@@ -57,8 +56,8 @@ _PER_POD: list[tuple[Any, str]] = [
 ]
 
 
-@pytest.fixture
-def per_pod_calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+def _counting(monkeypatch: pytest.MonkeyPatch, functions: list[tuple[Any, str]]) -> Counter[str]:
+    """Each of `functions` (module, name) wrapped to count its calls, by name."""
     calls: Counter[str] = Counter()
 
     def counted(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
@@ -68,9 +67,14 @@ def per_pod_calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 
         return wrapper
 
-    for module, name in _PER_POD:
+    for module, name in functions:
         monkeypatch.setattr(module, name, counted(name, getattr(module, name)))
     return calls
+
+
+@pytest.fixture
+def per_pod_calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    return _counting(monkeypatch, _PER_POD)
 
 
 async def _unchanged_sync_calls(workers: int, calls: Counter[str]) -> Counter[str]:
@@ -124,38 +128,34 @@ _PER_CHANGED_POD: list[tuple[Any, str]] = [
 
 @pytest.fixture
 def per_changed_pod_calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
-    calls: Counter[str] = Counter()
-
-    def counted(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            calls[name] += 1
-            return func(*args, **kwargs)
-
-        return wrapper
-
-    for module, name in _PER_CHANGED_POD:
-        monkeypatch.setattr(module, name, counted(name, getattr(module, name)))
-    return calls
+    return _counting(monkeypatch, _PER_CHANGED_POD)
 
 
-async def _calls_after_one_pod_changed(workers: int, calls: Counter[str]) -> tuple[Counter[str], Obj]:
-    scene, stores = _indexed_scene(workers)
-    await _settled(scene)
-    pod = copy.deepcopy(stores["pods"].store.get(scene.job["metadata"]["namespace"], "pi-worker-1"))
+def _restart_once_more(scene: fx.Scene, stores: dict[str, fx.IndexedStore], name: str, restarts: int) -> None:
+    """The cache gets a new version of pod `name`, its container restarted `restarts` times."""
+    pod = copy.deepcopy(stores["pods"].store.get(scene.job["metadata"]["namespace"], name))
     assert pod is not None
     pod["metadata"]["resourceVersion"] = "999"
-    pod["status"]["containerStatuses"] = [{"name": "worker", "restartCount": 1, "state": {"running": {}}}]
+    pod["status"]["containerStatuses"] = [
+        {"name": "worker", "restartCount": restarts, "state": {"running": {}}}
+    ]
     stores["pods"].store.update(pod)
+
+
+async def _calls_after_one_pod_changed(workers: int, calls: Counter[str]) -> Counter[str]:
+    scene, stores = _indexed_scene(workers)
+    await _settled(scene)
+    _restart_once_more(scene, stores, "pi-worker-1", 1)
     calls.clear()
     await scene.sync()
-    return Counter(calls), scene.job
+    return Counter(calls)
 
 
 async def test_a_running_jobs_sync_after_one_pod_changed_looks_again_at_that_pod_only(
     per_changed_pod_calls: Counter[str],
 ) -> None:
-    small, _ = await _calls_after_one_pod_changed(100, per_changed_pod_calls)
-    big, _ = await _calls_after_one_pod_changed(1000, per_changed_pod_calls)
+    small = await _calls_after_one_pod_changed(100, per_changed_pod_calls)
+    big = await _calls_after_one_pod_changed(1000, per_changed_pod_calls)
     assert big == small
     # The changed worker once each; how the launcher ended is asked of its pod as well, as at any sync.
     assert big["describe"] == big["worker_index"] == big["is_controlled_by"] == big["calm"] == 1, big
@@ -166,11 +166,7 @@ async def test_the_one_changed_pod_shows_in_the_status_of_a_sync_that_looked_onl
 ) -> None:
     scene, stores = _indexed_scene(50)
     await _settled(scene)
-    pod = copy.deepcopy(stores["pods"].store.get(scene.job["metadata"]["namespace"], "pi-worker-7"))
-    assert pod is not None
-    pod["metadata"]["resourceVersion"] = "999"
-    pod["status"]["containerStatuses"] = [{"name": "worker", "restartCount": 2, "state": {"running": {}}}]
-    stores["pods"].store.update(pod)
+    _restart_once_more(scene, stores, "pi-worker-7", 2)
     await scene.sync()
     # A change of the counts alone is written once it settled (report.CountsSettle).
     await scene.clock.advance(report.COUNTS_SETTLE)
