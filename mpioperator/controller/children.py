@@ -16,19 +16,19 @@ from mpioperator.controller.bounded import BoundedSet
 from mpioperator.controller.builders import configmap, launcher_job, secret, service
 from mpioperator.controller.builders.podspec import UPSTREAM_KEYS, Decorator, SSHKeys
 from mpioperator.controller.child_state import launcher_done
+from mpioperator.controller.child_writes import ChildWrites
 from mpioperator.controller.decorators import compose
 from mpioperator.controller.decorators.host_waiter import HostWaiter
 from mpioperator.controller.errors import SyncError
 from mpioperator.controller.events import WARNING
-from mpioperator.controller.fields import get_path, same, set_path
 from mpioperator.controller.hostfile_memo import VerifiedConfigMaps
 from mpioperator.controller.pod_cache import slim_pod
 from mpioperator.controller.ports import Listers, Recorder, Writer
-from mpioperator.controller.rejections import ChildRejected, is_permanent, not_managed_message, refused
+from mpioperator.controller.rejections import ChildRejected, is_permanent
 from mpioperator.controller.user_ssh_secret import key_names
 from mpioperator.controller.worker_view import WorkerViews, hostfile_key, worker_selector
 from mpioperator.kube import errors
-from mpioperator.kube.resources import CONFIG_MAPS, JOBS, PODS, SECRETS, SERVICES, Resource
+from mpioperator.kube.resources import CONFIG_MAPS, JOBS, PODS, SECRETS, SERVICES
 from mpioperator.podgroup.backend import PodGroupBackend, decorator_for
 from mpioperator.podgroup.null import NullBackend
 
@@ -79,6 +79,7 @@ class ChildReconciler:
         hostfile_addresses: Callable[[Obj, Extensions, list[Obj]], configmap.Addresses | None] | None = None,
     ) -> None:
         self._l = listers
+        self._writes = ChildWrites(writer, recorder)
         self._host_waiter = host_waiter or HostWaiter()
         self._w = writer
         self._rec = recorder
@@ -95,83 +96,16 @@ class ChildReconciler:
         # The hostfile's addresses when a feature gives other than upstream's DNS names (pod IPs).
         self._hostfile_addresses = hostfile_addresses or (lambda job, ext, workers: None)
 
-    def _refuse(self, job: Obj, obj: Obj, kind: str = "") -> SyncError:
-        message = not_managed_message(obj["metadata"]["name"], obj.get("kind", kind))
-        self._rec.record(job, WARNING, api.REASON_RESOURCE_EXISTS, message)
-        return SyncError(message)
-
     def launcher(self, job: Obj) -> Obj | None:
         found: Obj | None = self._l.jobs.get(job["metadata"]["namespace"], names.launcher_name(job))
         if found is not None and not is_controlled_by(found, job):
-            raise self._refuse(job, found)
+            raise self._writes.refuse(job, found)
         return found
-
-    async def _upsert(
-        self,
-        job: Obj,
-        res: Resource,
-        cached: Obj | None,
-        desired: Obj,
-        differs: list[str],
-        what: str,
-        *,
-        reapply_on_conflict: bool = True,
-    ) -> Obj:
-        """Create `desired` when missing; otherwise replace only the `differs` fields that changed."""
-        ns = job["metadata"]["namespace"]
-        name = desired["metadata"]["name"]
-        if cached is None:
-            cached, created = await self._create_or_read(res, desired, ns, what)
-            if created:
-                return cached
-        try:
-            try:
-                return await self._replace_differences(job, res, cached, desired, differs)
-            except errors.Conflict:
-                if not reapply_on_conflict:
-                    raise
-                # Our cache is behind the server, most often behind our own previous write to this child
-                # (a ConfigMap rewritten as workers come up): the fields we own are re-applied once to
-                # the server's version instead of failing the whole sync and retrying it with backoff.
-                fresh = await self._read(res, name, ns, what)
-                return await self._replace_differences(job, res, fresh, desired, differs)
-        except errors.ApiError as exc:
-            raise refused(exc, res.kind, name, "updated", what) from exc
-
-    async def _replace_differences(
-        self, job: Obj, res: Resource, current: Obj, desired: Obj, differs: list[str]
-    ) -> Obj:
-        if not is_controlled_by(current, job):
-            raise self._refuse(job, current)
-        if all(same(get_path(current, p), get_path(desired, p)) for p in differs):
-            return current
-        updated = json_copy(current)
-        for p in differs:
-            set_path(updated, p, json_copy(get_path(desired, p)))
-        return await self._w.update(res, updated, job["metadata"]["namespace"])
-
-    async def _create_or_read(self, res: Resource, desired: Obj, ns: str, what: str) -> tuple[Obj, bool]:
-        """Creates `desired`, or reads what the server already has under its name when our cache lags
-        (a create not delivered yet, or a new leader's cache that has not seen it); True when created."""
-        name = desired["metadata"]["name"]
-        try:
-            return await self._w.create(res, desired, ns), True
-        except errors.AlreadyExists:
-            return await self._read(res, name, ns, what), False
-        except errors.ApiError as exc:
-            raise refused(exc, res.kind, name, "created", what) from exc
-
-    async def _read(self, res: Resource, name: str, namespace: str, what: str) -> Obj:
-        try:
-            found: Obj = await self._w.get(res, name, namespace)
-            return found
-        except errors.ApiError as exc:
-            raise SyncError(f"{what}: {exc.server_message}") from exc
 
     async def service(self, job: Obj) -> Obj:
         desired = service.new_service(job)
         cached = self._l.services.get(job["metadata"]["namespace"], desired["metadata"]["name"])
-        return await self._upsert(
+        return await self._writes.upsert(
             job,
             SERVICES,
             cached,
@@ -205,7 +139,7 @@ class ChildReconciler:
         desired = configmap.new_config_map(
             job, running, self._domain, self._hostfile_addresses(job, ext, workers)
         )
-        made = await self._upsert(
+        made = await self._writes.upsert(
             job, CONFIG_MAPS, cached, desired, ["data"], "getting or creating ConfigMap"
         )
         if made is cached:
@@ -222,20 +156,20 @@ class ChildReconciler:
         found = self._l.secrets.get(ns, name)
         if found is None:
             # When the server has it already, the Secret there is what the pods use.
-            found, created = await self._create_or_read(SECRETS, secret.new_ssh_secret(job), ns, what)
+            found, created = await self._writes.create_or_read(SECRETS, secret.new_ssh_secret(job), ns, what)
             if created:
                 return found
         if not is_controlled_by(found, job):
-            raise self._refuse(job, found)
+            raise self._writes.refuse(job, found)
         if secret.has_expected_keys(found):
             return found  # no key generation for a Secret that is already right
         # The cache keeps key names, not values (controller/secret_cache.py): the update replaces the
         # whole object, so it starts from the Secret as the server has it.
-        found = await self._read(SECRETS, name, ns, what)
+        found = await self._writes.read(SECRETS, name, ns, what)
         # Not re-applied on a Conflict: whoever wrote the Secret meanwhile may have completed it, and
         # fresh keys written over it would lock the launcher out of workers already holding the old ones.
         # The retried sync reads it again and keeps it when complete.
-        return await self._upsert(
+        return await self._writes.upsert(
             job, SECRETS, found, secret.new_ssh_secret(job), ["data"], what, reapply_on_conflict=False
         )
 
@@ -279,7 +213,7 @@ class ChildReconciler:
         workers = [p for p in existing if p is not None]
         for pod in workers:
             if not is_controlled_by(pod, job):
-                raise self._refuse(job, pod)
+                raise self._writes.refuse(job, pod)
         return workers
 
     async def _create_workers(self, job: Obj, ext: Extensions, indices: list[int]) -> list[Obj]:
@@ -363,9 +297,9 @@ class ChildReconciler:
             created: Obj = await self._w.create(JOBS, desired, ns)
             return created
         except errors.AlreadyExists:
-            found = await self._read(JOBS, desired["metadata"]["name"], ns, "getting launcher Job")
+            found = await self._writes.read(JOBS, desired["metadata"]["name"], ns, "getting launcher Job")
             if not is_controlled_by(found, job):
-                raise self._refuse(job, found) from None
+                raise self._writes.refuse(job, found) from None
             return found
         except errors.ApiError as exc:
             if is_permanent(exc):
@@ -425,7 +359,7 @@ class ChildReconciler:
             if index >= replicas or pod["metadata"].get("deletionTimestamp"):
                 continue
             if not is_controlled_by(pod, job):
-                raise self._refuse(job, pod)
+                raise self._writes.refuse(job, pod)
             if keep_finished and pod.get("status", {}).get("phase") not in ("Running", "Pending"):
                 continue
             doomed.append(pod)
