@@ -126,24 +126,24 @@ class Reporter:
         problems = list(problems)
         crash_recheck = None if crash_until is None else crash_until - clock
         seconds = startup_deadline.deadline_seconds(job, self._default_deadline, ext)
-        expected: dict[str, Obj | None] = {}
-        if seconds > 0 and not accessors.suspended(job):
-            # A name per index, only when a deadline can judge them: a suspended job's or one without a
-            # deadline costs its syncs nothing per worker.
+        verdict = startup_deadline.without_pods(job, job.get("status") or {}, seconds=seconds)
+        if verdict is None:
+            # A name per index, only when the deadline judges them: a job without one, suspended or
+            # Running costs its syncs nothing per worker.
             by_name = {p["metadata"].get("name", ""): p for p in workers}
             count = accessors.worker_replicas(job) if accessors.replica_spec(job, api.WORKER) else 0
             expected = {
                 names.worker_name(job, i): by_name.get(names.worker_name(job, i)) for i in range(count)
             }
-        verdict = startup_deadline.judge(
-            job,
-            job.get("status") or {},
-            expected,
-            {p.pod: p for p in problems},
-            seconds=seconds,
-            now=now,
-            states=states,
-        )
+            verdict = startup_deadline.judge(
+                job,
+                job.get("status") or {},
+                expected,
+                {p.pod: p for p in problems},
+                seconds=seconds,
+                now=now,
+                states=states,
+            )
         unreachable = ""
         if not verdict.expired and not accessors.suspended(job):
             unreachable = host_wait.gave_up(launcher_pods)

@@ -48,6 +48,24 @@ def _why(pod: Obj | None, problems: dict[str, PodProblem]) -> str:
     return "not Ready" if phase == "Running" else phase
 
 
+def without_pods(job: Obj, status: Obj, *, seconds: int) -> Verdict | None:
+    """The verdict when the job's pods cannot change it (no deadline, a finished, suspended, Running or
+    unstarted job), None when they must be looked at: a big running job's sync then builds no table of its
+    workers by name."""
+    if seconds <= 0 or is_finished(status) or (job.get("spec") or {}).get("runPolicy", {}).get("suspend"):
+        return Verdict(False)
+    running = find(status, api.COND_RUNNING)
+    if running is not None and running.get("status") == "True":
+        return Verdict(False)
+    paused = find(status, api.COND_SUSPENDED)
+    if paused is not None and paused.get("status") == "True":
+        # Resumed in this very sync: the status step sets startTime anew, so the clock starts then.
+        return Verdict(False, recheck_after=float(seconds))
+    if parse_time(status.get("startTime")) is None:
+        return Verdict(False)
+    return None
+
+
 def judge(
     job: Obj,
     status: Obj,
@@ -61,17 +79,11 @@ def judge(
     """Whether the job's workers missed the deadline. `workers` maps every expected worker name (in
     index order) to its pod, None when it does not exist; `problems` are the stuck pods by name;
     `states` the sync's pod descriptions (pod_state.py)."""
-    if seconds <= 0 or is_finished(status) or (job.get("spec") or {}).get("runPolicy", {}).get("suspend"):
-        return Verdict(False)
-    running = find(status, api.COND_RUNNING)
-    if running is not None and running.get("status") == "True":
-        return Verdict(False)
-    paused = find(status, api.COND_SUSPENDED)
-    if paused is not None and paused.get("status") == "True":
-        # Resumed in this very sync: the status step sets startTime anew, so the clock starts then.
-        return Verdict(False, recheck_after=float(seconds))
+    early = without_pods(job, status, seconds=seconds)
+    if early is not None:
+        return early
     started = parse_time(status.get("startTime"))
-    if started is None:
+    if started is None:  # without_pods has answered for it already
         return Verdict(False)
     states = states or PodStates()
     late = [(name, pod) for name, pod in workers.items() if pod is None or not states.of(pod).ready]

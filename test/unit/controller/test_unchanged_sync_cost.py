@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mpioperator.api import names
+from mpioperator.api import annotation_keys, names
 from mpioperator.controller import (
     children,
     hostfile_memo,
@@ -28,8 +28,12 @@ from mpioperator.controller.sync import SyncSettings
 from test.unit.controller import sync_fixtures as fx
 
 
-def _indexed_scene(workers: int, phase: str = "Running") -> tuple[fx.Scene, dict[str, fx.IndexedStore]]:
+def _indexed_scene(
+    workers: int, phase: str = "Running", annotations: dict[str, str] | None = None
+) -> tuple[fx.Scene, dict[str, fx.IndexedStore]]:
     job = fx.job(workers)
+    if annotations:
+        job["metadata"].setdefault("annotations", {}).update(annotations)
     pods = [fx.worker(job, i, phase=phase) for i in range(workers)]
     scene = fx.running_scene(job, *pods, settings=SyncSettings(max_worker_replicas=workers))
     return scene, fx.index_listers(scene)
@@ -142,8 +146,10 @@ def _restart_once_more(scene: fx.Scene, stores: dict[str, fx.IndexedStore], name
     stores["pods"].store.update(pod)
 
 
-async def _calls_after_one_pod_changed(workers: int, calls: Counter[str]) -> Counter[str]:
-    scene, stores = _indexed_scene(workers)
+async def _calls_after_one_pod_changed(
+    workers: int, calls: Counter[str], annotations: dict[str, str] | None = None
+) -> Counter[str]:
+    scene, stores = _indexed_scene(workers, annotations=annotations)
     await _settled(scene)
     _restart_once_more(scene, stores, "pi-worker-1", 1)
     calls.clear()
@@ -177,3 +183,14 @@ async def test_the_one_changed_pod_shows_in_the_status_of_a_sync_that_looked_onl
     worker_task = next(t for t in status["tasks"] if t["type"] == "Worker")
     assert worker_task["restartCount"] == 2
     assert [p["restartCount"] for p in worker_task["pods"] if p["name"] == "pi-worker-7"] == [2]
+
+
+async def test_a_running_job_with_a_startup_deadline_names_no_worker_per_index_when_a_pod_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = _counting(monkeypatch, [(names, "worker_name")])
+    deadline = {annotation_keys.WORKER_STARTUP_DEADLINE: "600"}
+    small = await _calls_after_one_pod_changed(100, calls, deadline)
+    big = await _calls_after_one_pod_changed(1000, calls, deadline)
+    # The job is Running: its workers were all Ready in time, and the deadline has nothing left to judge.
+    assert big == small, (small, big)
