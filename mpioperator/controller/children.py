@@ -190,6 +190,13 @@ class ChildReconciler:
             return []
         return self._views.read(job, self._l.pods).by_index
 
+    def present_workers(self, job: Obj) -> list[Obj]:
+        """The cached worker pods of the indexes the spec asks for, in index order: the very same list
+        while the job's pods are unchanged, so what was said of them can be kept."""
+        if not accessors.replica_spec(job, api.WORKER):
+            return []
+        return self._views.read(job, self._l.pods).present
+
     async def workers(self, job: Obj, ext: Extensions) -> list[Obj]:
         if not accessors.replica_spec(job, api.WORKER):
             return []

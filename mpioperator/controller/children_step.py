@@ -131,10 +131,10 @@ class ChildrenStep:
         is done or the job suspended (as upstream), else those the cache has."""
         if done or suspended:
             return []
-        return [p for p in self._children.existing_workers(job) if p is not None]
+        return self._children.present_workers(job)
 
     def observed_workers(self, job: Obj, step: Step, suspended: bool) -> list[Obj]:
         """The workers to say what is wrong with: those of this sync, else the cache's (a done launcher)."""
         if suspended:
             return []
-        return step.workers or [p for p in self._children.existing_workers(job) if p is not None]
+        return step.workers or self._children.present_workers(job)
