@@ -71,7 +71,6 @@ def _read(job: Obj, listed: list[Obj], before: _Facts) -> WorkerView:
     facts: _Facts = {}
     controlled: list[Obj] = []
     running: list[Obj] = []
-    all_present_controlled = True
     for pod in listed:
         known = before.get(id(pod))
         if known is None or known[0] is not pod:
@@ -85,9 +84,7 @@ def _read(job: Obj, listed: list[Obj], before: _Facts) -> WorkerView:
             if pod.get("status", {}).get("phase") == "Running":
                 running.append(pod)
     present = [p for p in by_index if p is not None]
-    if len(present) == len(by_index):
-        all_present_controlled = all(facts[id(p)][2] for p in present)
-    complete = len(present) == len(by_index) and all_present_controlled
+    complete = len(present) == len(by_index) and all(facts[id(p)][2] for p in present)
     return WorkerView(listed, by_index, controlled, running, present, complete, facts=facts)
 
 
