@@ -27,7 +27,7 @@ from mpioperator.controller.errors import ControllerStopped, StatusConflict, Syn
 from mpioperator.controller.events import EventRecorder
 from mpioperator.controller.features import default_features
 from mpioperator.controller.fence import FencedWriter
-from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
+from mpioperator.controller.listers import POD_INDEXERS, StoreLister
 from mpioperator.controller.log_follower import FollowSettings
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.pod_cache import POD_CACHE_PROJECTION
@@ -197,9 +197,7 @@ class MPIJobController:
         options = self.factory.options
         if res is PODS:
             options = replace(options, projection=POD_CACHE_PROJECTION)
-            return self.factory.informer(
-                res, namespace, indexers={JOB_NAME_INDEX: job_name_index}, options=options
-            )
+            return self.factory.informer(res, namespace, indexers=POD_INDEXERS, options=options)
         if res is SECRETS:
             # Names and key names only, in small pages: Secrets may be large, and most are not ours.
             options = replace(

@@ -159,6 +159,9 @@ class Feature:
         again although nothing about it changed; None when it does not."""
         return None
 
+    def forget(self, uid: str) -> None:
+        """The job finished or went: what the feature kept of it (by uid) goes, the pods it read with it."""
+
 
 class FeatureSet:
     """The features in the order the sync asks them; built once (controller/features/__init__.py).
@@ -278,6 +281,10 @@ class FeatureSet:
         """The soonest revisit any feature asks for; None when none does."""
         waits = [feature.recheck_after(job, ext, now) for feature in self._with("recheck_after")]
         return min((w for w in waits if w is not None), default=None)
+
+    def forget(self, uid: str) -> None:
+        for feature in self._with("forget"):
+            feature.forget(uid)
 
 
 FeatureFactory = Callable[[FeaturePorts], Sequence[Feature]]

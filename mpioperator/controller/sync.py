@@ -296,6 +296,7 @@ class JobSyncer:
         self._children.forget(uid)
         self._reporter.forget(uid)
         self._pod_states.forget(uid)
+        self._features.forget(uid)
 
     async def _clean_up(self, job: Obj, ext: Extensions, status: Obj) -> None:
         """upstream's cleanUpWorkerPods: worker pods per cleanPodPolicy, then the gang's PodGroup."""

@@ -18,6 +18,7 @@ from mpioperator.api import constants as api
 from mpioperator.api.objects import Obj
 from mpioperator.api.ownership import is_controlled_by
 from mpioperator.controller.ports import Lister, VersionedLister
+from mpioperator.controller.same_objects import Carried, carried
 
 
 def worker_selector(job: Obj) -> dict[str, str]:
@@ -28,8 +29,8 @@ def worker_selector(job: Obj) -> dict[str, str]:
     }
 
 
-# Per pod object (by id): the pod, the index its name says for the job, whether the job controls it.
-_Facts = dict[int, tuple[Obj, int | None, bool]]
+# Per pod object: the index its name says for the job, whether the job controls it.
+_Facts = Carried[tuple[int | None, bool]]
 
 
 @dataclass(slots=True)
@@ -68,15 +69,15 @@ def _read(job: Obj, listed: list[Obj], before: _Facts) -> WorkerView:
     """The view of `listed`; a pod that is the very same object as in the job's last reading (`before`)
     keeps what its name and owners said then: a big job whose one pod changed reads that pod anew."""
     by_index: list[Obj | None] = [None] * accessors.worker_replicas(job)
-    facts: _Facts = {}
+
+    def said(pod: Obj) -> tuple[int | None, bool]:
+        return names.worker_index(job, pod["metadata"]["name"]), is_controlled_by(pod, job)
+
+    facts = carried(listed, before, said)
     controlled: list[Obj] = []
     running: list[Obj] = []
     for pod in listed:
-        known = before.get(id(pod))
-        if known is None or known[0] is not pod:
-            known = (pod, names.worker_index(job, pod["metadata"]["name"]), is_controlled_by(pod, job))
-        facts[id(pod)] = known
-        _, index, ours = known
+        index, ours = facts[id(pod)][1]
         if index is not None and index < len(by_index):
             by_index[index] = pod
         if ours:
@@ -84,7 +85,7 @@ def _read(job: Obj, listed: list[Obj], before: _Facts) -> WorkerView:
             if pod.get("status", {}).get("phase") == "Running":
                 running.append(pod)
     present = [p for p in by_index if p is not None]
-    complete = len(present) == len(by_index) and all(facts[id(p)][2] for p in present)
+    complete = len(present) == len(by_index) and all(facts[id(p)][1][1] for p in present)
     return WorkerView(listed, by_index, controlled, running, present, complete, facts=facts)
 
 

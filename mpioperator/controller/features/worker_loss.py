@@ -32,6 +32,7 @@ from mpioperator.controller import conditions
 from mpioperator.controller.events import WARNING, truncate_message
 from mpioperator.controller.feature import Feature, FeaturePorts, Seen, Stop
 from mpioperator.controller.phase import FAILED
+from mpioperator.controller.same_objects import Carried, carried
 
 COND_WORKER_LOST = "WorkerLost"
 REASON_WORKER_LOST = "MPIJobWorkerLost"
@@ -61,6 +62,16 @@ class Loss:
 
 
 _KEPT_JOBS = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """One reading of a job's workers for their losses."""
+
+    workers: list[Obj | None]
+    attempt: int
+    lost: list[Loss]
+    disrupted: Carried[bool]
 
 
 def disruption(pod: Obj) -> str | None:
@@ -117,29 +128,36 @@ class WorkerLossFeature(Feature):
         self._children = ports.children
         self._rec = ports.recorder
         self._write_status = ports.write_status
-        # Per job (by uid): the worker list last read, its attempt and its losses. The children step
-        # hands over the very same list while the job's pods are unchanged (decisions-local L52), so an
-        # unchanged job's losses are not looked for again among all its workers.
-        self._losses: OrderedDict[str, tuple[list[Obj | None], int, list[Loss]]] = OrderedDict()
+        # Per job (by uid): the worker list last read, its attempt, its losses, and whether each of its pods
+        # was disrupted. The children step hands over the very same list while the job's pods are unchanged
+        # (decisions-local L52), so an unchanged job's losses are not looked for again among all its
+        # workers, and a changed one's only among the pods that changed.
+        self._losses: OrderedDict[str, _Read] = OrderedDict()
 
     def _lost(self, job: Obj) -> list[Loss]:
         attempt = policy.current_attempt(job)
         workers = self._children.existing_workers(job)
         uid = job["metadata"].get("uid", "")
         kept = self._losses.get(uid)
-        if kept is not None and kept[0] is workers and kept[1] == attempt:
-            return list(kept[2])
-        # The rare condition first: of a big job's workers, only the disrupted ones are asked the rest.
-        disrupted = [pod for pod in workers if pod is not None and disruption(pod) is not None]
+        if kept is not None and kept.workers is workers and kept.attempt == attempt:
+            return list(kept.lost)
+        # The rare condition first, asked of the pods changed since the last reading only: of a big job's
+        # workers, only the disrupted ones are asked the rest.
+        present = [pod for pod in workers if pod is not None]
+        asked = carried(present, kept.disrupted if kept else {}, lambda pod: disruption(pod) is not None)
+        disrupted = [pod for pod in present if asked[id(pod)][1]]
         lost = losses(
             [pod for pod in disrupted if is_controlled_by(pod, job) and policy.attempt_of(pod) == attempt]
         )
         if uid:
-            self._losses[uid] = (workers, attempt, lost)
+            self._losses[uid] = _Read(workers, attempt, lost, asked)
             self._losses.move_to_end(uid)
             while len(self._losses) > _KEPT_JOBS:
                 self._losses.popitem(last=False)
         return list(lost)
+
+    def forget(self, uid: str) -> None:
+        self._losses.pop(uid, None)
 
     async def before_children(
         self, cached: Obj, job: Obj, ext: Extensions, now: dt.datetime, suspended: bool

@@ -28,7 +28,7 @@ from mpioperator.clock import FakeClock
 from mpioperator.controller.builders import configmap, secret, service
 from mpioperator.controller.decorators import compose
 from mpioperator.controller.features import default_features
-from mpioperator.controller.listers import JOB_NAME_INDEX, StoreLister, job_name_index
+from mpioperator.controller.listers import POD_INDEXERS, StoreLister
 from mpioperator.controller.metrics import JobMetrics
 from mpioperator.controller.ports import Listers, PodLogs
 from mpioperator.controller.secret_cache import SECRET_CACHE_PROJECTION
@@ -240,7 +240,7 @@ class IndexedStore:
     namespace: str | None = None
 
     def __init__(self, objects: list[Obj]) -> None:
-        self.store = Store({JOB_NAME_INDEX: job_name_index})
+        self.store = Store(POD_INDEXERS)
         for obj in objects:
             self.store.add(obj)
 

@@ -81,6 +81,9 @@ class Recording(Feature):
         self.asked.append("describe")
         status["described"] = [p["metadata"]["name"] for p in seen.workers]
 
+    def forget(self, uid: str) -> None:
+        self.asked.append(f"forget {uid}")
+
 
 def _syncer(scene: fx.Scene, **recording: object) -> tuple[JobSyncer, list[Recording]]:
     made: list[Recording] = []
@@ -145,6 +148,17 @@ async def test_a_feature_that_refuses_pods_leaves_the_job_without_workers_or_lau
     assert ("create", "pods") not in made
     assert ("create", "jobs") not in made
     assert ("create", "services") in made
+
+
+@pytest.mark.asyncio
+async def test_a_finished_job_is_forgotten_by_every_feature() -> None:
+    pi = fx.job(2, status=fx.finished_status("Succeeded", "MPIJobSucceeded"))
+    scene = fx.Scene(pi, *fx.shared_children(pi), fx.launcher(pi, "Complete"))
+    syncer, (feature,) = _syncer(scene)
+
+    await syncer.sync("default/pi")
+
+    assert f"forget {pi['metadata']['uid']}" in feature.asked
 
 
 def test_the_sync_module_names_no_feature_and_stays_under_320_lines() -> None:

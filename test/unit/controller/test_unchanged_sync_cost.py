@@ -127,6 +127,7 @@ _PER_CHANGED_POD: list[tuple[Any, str]] = [
     (problems, "calm"),  # whether it can be stuck
     (problems, "_last_bad_end"),  # how it ended
     (tasks, "_index"),  # its place among the tasks
+    (worker_loss, "disruption"),  # whether it was lost with its node
 ]
 
 
@@ -165,6 +166,7 @@ async def test_a_running_jobs_sync_after_one_pod_changed_looks_again_at_that_pod
     assert big == small
     # The changed worker once each; how the launcher ended is asked of its pod as well, as at any sync.
     assert big["describe"] == big["worker_index"] == big["is_controlled_by"] == big["calm"] == 1, big
+    assert big["disruption"] == 1, big
 
 
 async def test_the_one_changed_pod_shows_in_the_status_of_a_sync_that_looked_only_at_it(
