@@ -19,10 +19,13 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from mpioperator.api.defaults import set_defaults
+from mpioperator.controller.builders.configmap import DATA_LIMIT
+from mpioperator.controller.features.pod_ip_hostfile import dns_hostfile_bytes
 from mpioperator.testing.audit import LEASES
 from mpioperator.testing.rest import RestError
 from mpioperator.testing.wait import ProbeAborted, WaitTimeout, wait_for
@@ -57,6 +60,17 @@ class Point:
     writes: int
     configmap_bytes: int
     note: str = ""  # why a run never got all its workers Running
+    # "ip" when the job asked for a hostfile of pod IPs and the operator reads the annotation (ours).
+    hostfile: str = "dns"
+    # Hosts the ConfigMap's hostfile and discover_hosts.sh list once every worker runs: a ConfigMap whose
+    # update the API server refused (past its size limit) lists fewer than the job's workers.
+    hostfile_hosts: int = -1
+    discovered_hosts: int = -1
+
+    @property
+    def series(self) -> str:
+        """The operator, and how its hostfile names hosts when not by DNS name."""
+        return self.contender + (" (pod-IP hostfile)" if self.hostfile == "ip" else "")
 
 
 @dataclass(frozen=True)
@@ -72,10 +86,28 @@ class Shape:
             made["metadata"]["annotations"] = dict(self.annotations)
         return made
 
+    def hostfile_of(self, contender: Contender) -> str:
+        """How `contender` names the hosts of this job: upstream knows no pod-IP annotation."""
+        return "ip" if isinstance(contender, Ours) and dict(self.annotations) == IP_HOSTFILE else "dns"
 
-def configmap_bytes(bench: Bench, ns: str, name: str) -> int:
+
+def fits_by_name(name: str, namespace: str, workers: int) -> bool:
+    """Whether the job's hostfile and discover_hosts.sh of DNS names fit a ConfigMap (ours refuses one
+    that cannot: decisions-local L48)."""
+    job = set_defaults(bench_job(name, workers, "24h"))
+    job["metadata"]["namespace"] = namespace
+    return dns_hostfile_bytes(job, "") <= DATA_LIMIT
+
+
+def configmap_figures(bench: Bench, ns: str, name: str) -> tuple[int, int, int]:
+    """The ConfigMap's data bytes (keys and values), its hostfile's host lines and the hosts its
+    discover_hosts.sh echoes."""
     body = bench.cluster.rest.get(f"/api/v1/namespaces/{ns}/configmaps/{name}-config")
-    return sum(len(k.encode()) + len(v.encode()) for k, v in (body.get("data") or {}).items())
+    data: dict[str, str] = body.get("data") or {}
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in data.items())
+    hosts = [line for line in data.get("hostfile", "").splitlines() if line.strip()]
+    discovered = [line for line in data.get("discover_hosts.sh", "").splitlines() if line.startswith("echo ")]
+    return size, len(hosts), len(discovered)
 
 
 def measure(bench: Bench, contender: Contender, ns: str, workers: int, shape: Shape) -> Point:
@@ -97,9 +129,10 @@ def measure(bench: Bench, contender: Contender, ns: str, workers: int, shape: Sh
         )
     except (WaitTimeout, ProbeAborted) as exc:
         timeline.stop()
-        return failed(bench, contender, ns, workers, str(exc).splitlines()[0])
+        return failed(bench, contender, ns, workers, str(exc).splitlines()[0], shape)
     writes = wait_quiet(bench, timeout=120).minus(writes_before)
     timeline.stop()
+    size, hosts, discovered = configmap_figures(bench, ns, name)
     return Point(
         contender=contender.name,
         workers=workers,
@@ -108,7 +141,10 @@ def measure(bench: Bench, contender: Contender, ns: str, workers: int, shape: Sh
         launcher_s=timeline.launcher_at[name] - started,
         cpu_s=contender.stats().cpu_seconds - cpu_before,
         writes=writes.total(excluding=LEASES),
-        configmap_bytes=configmap_bytes(bench, ns, name),
+        configmap_bytes=size,
+        hostfile=shape.hostfile_of(contender),
+        hostfile_hosts=hosts,
+        discovered_hosts=discovered,
     )
 
 
@@ -132,14 +168,17 @@ class Progress:
         return True
 
 
-def failed(bench: Bench, contender: Contender, ns: str, workers: int, why: str) -> Point:
+def failed(bench: Bench, contender: Contender, ns: str, workers: int, why: str, shape: Shape) -> Point:
     """A run that never got all its workers Running, with what the cluster said about it."""
     events = bench.cluster.rest.get(f"/api/v1/namespaces/{ns}/events")["items"]
     warnings = sorted(
         {f"{e.get('reason')}: {e.get('message', '')[:160]}" for e in events if e.get("type") == "Warning"}
     )
     nan = float("nan")
-    return Point(contender.name, workers, nan, nan, nan, nan, 0, 0, note="; ".join([why, *warnings[:2]]))
+    note = "; ".join([why, *warnings[:2]])
+    return Point(
+        contender.name, workers, nan, nan, nan, nan, 0, 0, note=note, hostfile=shape.hostfile_of(contender)
+    )
 
 
 def empty(bench: Bench, ns: str, timeout: float) -> None:
@@ -198,30 +237,51 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):8.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
-def table(points: list[Point], sizes: list[int], names: list[str]) -> str:
+def series_names(points: list[Point]) -> list[str]:
+    """Each series once, in the order first seen."""
+    return list(dict.fromkeys(p.series for p in points))
+
+
+def table(points: list[Point]) -> str:
+    """A row per job size and series: medians with the spread of the rounds, or why it did not start.
+    `hosts` is the fewest hosts the ConfigMap's hostfile and discover_hosts.sh listed in any round."""
     lines = [
-        f"{'workers':>8} {'operator':<16} {'children s':>24} {'all Running s':>24} {'launcher Job s':>24}"
-        f" {'CPU s':>24} {'writes':>8} {'ConfigMap':>10}"
+        f"{'workers':>8} {'operator':<36} {'runs':>4} {'children s':>24} {'all Running s':>24}"
+        f" {'launcher Job s':>24} {'CPU s':>24} {'writes':>8} {'ConfigMap':>10} {'hosts':>12}"
     ]
-    for size in sizes:
-        for name in names:
-            mine = [p for p in points if p.workers == size and p.contender == name]
+    for size in sorted({p.workers for p in points}):
+        for name in series_names(points):
+            mine = [p for p in points if p.workers == size and p.series == name]
             if not mine:
                 continue
             if any(p.note for p in mine):
                 notes = sorted({p.note for p in mine if p.note})
-                lines.append(f"{size:>8} {name:<16} did not start in {len(notes)} of {len(mine)}: {notes[0]}")
+                failed = sum(1 for p in mine if p.note)
+                lines.append(f"{size:>8} {name:<36} {len(mine):>4} did not start in {failed}: {notes[0]}")
                 continue
+            hosts = f"{min(p.hostfile_hosts for p in mine)}/{min(p.discovered_hosts for p in mine)}"
+            if any(p.hostfile_hosts < 0 for p in mine):
+                hosts = "-"  # a run from before they were counted
             lines.append(
-                f"{size:>8} {name:<16} {spread([p.children_s for p in mine]):>24}"
+                f"{size:>8} {name:<36} {len(mine):>4} {spread([p.children_s for p in mine]):>24}"
                 f" {spread([p.running_s for p in mine]):>24} {spread([p.launcher_s for p in mine]):>24}"
                 f" {spread([p.cpu_s for p in mine]):>24} {statistics.median([p.writes for p in mine]):>8.0f}"
-                f" {mine[0].configmap_bytes:>10}"
+                f" {max(p.configmap_bytes for p in mine):>10} {hosts:>12}"
             )
     return "\n".join(lines)
 
 
-def draw_curve(points: list[Point], names: list[str], path: Path) -> None:
+def read_points(paths: list[Path]) -> list[Point]:
+    """The points of earlier runs' points.json files; a run before a field existed gets its default."""
+    known = {f.name for f in fields(Point)}
+    return [
+        Point(**{k: v for k, v in raw.items() if k in known})
+        for path in paths
+        for raw in json.loads(path.read_text())
+    ]
+
+
+def draw_curve(points: list[Point], path: Path) -> None:
     """Three panels against workers on log-log axes: children created, all Running, launcher Job."""
     import matplotlib
 
@@ -234,16 +294,15 @@ def draw_curve(points: list[Point], names: list[str], path: Path) -> None:
         ("launcher Job", "launcher_s"),
     )
     fig, axes = plt.subplots(1, len(panels), figsize=(13, 4), squeeze=False)
+    names = series_names(points)
+    colours = ("#2a7ab9", "#9a9a9a", "#7fb3dd", "#5a5a5a")
     for ax, (title, key) in zip(axes.flat, panels, strict=True):
-        for name, colour in zip(names, ("#2a7ab9", "#9a9a9a"), strict=False):
-            sizes = sorted({p.workers for p in points if p.contender == name})
-            sizes = [
-                s for s in sizes if not any(p.note for p in points if p.contender == name and p.workers == s)
-            ]
-            medians = [
-                statistics.median([getattr(p, key) for p in points if p.contender == name and p.workers == s])
-                for s in sizes
-            ]
+        for name, colour in zip(names, colours, strict=False):
+            mine = [p for p in points if p.series == name]
+            sizes = sorted(
+                {p.workers for p in mine if not any(q.note for q in mine if q.workers == p.workers)}
+            )
+            medians = [statistics.median([getattr(p, key) for p in mine if p.workers == s]) for s in sizes]
             ax.plot(sizes, medians, marker="o", color=colour, label=name)
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -271,8 +330,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--ip-hostfile", action="store_true", help="the job asks for a hostfile of pod IPs (ours reads it)"
     )
+    parser.add_argument(
+        "--ip-hostfile-past-limit",
+        action="store_true",
+        help="only a job whose hostfile of DNS names cannot fit a ConfigMap asks for one of pod IPs",
+    )
     parser.add_argument("--out", type=Path, default=Path("bench-startup-curve"), help="JSON and PNG go here")
+    parser.add_argument(
+        "--report-from",
+        type=Path,
+        nargs="+",
+        help="run nothing: the table and chart of earlier runs' points.json files, together",
+    )
     args = parser.parse_args(argv)
+    if args.report_from:
+        return report(read_points(args.report_from), args.out)
     sizes = [int(s) for s in args.sizes.split(",")]
     workdir = Path(tempfile.mkdtemp(prefix="mpioperator-startup-curve-"))
     bench = Bench.start(workdir)
@@ -280,10 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         Ours(Settings(), queue=RAISED_QUEUE, extra_args=(f"--max-worker-replicas={OURS_MAX_WORKERS}",)),
         Upstream(Settings(), build_upstream(), queue=RAISED_QUEUE),
     ]
-    shape = Shape(
-        name=LONG_JOB_NAME if args.long_names else JOB_NAME,
-        annotations=tuple(IP_HOSTFILE.items()) if args.ip_hostfile else (),
-    )
+    name = LONG_JOB_NAME if args.long_names else JOB_NAME
     points: list[Point] = []
     try:
         for size in sizes:
@@ -293,17 +362,25 @@ def main(argv: list[str] | None = None) -> int:
                     ns = f"curve-{size}-{n}-{'ours' if isinstance(contender, Ours) else 'upst'}"
                     if args.long_names:
                         ns = ns.ljust(NAMESPACE_LENGTH, "x")
+                    by_ip = args.ip_hostfile or (
+                        args.ip_hostfile_past_limit and not fits_by_name(name, ns, size)
+                    )
+                    shape = Shape(name=name, annotations=tuple(IP_HOSTFILE.items()) if by_ip else ())
                     point = run_once(bench, contender, size, ns, workdir, shape)
                     points.append(point)
                     print(json.dumps(asdict(point)), flush=True)
     finally:
         bench.stop()
-    names = [c.name for c in contenders]
-    print(table(points, sizes, names))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "points.json").write_text(json.dumps([asdict(p) for p in points], indent=1) + "\n")
-    draw_curve(points, names, args.out / "startup-curve.png")
-    print(f"figures and chart in {args.out}/", flush=True)
+    return report(points, args.out)
+
+
+def report(points: list[Point], out: Path) -> int:
+    print(table(points))
+    out.mkdir(parents=True, exist_ok=True)
+    draw_curve(points, out / "startup-curve.png")
+    print(f"figures and chart in {out}/", flush=True)
     return 0
 
 
