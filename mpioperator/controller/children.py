@@ -182,14 +182,6 @@ class ChildReconciler:
             and self._l.secrets.get(ns, names.secret_name(job)) is None
         )
 
-    def existing_workers(self, job: Obj) -> list[Obj | None]:
-        """The cached worker pod of each index the spec asks for, None where there is none: the pods
-        with the job's worker labels (one index lookup, not one per worker), by the index their name
-        says."""
-        if not accessors.replica_spec(job, api.WORKER):
-            return []
-        return self._views.read(job, self._l.pods).by_index
-
     def present_workers(self, job: Obj) -> list[Obj]:
         """The cached worker pods of the indexes the spec asks for, in index order: the very same list
         while the job's pods are unchanged, so what was said of them can be kept."""

@@ -179,7 +179,7 @@ class Restarter:
             policy.attempt_of(launcher) != attempt or not is_controlled_by(launcher, job)
         ):
             launcher = None  # an earlier attempt's, still going (or not ours, which the sync reports)
-        workers = [w for w in self._children.existing_workers(job) if w is not None]
+        workers = self._children.present_workers(job)
         return launcher, [w for w in workers if policy.attempt_of(w) == attempt and is_controlled_by(w, job)]
 
     @staticmethod

@@ -68,7 +68,7 @@ _KEPT_JOBS = 20_000
 class _Read:
     """One reading of a job's workers for their losses."""
 
-    workers: list[Obj | None]
+    workers: list[Obj]
     attempt: int
     lost: list[Loss]
     disrupted: Carried[bool]
@@ -136,16 +136,15 @@ class WorkerLossFeature(Feature):
 
     def _lost(self, job: Obj) -> list[Loss]:
         attempt = policy.current_attempt(job)
-        workers = self._children.existing_workers(job)
+        workers = self._children.present_workers(job)
         uid = job["metadata"].get("uid", "")
         kept = self._losses.get(uid)
         if kept is not None and kept.workers is workers and kept.attempt == attempt:
             return list(kept.lost)
         # The rare condition first, asked of the pods changed since the last reading only: of a big job's
         # workers, only the disrupted ones are asked the rest.
-        present = [pod for pod in workers if pod is not None]
-        asked = carried(present, kept.disrupted if kept else {}, lambda pod: disruption(pod) is not None)
-        disrupted = [pod for pod in present if asked[id(pod)][1]]
+        asked = carried(workers, kept.disrupted if kept else {}, lambda pod: disruption(pod) is not None)
+        disrupted = [pod for pod in workers if asked[id(pod)][1]]
         lost = losses(
             [pod for pod in disrupted if is_controlled_by(pod, job) and policy.attempt_of(pod) == attempt]
         )
